@@ -1,0 +1,165 @@
+//! The provider-neutral vocabulary between the step loop and the model APIs: the prompt that goes
+//! out (`ModelRequest`) and the events that come back (`ModelEvent`).
+//!
+//! Providers translate these to and from their wire formats; the loop never sees a wire format.
+//! Nothing here knows about JavaScript.
+
+use serde_json::Value;
+
+/// One message of the prompt, in the shape the model APIs share.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelMessage {
+    System(String),
+    User(Vec<UserPart>),
+    Assistant(Vec<AssistantPart>),
+    Tool(Vec<ToolResultPart>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum UserPart {
+    Text(String),
+    /// An image or other file: `data` is a URL (`https:`, `data:`) or bare base64.
+    File { data: String, media_type: String, filename: Option<String> },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum AssistantPart {
+    Text(String),
+    Reasoning(String),
+    ToolCall { tool_call_id: String, tool_name: String, args: Value },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolResultPart {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub result: Value,
+    pub is_error: bool,
+}
+
+/// A tool as the model sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: Option<String>,
+    /// JSON Schema of the arguments.
+    pub parameters: Value,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolChoice {
+    Auto,
+    None,
+    Required,
+    Tool(String),
+}
+
+/// Sampling and transport settings of one model call (`options.modelSettings`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModelSettings {
+    pub temperature: Option<f64>,
+    pub max_output_tokens: Option<u64>,
+    pub top_p: Option<f64>,
+    pub top_k: Option<f64>,
+    pub presence_penalty: Option<f64>,
+    pub frequency_penalty: Option<f64>,
+    pub stop_sequences: Vec<String>,
+    pub seed: Option<i64>,
+    pub max_retries: Option<u32>,
+    /// Extra request headers.
+    pub headers: Vec<(String, String)>,
+}
+
+/// Everything a provider needs to build one streaming request.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModelRequest {
+    pub model_id: String,
+    pub messages: Vec<ModelMessage>,
+    pub settings: ModelSettings,
+    pub tools: Vec<ToolSpec>,
+    pub tool_choice: Option<ToolChoice>,
+    /// `providerOptions` of this provider, passed through to the request body.
+    pub provider_options: Option<serde_json::Map<String, Value>>,
+}
+
+/// A non-fatal note about the request, e.g. a setting the provider does not support.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Warning {
+    /// `unsupported-setting` or `other`.
+    pub kind: &'static str,
+    pub setting: Option<String>,
+    pub message: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FinishReason {
+    Stop,
+    Length,
+    ToolCalls,
+    ContentFilter,
+    Error,
+    Abort,
+    Other,
+}
+
+impl FinishReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::Length => "length",
+            FinishReason::ToolCalls => "tool-calls",
+            FinishReason::ContentFilter => "content-filter",
+            FinishReason::Error => "error",
+            FinishReason::Abort => "abort",
+            FinishReason::Other => "other",
+        }
+    }
+}
+
+/// Token counts. `total_tokens` is the provider's own total when it reports one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub total_tokens: Option<u64>,
+    pub reasoning_tokens: Option<u64>,
+    pub cached_input_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// Sum of two usages; a field is present when either side has it.
+    pub fn add(&self, other: &Usage) -> Usage {
+        fn sum(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+            match (a, b) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+            }
+        }
+        Usage {
+            input_tokens: sum(self.input_tokens, other.input_tokens),
+            output_tokens: sum(self.output_tokens, other.output_tokens),
+            total_tokens: sum(self.total_tokens, other.total_tokens),
+            reasoning_tokens: sum(self.reasoning_tokens, other.reasoning_tokens),
+            cached_input_tokens: sum(self.cached_input_tokens, other.cached_input_tokens),
+        }
+    }
+}
+
+/// One decoded event of a model's response stream.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelEvent {
+    /// Response id, model id and creation time (seconds since the epoch), once per response.
+    ResponseMetadata { id: Option<String>, model_id: Option<String>, created: Option<u64> },
+    TextDelta(String),
+    ReasoningDelta(String),
+    /// A piece of a streamed tool call. `index` tells calls apart; `id` and `name` arrive with the
+    /// first piece of a call, `args_delta` is a fragment of the JSON arguments text.
+    ToolCallDelta { index: u32, id: Option<String>, name: Option<String>, args_delta: String },
+    Finish { reason: FinishReason, usage: Option<Usage> },
+    /// Usage reported after the finish reason (OpenAI's trailing usage chunk).
+    Usage(Usage),
+    /// The provider reported an error inside the stream.
+    Error { message: String, body: Option<String> },
+    /// The provider's raw event text (only when raw chunks were asked for).
+    Raw(String),
+}

@@ -1,0 +1,15 @@
+//! wasm-agent: an AI agent runtime for browsers, Node and Workers-like runtimes.
+//!
+//! Module map (arrows point inward: `core` knows nothing of the others):
+//! - `core`: messages, chunks, the step loop, retries. Pure Rust, tested with `cargo test`.
+//! - `providers`: request builders and stream decoders per model API. Pure Rust.
+//! - `platform`: fetch, timers, clock, ids from the JavaScript global object (wasm32 only).
+//! - `bindings`: the JavaScript classes and option parsing (wasm32 only).
+
+pub mod core;
+pub mod providers;
+
+#[cfg(target_arch = "wasm32")]
+pub mod platform;
+#[cfg(target_arch = "wasm32")]
+pub mod bindings;

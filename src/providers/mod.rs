@@ -1,0 +1,63 @@
+//! Model APIs: for each, a request builder (`ModelRequest` → HTTP request) and an incremental
+//! stream decoder (response bytes → `ModelEvent`s). Pure Rust, bytes in and events out: no I/O,
+//! no JavaScript. The provider table (`registry`) maps `'provider/model'` strings to an API, a
+//! base URL and the environment variables that hold its key and URL.
+
+pub mod openai_chat;
+pub mod registry;
+pub mod sse;
+
+use crate::core::error::AgentError;
+use crate::core::model::{ModelEvent, ModelRequest, Warning};
+
+/// An HTTP request ready for the platform's `fetch`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HttpRequest {
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    /// The JSON body.
+    pub body: String,
+}
+
+/// Where and how to reach a model: the resolved form of `'provider/model'` or `{ id, url, ... }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Endpoint {
+    /// The provider prefix, e.g. `openai`, `groq`.
+    pub provider: String,
+    /// The wire protocol.
+    pub api: Api,
+    /// Base URL without a trailing slash, e.g. `https://api.openai.com/v1`.
+    pub base_url: String,
+    pub api_key: Option<String>,
+    /// Headers from the model config, sent with every request.
+    pub headers: Vec<(String, String)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Api {
+    /// OpenAI Chat Completions and the providers that speak it.
+    Chat,
+}
+
+/// Incremental decoder of one response body.
+pub trait StreamDecoder {
+    /// Feeds the next bytes of the body, in any split; appends every event they complete.
+    fn push(&mut self, bytes: &[u8], out: &mut Vec<ModelEvent>) -> Result<(), AgentError>;
+    /// The body ended; appends what the end completes, or fails when the stream stopped early.
+    fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), AgentError>;
+}
+
+/// Builds the request for `endpoint`.
+pub fn build_request(endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpRequest, Vec<Warning>), AgentError> {
+    match endpoint.api {
+        Api::Chat => openai_chat::build_request(endpoint, req),
+    }
+}
+
+/// A decoder for a response of `endpoint`. With `include_raw`, every provider event is also
+/// reported as `ModelEvent::Raw`.
+pub fn decoder(endpoint: &Endpoint, include_raw: bool) -> Box<dyn StreamDecoder> {
+    match endpoint.api {
+        Api::Chat => Box::new(openai_chat::ChatDecoder::new(include_raw)),
+    }
+}
