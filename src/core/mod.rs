@@ -1,5 +1,12 @@
 //! The heart of the agent, free of JavaScript types so it runs and is tested natively.
 
+pub mod abort;
+pub mod base64;
+pub mod chunk;
+pub mod env;
 pub mod error;
 pub mod input;
 pub mod model;
+pub mod options;
+pub mod run;
+pub mod step;

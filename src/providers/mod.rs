@@ -7,6 +7,13 @@ pub mod openai_chat;
 pub mod registry;
 pub mod sse;
 
+#[cfg(test)]
+mod tests_chat_request;
+#[cfg(test)]
+mod tests_chat_stream;
+#[cfg(test)]
+mod tests_sse;
+
 use crate::core::error::AgentError;
 use crate::core::model::{ModelEvent, ModelRequest, Warning};
 

@@ -1,0 +1,568 @@
+//! OpenAI Chat Completions (`POST {base}/chat/completions`, streamed) and the providers that speak
+//! it: the request builder and the stream decoder.
+//!
+//! Pure translation between `core::model` and the wire format; it never does I/O and never sees
+//! JavaScript. The decoder is on the hot path of every reply, so it parses chunks into borrowed,
+//! typed structs and allocates only the strings it hands out.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::sse::{SseDecoder, SseEvent};
+use super::{Endpoint, HttpRequest, StreamDecoder};
+use crate::core::error::AgentError;
+use crate::core::model::{
+    AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ToolChoice, UserPart, Usage, Warning,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Request
+
+/// Builds the streaming Chat Completions request for `req`.
+///
+/// Settings the API lacks (`topK`) are left out with a warning. `providerOptions` keys are merged
+/// into the body last, camelCase keys renamed to snake_case (`reasoningEffort` →
+/// `reasoning_effort`), so they can set or override any body field.
+pub fn build_request(endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpRequest, Vec<Warning>), AgentError> {
+    let mut warnings = Vec::new();
+    let mut body = Map::new();
+    body.insert("model".into(), req.model_id.clone().into());
+    body.insert("messages".into(), Value::Array(messages(&req.messages)?));
+    body.insert("stream".into(), true.into());
+    body.insert("stream_options".into(), json!({ "include_usage": true }));
+
+    let s = &req.settings;
+    let numbers = [
+        ("temperature", s.temperature),
+        ("top_p", s.top_p),
+        ("presence_penalty", s.presence_penalty),
+        ("frequency_penalty", s.frequency_penalty),
+    ];
+    for (key, value) in numbers {
+        if let Some(value) = value {
+            body.insert(key.into(), value.into());
+        }
+    }
+    if let Some(max) = s.max_output_tokens {
+        body.insert("max_tokens".into(), max.into());
+    }
+    if !s.stop_sequences.is_empty() {
+        body.insert("stop".into(), s.stop_sequences.clone().into());
+    }
+    if let Some(seed) = s.seed {
+        body.insert("seed".into(), seed.into());
+    }
+    if s.top_k.is_some() {
+        warnings.push(Warning {
+            kind: "unsupported-setting",
+            setting: Some("topK".into()),
+            message: Some("topK is not part of the Chat Completions API and was not sent".into()),
+        });
+    }
+
+    // The API rejects `tool_choice` without `tools`, so both go or neither does.
+    if !req.tools.is_empty() {
+        let tools = req.tools.iter().map(|tool| {
+            let mut function = Map::new();
+            function.insert("name".into(), tool.name.clone().into());
+            if let Some(description) = &tool.description {
+                function.insert("description".into(), description.clone().into());
+            }
+            function.insert("parameters".into(), tool.parameters.clone());
+            json!({ "type": "function", "function": function })
+        });
+        body.insert("tools".into(), tools.collect());
+        if let Some(choice) = &req.tool_choice {
+            let choice = match choice {
+                ToolChoice::Auto => "auto".into(),
+                ToolChoice::None => "none".into(),
+                ToolChoice::Required => "required".into(),
+                ToolChoice::Tool(name) => json!({ "type": "function", "function": { "name": name } }),
+            };
+            body.insert("tool_choice".into(), choice);
+        }
+    }
+
+    if let Some(options) = &req.provider_options {
+        for (key, value) in options {
+            body.insert(snake_case(key).into_owned(), value.clone());
+        }
+    }
+
+    let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
+    if let Some(key) = &endpoint.api_key {
+        headers.push(("authorization".into(), format!("Bearer {key}")));
+    }
+    for (name, value) in endpoint.headers.iter().chain(&s.headers) {
+        set_header(&mut headers, name, value);
+    }
+
+    let body = serde_json::to_string(&Value::Object(body)).map_err(|e| AgentError::api(e.to_string(), false))?;
+    let url = format!("{}/chat/completions", endpoint.base_url.trim_end_matches('/'));
+    Ok((HttpRequest { url, headers, body }, warnings))
+}
+
+/// Replaces a header of the same name (names are case-insensitive), or adds it.
+fn set_header(headers: &mut Vec<(String, String)>, name: &str, value: &str) {
+    match headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+        Some(slot) => *slot = (name.to_string(), value.to_string()),
+        None => headers.push((name.to_string(), value.to_string())),
+    }
+}
+
+/// `reasoningEffort` → `reasoning_effort`; keys without capitals are returned as they are.
+fn snake_case(key: &str) -> Cow<'_, str> {
+    if !key.bytes().any(|b| b.is_ascii_uppercase()) {
+        return Cow::Borrowed(key);
+    }
+    let mut out = String::with_capacity(key.len() + 4);
+    for (i, c) in key.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn messages(messages: &[ModelMessage]) -> Result<Vec<Value>, AgentError> {
+    let mut out = Vec::with_capacity(messages.len());
+    for message in messages {
+        match message {
+            ModelMessage::System(text) => out.push(json!({ "role": "system", "content": text })),
+            ModelMessage::User(parts) => out.push(json!({ "role": "user", "content": user_content(parts)? })),
+            ModelMessage::Assistant(parts) => out.push(assistant_message(parts)),
+            ModelMessage::Tool(results) => {
+                for part in results {
+                    let content = match &part.result {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    out.push(json!({ "role": "tool", "tool_call_id": part.tool_call_id, "content": content }));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn user_content(parts: &[UserPart]) -> Result<Value, AgentError> {
+    match parts {
+        [] => return Ok("".into()),
+        [UserPart::Text(text)] => return Ok(text.clone().into()),
+        _ => {}
+    }
+    let mut out = Vec::with_capacity(parts.len());
+    for (index, part) in parts.iter().enumerate() {
+        out.push(match part {
+            UserPart::Text(text) => json!({ "type": "text", "text": text }),
+            // Image parts have no file name on this API.
+            UserPart::File { data, media_type, .. } if media_type.starts_with("image/") => {
+                // `image/*` means "some image": the data URL needs a concrete type.
+                let media_type = if media_type == "image/*" { "image/jpeg" } else { media_type };
+                json!({ "type": "image_url", "image_url": { "url": file_url(data, media_type) } })
+            }
+            UserPart::File { data, media_type, filename } => {
+                if is_url(data) && !starts_with_ignore_case(data, "data:") {
+                    return Err(AgentError::invalid(
+                        "messages",
+                        format!(
+                            "Chat Completions takes files other than images only as inline data, not as a URL \
+                             ({media_type} at {data}); pass the file's content as base64"
+                        ),
+                    ));
+                }
+                // The API wants a file name next to inline data; make one up when none was given.
+                let filename = match filename {
+                    Some(name) => name.clone(),
+                    None if media_type == "application/pdf" => format!("part-{index}.pdf"),
+                    None => format!("part-{index}"),
+                };
+                json!({ "type": "file", "file": { "file_data": file_url(data, media_type), "filename": filename } })
+            }
+        });
+    }
+    Ok(Value::Array(out))
+}
+
+fn assistant_message(parts: &[AssistantPart]) -> Value {
+    let mut text = String::new();
+    let mut tool_calls = Vec::new();
+    for part in parts {
+        match part {
+            AssistantPart::Text(t) => text.push_str(t),
+            // The API has no field for reasoning sent back; it is the model's own scratch work.
+            AssistantPart::Reasoning(_) => {}
+            AssistantPart::ToolCall { tool_call_id, tool_name, args } => tool_calls.push(json!({
+                "id": tool_call_id,
+                "type": "function",
+                "function": { "name": tool_name, "arguments": args.to_string() },
+            })),
+        }
+    }
+    let mut message = Map::new();
+    message.insert("role".into(), "assistant".into());
+    // `null` is the API's own spelling for "only tool calls"; a message with neither text nor
+    // calls still needs a string, or the API rejects it.
+    let content = match (text.is_empty(), tool_calls.is_empty()) {
+        (true, false) => Value::Null,
+        _ => text.into(),
+    };
+    message.insert("content".into(), content);
+    if !tool_calls.is_empty() {
+        message.insert("tool_calls".into(), tool_calls.into());
+    }
+    Value::Object(message)
+}
+
+fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
+    text.len() >= prefix.len() && text.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+}
+
+fn is_url(data: &str) -> bool {
+    ["http://", "https://", "data:"].iter().any(|p| starts_with_ignore_case(data, p))
+}
+
+/// A URL as it is, bare base64 as a `data:` URL.
+fn file_url(data: &str, media_type: &str) -> String {
+    if is_url(data) {
+        data.to_string()
+    } else {
+        format!("data:{media_type};base64,{data}")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stream
+
+/// Decodes a streamed Chat Completions body into `ModelEvent`s.
+///
+/// Per chunk, in order: `ResponseMetadata` (once, from the first chunk that has an id, model or
+/// creation time), `ReasoningDelta`, `TextDelta`, one `ToolCallDelta` per tool call piece. One
+/// `Finish` closes the reply, at `[DONE]` or at the end of the body, with the last finish reason
+/// and usage seen. A chunk `{"error": …}` becomes one `Error` event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatDecoder {
+    sse: SseDecoder,
+    /// Scratch list of SSE events, kept to reuse its allocation.
+    events: Vec<SseEvent>,
+    include_raw: bool,
+    metadata_sent: bool,
+    finish_reason: Option<FinishReason>,
+    usage: Option<Usage>,
+    saw_error: bool,
+    /// `Finish` was emitted; whatever follows is ignored.
+    finished: bool,
+}
+
+impl ChatDecoder {
+    pub fn new(include_raw: bool) -> Self {
+        ChatDecoder {
+            sse: SseDecoder::new(),
+            events: Vec::new(),
+            include_raw,
+            metadata_sent: false,
+            finish_reason: None,
+            usage: None,
+            saw_error: false,
+            finished: false,
+        }
+    }
+
+    fn event(&mut self, mut data: String, out: &mut Vec<ModelEvent>) -> Result<(), AgentError> {
+        let payload = data.trim();
+        if payload.is_empty() {
+            return Ok(()); // an empty `data:` line, which some proxies send to keep the line open
+        }
+        if payload == "[DONE]" {
+            self.emit_finish(out);
+            return Ok(());
+        }
+        let raw_at = out.len();
+        let parsed = serde_json::from_str::<Chunk>(&data);
+        let result = match parsed {
+            Ok(chunk) if chunk.error.is_some() => {
+                let message = error_message(chunk.error.as_ref());
+                drop(chunk);
+                self.saw_error = true;
+                // The raw event is wanted twice only when raw events are on.
+                let body = if self.include_raw { data.clone() } else { std::mem::take(&mut data) };
+                out.push(ModelEvent::Error { message, body: Some(body) });
+                Ok(())
+            }
+            Ok(chunk) => {
+                self.chunk(chunk, out);
+                Ok(())
+            }
+            Err(e) => Err(AgentError::api(
+                if e.is_data() {
+                    format!("The model's stream sent an event this client does not understand ({e}): {}", head(&data))
+                } else {
+                    format!("The model's stream sent an event that is not valid JSON: {}", head(&data))
+                },
+                false,
+            )),
+        };
+        if self.include_raw {
+            // Raw goes before the events it produced; the insert shifts one or two events at most.
+            out.insert(raw_at, ModelEvent::Raw(data));
+        }
+        result
+    }
+
+    fn chunk(&mut self, chunk: Chunk<'_>, out: &mut Vec<ModelEvent>) {
+        if !self.metadata_sent && (chunk.id.is_some() || chunk.model.is_some() || chunk.created.is_some()) {
+            self.metadata_sent = true;
+            out.push(ModelEvent::ResponseMetadata {
+                id: chunk.id.map(Text::owned),
+                model_id: chunk.model.map(Text::owned),
+                created: chunk.created.and_then(count),
+            });
+        }
+        // Only the first choice: the agent never asks for `n > 1`.
+        if let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) {
+            if let Some(delta) = choice.delta {
+                let reasoning = [delta.reasoning_content, delta.reasoning].into_iter().flatten().find(|t| !t.0.is_empty());
+                if let Some(reasoning) = reasoning {
+                    out.push(ModelEvent::ReasoningDelta(reasoning.owned()));
+                }
+                if let Some(text) = delta.content.filter(|t| !t.0.is_empty()) {
+                    out.push(ModelEvent::TextDelta(text.owned()));
+                }
+                for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
+                    let (name, args) = match call.function {
+                        Some(f) => (f.name, f.arguments),
+                        None => (None, None),
+                    };
+                    out.push(ModelEvent::ToolCallDelta {
+                        index: call.index.unwrap_or(position as u32),
+                        // Some servers repeat `"name": ""` on later pieces; that is not a name.
+                        id: call.id.and_then(Text::non_empty),
+                        name: name.and_then(Text::non_empty),
+                        args_delta: args.map(Text::owned).unwrap_or_default(),
+                    });
+                }
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.finish_reason = Some(finish_reason(&reason.0));
+            }
+        }
+        if let Some(usage) = chunk.usage.or(chunk.x_groq.and_then(|x| x.usage)) {
+            self.usage = Some(usage.into_usage());
+        }
+    }
+
+    fn emit_finish(&mut self, out: &mut Vec<ModelEvent>) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let fallback = if self.saw_error { FinishReason::Error } else { FinishReason::Other };
+        out.push(ModelEvent::Finish { reason: self.finish_reason.unwrap_or(fallback), usage: self.usage });
+    }
+}
+
+impl StreamDecoder for ChatDecoder {
+    fn push(&mut self, bytes: &[u8], out: &mut Vec<ModelEvent>) -> Result<(), AgentError> {
+        if self.finished {
+            return Ok(());
+        }
+        let mut events = std::mem::take(&mut self.events);
+        self.sse.push(bytes, &mut events);
+        let mut result = Ok(());
+        for event in events.drain(..) {
+            if self.finished {
+                break; // nothing after `[DONE]` counts
+            }
+            result = self.event(event.data, out);
+            if result.is_err() {
+                break;
+            }
+        }
+        events.clear();
+        self.events = events;
+        result
+    }
+
+    fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), AgentError> {
+        if self.finished {
+            return Ok(());
+        }
+        self.sse.finish(&mut self.events);
+        // Some servers never send `[DONE]`: a finish reason (or an error report) is enough to
+        // know the reply is complete, but a body that stops inside an event was cut.
+        if self.sse.has_partial() || (self.finish_reason.is_none() && !self.saw_error) {
+            return Err(AgentError::api("The connection closed before the model finished its response", true));
+        }
+        self.emit_finish(out);
+        Ok(())
+    }
+}
+
+fn finish_reason(reason: &str) -> FinishReason {
+    match reason {
+        "stop" => FinishReason::Stop,
+        "length" => FinishReason::Length,
+        "tool_calls" | "function_call" => FinishReason::ToolCalls,
+        "content_filter" => FinishReason::ContentFilter,
+        _ => FinishReason::Other,
+    }
+}
+
+fn error_message(error: Option<&Value>) -> String {
+    match error {
+        Some(Value::String(message)) => message.clone(),
+        Some(Value::Object(o)) if o.get("message").is_some_and(Value::is_string) => {
+            o["message"].as_str().unwrap_or_default().to_string()
+        }
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
+/// The first 200 characters of an event, for error messages.
+fn head(data: &str) -> &str {
+    match data.char_indices().nth(200) {
+        Some((at, _)) => &data[..at],
+        None => data,
+    }
+}
+
+/// Token counts arrive as JSON numbers; a few servers write them as floats (`12.0`).
+fn count(n: f64) -> Option<u64> {
+    (n.is_finite() && n >= 0.0).then_some(n as u64)
+}
+
+// Wire shapes of one chunk. Unknown fields are skipped; strings borrow from the event text unless
+// they contain escapes.
+
+/// A JSON string, borrowed from the event text when it has no escapes.
+#[derive(Deserialize)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+
+impl Text<'_> {
+    fn owned(self) -> String {
+        self.0.into_owned()
+    }
+
+    fn non_empty(self) -> Option<String> {
+        (!self.0.is_empty()).then(|| self.owned())
+    }
+}
+
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(borrow)]
+    id: Option<Text<'a>>,
+    #[serde(borrow)]
+    model: Option<Text<'a>>,
+    created: Option<f64>,
+    #[serde(borrow)]
+    choices: Option<Vec<Choice<'a>>>,
+    usage: Option<UsageWire>,
+    x_groq: Option<XGroq>,
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(borrow)]
+    finish_reason: Option<Text<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(borrow)]
+    content: Option<Text<'a>>,
+    #[serde(borrow)]
+    reasoning_content: Option<Text<'a>>,
+    /// Groq and OpenRouter spell `reasoning_content` this way.
+    #[serde(borrow)]
+    reasoning: Option<Text<'a>>,
+    #[serde(borrow)]
+    tool_calls: Option<Vec<ToolCallWire<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallWire<'a> {
+    index: Option<u32>,
+    #[serde(borrow)]
+    id: Option<Text<'a>>,
+    #[serde(borrow)]
+    function: Option<FunctionWire<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionWire<'a> {
+    #[serde(borrow)]
+    name: Option<Text<'a>>,
+    #[serde(borrow)]
+    arguments: Option<Text<'a>>,
+}
+
+#[derive(Deserialize)]
+struct XGroq {
+    usage: Option<UsageWire>,
+}
+
+#[derive(Deserialize)]
+struct UsageWire {
+    prompt_tokens: Option<f64>,
+    completion_tokens: Option<f64>,
+    total_tokens: Option<f64>,
+    prompt_tokens_details: Option<PromptDetails>,
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    cached_tokens: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetails {
+    reasoning_tokens: Option<f64>,
+}
+
+impl UsageWire {
+    fn into_usage(self) -> Usage {
+        Usage {
+            input_tokens: self.prompt_tokens.and_then(count),
+            output_tokens: self.completion_tokens.and_then(count),
+            total_tokens: self.total_tokens.and_then(count),
+            reasoning_tokens: self.completion_tokens_details.and_then(|d| d.reasoning_tokens).and_then(count),
+            cached_input_tokens: self.prompt_tokens_details.and_then(|d| d.cached_tokens).and_then(count),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_without_escapes_are_borrowed_from_the_event() {
+        let data = r#"{"id":"c1","choices":[{"delta":{"content":"plain","reasoning":"a\nb"},"finish_reason":null}]}"#;
+        let chunk: Chunk = serde_json::from_str(data).unwrap();
+        assert!(matches!(chunk.id, Some(Text(Cow::Borrowed("c1")))));
+        let delta = chunk.choices.unwrap().into_iter().next().unwrap().delta.unwrap();
+        assert!(matches!(delta.content, Some(Text(Cow::Borrowed("plain")))));
+        assert!(matches!(delta.reasoning, Some(Text(Cow::Owned(ref s))) if s == "a\nb"));
+    }
+
+    #[test]
+    fn snake_case_keys() {
+        assert_eq!(snake_case("reasoningEffort"), "reasoning_effort");
+        assert_eq!(snake_case("maxCompletionTokens"), "max_completion_tokens");
+        assert!(matches!(snake_case("already_snake"), Cow::Borrowed("already_snake")));
+        assert_eq!(snake_case("User"), "user");
+    }
+}

@@ -1,0 +1,265 @@
+//! The provider table: which `'provider/model'` prefixes exist, where each one's API lives, and
+//! which environment variables hold its key and base URL.
+//!
+//! Resolving reads the environment only through the function it is given (Node's `process.env`,
+//! a Worker's `env`, nothing in a browser); it never reads or writes anything else.
+
+use super::{Api, Endpoint};
+use crate::core::error::AgentError;
+
+/// One known provider prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProviderInfo {
+    /// The part before the slash in `'groq/llama-3.3-70b-versatile'`.
+    pub prefix: &'static str,
+    /// The default base URL, without a trailing slash.
+    pub base_url: &'static str,
+    /// The environment variable holding the API key; `None` when the provider needs no key.
+    pub key_var: Option<&'static str>,
+    /// The environment variable that overrides `base_url`.
+    pub url_var: &'static str,
+    pub api: Api,
+}
+
+const fn chat(prefix: &'static str, base_url: &'static str, key_var: &'static str, url_var: &'static str) -> ProviderInfo {
+    ProviderInfo { prefix, base_url, key_var: Some(key_var), url_var, api: Api::Chat }
+}
+
+/// The providers this version can reach.
+pub const PROVIDERS: &[ProviderInfo] = &[
+    chat("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    chat("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY", "GROQ_BASE_URL"),
+    chat("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", "OPENROUTER_BASE_URL"),
+    chat("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL"),
+    chat("mistral", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", "MISTRAL_BASE_URL"),
+    chat("xai", "https://api.x.ai/v1", "XAI_API_KEY", "XAI_BASE_URL"),
+    chat("togetherai", "https://api.together.xyz/v1", "TOGETHERAI_API_KEY", "TOGETHERAI_BASE_URL"),
+    ProviderInfo {
+        prefix: "ollama",
+        base_url: "http://127.0.0.1:11434/v1",
+        key_var: None,
+        url_var: "OLLAMA_BASE_URL",
+        api: Api::Chat,
+    },
+];
+
+/// Known providers whose own APIs arrive in a later version.
+pub const NOT_YET: &[&str] = &["anthropic", "google", "azure"];
+
+/// Resolves a model id such as `'openai/gpt-4o-mini'` into where to send requests, and the model
+/// name to send (everything after the first slash, so `'openrouter/meta-llama/llama-3'` keeps
+/// its own slash).
+///
+/// The base URL is `url`, else the provider's `<PREFIX>_BASE_URL` from `env`, else the default;
+/// trailing slashes are trimmed. The key is `api_key`, else the provider's `<PREFIX>_API_KEY`.
+/// A missing key is an error unless the provider needs none or the base URL was overridden
+/// (a proxy usually holds the key itself). Empty strings count as absent. Errors are
+/// `InvalidArgument` on `field`.
+pub fn resolve(
+    id: &str,
+    url: Option<String>,
+    api_key: Option<String>,
+    headers: Vec<(String, String)>,
+    env: &dyn Fn(&str) -> Option<String>,
+    field: &str,
+) -> Result<(Endpoint, String), AgentError> {
+    let (prefix, model) = match id.split_once('/') {
+        Some((prefix, model)) if !prefix.is_empty() && !model.is_empty() => (prefix, model),
+        _ => {
+            return Err(AgentError::invalid(
+                field,
+                format!("expected 'provider/model', e.g. 'openai/gpt-4o-mini', got '{id}'"),
+            ))
+        }
+    };
+    let Some(info) = PROVIDERS.iter().find(|p| p.prefix == prefix) else {
+        let message = if NOT_YET.contains(&prefix) {
+            format!(
+                "the {prefix} API is not supported yet; if {prefix} offers an OpenAI-compatible endpoint, \
+                 reach it with {{ id: 'openai/<model>', url: '<its base URL>', apiKey }}"
+            )
+        } else {
+            let known: Vec<&str> = PROVIDERS.iter().map(|p| p.prefix).collect();
+            format!("unknown provider '{prefix}' in '{id}'; known providers: {}", known.join(", "))
+        };
+        return Err(AgentError::invalid(field, message));
+    };
+
+    let present = |value: Option<String>| value.filter(|v| !v.is_empty());
+    let url_override = present(url).or_else(|| present(env(info.url_var)));
+    let api_key = present(api_key).or_else(|| info.key_var.and_then(|var| present(env(var))));
+    if let (Some(var), None, None) = (info.key_var, &api_key, &url_override) {
+        return Err(AgentError::invalid(
+            field,
+            format!("no API key for '{prefix}': set the {var} environment variable or pass `apiKey` with the model"),
+        ));
+    }
+    let base_url = url_override.as_deref().unwrap_or(info.base_url).trim_end_matches('/').to_string();
+    let endpoint = Endpoint { provider: prefix.to_string(), api: info.api, base_url, api_key, headers };
+    Ok((endpoint, model.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn message(err: AgentError) -> String {
+        match err {
+            AgentError::InvalidArgument { field, message } => {
+                assert_eq!(field, "model");
+                message
+            }
+            other => panic!("expected a TypeError, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn table_is_consistent() {
+        for p in PROVIDERS {
+            assert_eq!(p.url_var, format!("{}_BASE_URL", p.prefix.to_uppercase()));
+            if let Some(key) = p.key_var {
+                assert_eq!(key, format!("{}_API_KEY", p.prefix.to_uppercase()));
+            }
+            assert!(!p.base_url.ends_with('/'));
+            assert!(!NOT_YET.contains(&p.prefix));
+        }
+        assert_eq!(PROVIDERS.len(), 8);
+    }
+
+    #[test]
+    fn resolves_a_provider_from_the_environment() {
+        let env = env_of(&[("OPENAI_API_KEY", "sk-env")]);
+        let (endpoint, model) = resolve("openai/gpt-4o-mini", None, None, vec![], &env, "model").unwrap();
+        assert_eq!(model, "gpt-4o-mini");
+        assert_eq!(
+            endpoint,
+            Endpoint {
+                provider: "openai".into(),
+                api: Api::Chat,
+                base_url: "https://api.openai.com/v1".into(),
+                api_key: Some("sk-env".into()),
+                headers: vec![],
+            }
+        );
+    }
+
+    #[test]
+    fn every_provider_has_its_url_and_key_var() {
+        let cases = [
+            ("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
+            ("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+            ("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+            ("mistral", "https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
+            ("xai", "https://api.x.ai/v1", "XAI_API_KEY"),
+            ("togetherai", "https://api.together.xyz/v1", "TOGETHERAI_API_KEY"),
+        ];
+        for (prefix, url, var) in cases {
+            let env = move |name: &str| (name == var).then(|| format!("key-of-{prefix}"));
+            let (endpoint, model) = resolve(&format!("{prefix}/m"), None, None, vec![], &env, "model").unwrap();
+            assert_eq!((endpoint.base_url.as_str(), model.as_str()), (url, "m"));
+            assert_eq!(endpoint.api_key, Some(format!("key-of-{prefix}")));
+            assert_eq!(endpoint.provider, prefix);
+        }
+    }
+
+    #[test]
+    fn model_name_keeps_later_slashes() {
+        let env = env_of(&[("OPENROUTER_API_KEY", "k")]);
+        let (_, model) = resolve("openrouter/meta-llama/llama-3.1-8b", None, None, vec![], &env, "model").unwrap();
+        assert_eq!(model, "meta-llama/llama-3.1-8b");
+    }
+
+    #[test]
+    fn arguments_win_over_the_environment() {
+        let env = env_of(&[("GROQ_API_KEY", "env-key"), ("GROQ_BASE_URL", "https://env.example/v1")]);
+        let headers = vec![("x-team".to_string(), "a".to_string())];
+        let (endpoint, _) = resolve(
+            "groq/llama",
+            Some("https://proxy.example/v1//".into()),
+            Some("arg-key".into()),
+            headers.clone(),
+            &env,
+            "model",
+        )
+        .unwrap();
+        assert_eq!(endpoint.base_url, "https://proxy.example/v1");
+        assert_eq!(endpoint.api_key.as_deref(), Some("arg-key"));
+        assert_eq!(endpoint.headers, headers);
+    }
+
+    #[test]
+    fn base_url_from_the_environment_is_trimmed() {
+        let env = env_of(&[("MISTRAL_BASE_URL", "http://localhost:8080/v1/"), ("MISTRAL_API_KEY", "k")]);
+        let (endpoint, _) = resolve("mistral/small", None, None, vec![], &env, "model").unwrap();
+        assert_eq!(endpoint.base_url, "http://localhost:8080/v1");
+    }
+
+    #[test]
+    fn ollama_needs_no_key() {
+        let (endpoint, model) = resolve("ollama/llama3.2", None, None, vec![], &no_env, "model").unwrap();
+        assert_eq!(endpoint.base_url, "http://127.0.0.1:11434/v1");
+        assert_eq!(endpoint.api_key, None);
+        assert_eq!(model, "llama3.2");
+        let env = env_of(&[("OLLAMA_BASE_URL", "http://gpu-box:11434/v1")]);
+        assert_eq!(resolve("ollama/x", None, None, vec![], &env, "model").unwrap().0.base_url, "http://gpu-box:11434/v1");
+    }
+
+    #[test]
+    fn missing_key_says_where_to_put_one() {
+        let msg = message(resolve("openai/gpt-4o", None, None, vec![], &no_env, "model").unwrap_err());
+        assert!(msg.contains("OPENAI_API_KEY") && msg.contains("apiKey"), "{msg}");
+        // An empty variable is no key either.
+        let env = env_of(&[("XAI_API_KEY", "")]);
+        let msg = message(resolve("xai/grok-3", None, Some(String::new()), vec![], &env, "model").unwrap_err());
+        assert!(msg.contains("XAI_API_KEY"), "{msg}");
+    }
+
+    #[test]
+    fn a_custom_url_makes_the_key_optional() {
+        let (endpoint, _) = resolve("openai/gpt-4o", Some("https://my.proxy/v1".into()), None, vec![], &no_env, "model").unwrap();
+        assert_eq!((endpoint.base_url.as_str(), endpoint.api_key), ("https://my.proxy/v1", None));
+        let env = env_of(&[("DEEPSEEK_BASE_URL", "https://gateway.example/deepseek")]);
+        assert!(resolve("deepseek/chat", None, None, vec![], &env, "model").is_ok());
+    }
+
+    #[test]
+    fn malformed_ids_are_rejected() {
+        for id in ["gpt-4o", "openai/", "/gpt-4o", "", "/"] {
+            let msg = message(resolve(id, None, Some("k".into()), vec![], &no_env, "model").unwrap_err());
+            assert_eq!(msg, format!("expected 'provider/model', e.g. 'openai/gpt-4o-mini', got '{id}'"));
+        }
+    }
+
+    #[test]
+    fn unknown_prefix_lists_the_known_ones() {
+        let msg = message(resolve("cohere/command-r", None, Some("k".into()), vec![], &no_env, "model").unwrap_err());
+        assert!(msg.contains("'cohere'"), "{msg}");
+        for p in PROVIDERS {
+            assert!(msg.contains(p.prefix), "{msg} lacks {}", p.prefix);
+        }
+    }
+
+    #[test]
+    fn later_providers_say_so_and_suggest_a_compatible_endpoint() {
+        for prefix in NOT_YET {
+            let id = format!("{prefix}/some-model");
+            let msg = message(resolve(&id, Some("https://x".into()), Some("k".into()), vec![], &no_env, "model").unwrap_err());
+            assert!(msg.contains("not supported yet") && msg.contains("url"), "{msg}");
+            assert!(msg.contains(prefix), "{msg}");
+        }
+    }
+
+    #[test]
+    fn field_is_the_one_given() {
+        let err = resolve("nope", None, None, vec![], &no_env, "config.model.id").unwrap_err();
+        assert!(matches!(err, AgentError::InvalidArgument { field, .. } if field == "config.model.id"));
+    }
+}

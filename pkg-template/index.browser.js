@@ -1,0 +1,6 @@
+// Browsers and bundlers: fetch the wasm next to this file.
+import init from './wasm_agent.js';
+
+await init({ module_or_path: new URL('./wasm_agent_bg.wasm', import.meta.url) });
+
+export * from './api.js';

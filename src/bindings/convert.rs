@@ -1,0 +1,140 @@
+//! Values across the boundary: JavaScript input to JSON trees for the core's parsers, JSON
+//! results back to JavaScript, and core errors to real `Error` objects with a `name`.
+
+use js_sys::{Array, ArrayBuffer, Object, Reflect, Uint8Array, JSON};
+use serde_json::{Map, Number, Value};
+use wasm_bindgen::{JsCast, JsValue};
+
+use crate::core::error::AgentError;
+use crate::core::input::join;
+
+/// Deeper than this is refused: real options are shallow, and it stops cycles.
+const MAX_DEPTH: u32 = 64;
+
+/// Converts a JavaScript value to JSON for the core's validators. Functions and `undefined` in
+/// objects are left out (callbacks are read separately); bytes become base64; a Date becomes
+/// its ISO string. BigInt, Symbol, non-finite numbers and cycles are a `TypeError` at `path`.
+pub fn to_json(v: &JsValue, path: &str) -> Result<Value, AgentError> {
+    to_json_at(v, path, 0)
+}
+
+fn to_json_at(v: &JsValue, path: &str, depth: u32) -> Result<Value, AgentError> {
+    if depth > MAX_DEPTH {
+        return Err(AgentError::invalid(path, "is nested too deeply (is there a cycle?)"));
+    }
+    if v.is_undefined() || v.is_null() || v.is_function() {
+        return Ok(Value::Null);
+    }
+    if let Some(b) = v.as_bool() {
+        return Ok(Value::Bool(b));
+    }
+    if let Some(n) = v.as_f64() {
+        return number(n).ok_or_else(|| AgentError::invalid(path, format!("expected a finite number, got {n}")));
+    }
+    if let Some(s) = v.as_string() {
+        return Ok(Value::String(s));
+    }
+    if v.is_bigint() {
+        return Err(AgentError::invalid(path, "expected a number, got a BigInt"));
+    }
+    if v.is_symbol() {
+        return Err(AgentError::invalid(path, "expected a value, got a Symbol"));
+    }
+    if let Some(bytes) = v.dyn_ref::<Uint8Array>() {
+        return Ok(Value::String(crate::core::base64::encode(&bytes.to_vec())));
+    }
+    if let Some(buf) = v.dyn_ref::<ArrayBuffer>() {
+        return Ok(Value::String(crate::core::base64::encode(&Uint8Array::new(buf).to_vec())));
+    }
+    if let Some(date) = v.dyn_ref::<js_sys::Date>() {
+        return Ok(Value::String(date.to_iso_string().into()));
+    }
+    if Array::is_array(v) {
+        let arr: &Array = v.unchecked_ref();
+        let mut out = Vec::with_capacity(arr.length() as usize);
+        for (i, item) in arr.iter().enumerate() {
+            out.push(to_json_at(&item, &format!("{path}[{i}]"), depth + 1)?);
+        }
+        return Ok(Value::Array(out));
+    }
+    let obj: &Object = v.unchecked_ref();
+    let mut out = Map::new();
+    for key in Object::keys(obj).iter() {
+        let Some(k) = key.as_string() else { continue };
+        let item = Reflect::get(obj, &key).unwrap_or(JsValue::UNDEFINED);
+        if item.is_undefined() || item.is_function() {
+            continue;
+        }
+        let child = join(path, &k);
+        out.insert(k, to_json_at(&item, &child, depth + 1)?);
+    }
+    Ok(Value::Object(out))
+}
+
+fn number(n: f64) -> Option<Value> {
+    if !n.is_finite() {
+        return None;
+    }
+    if n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 {
+        return Some(Value::Number(Number::from(n as i64)));
+    }
+    Number::from_f64(n).map(Value::Number)
+}
+
+/// Copies the listed keys of a JavaScript object (skipping absent ones) into a JSON object.
+/// Only data options are walked, so objects with cycles elsewhere in the options (schemas,
+/// class instances) never reach the walker.
+pub fn pick_json(obj: &JsValue, keys: &[&str], path: &str) -> Result<Value, AgentError> {
+    let mut out = Map::new();
+    if !obj.is_object() {
+        return Ok(Value::Object(out));
+    }
+    for k in keys {
+        let v = Reflect::get(obj, &JsValue::from_str(k)).unwrap_or(JsValue::UNDEFINED);
+        if !v.is_undefined() {
+            out.insert((*k).to_string(), to_json(&v, &join(path, *k))?);
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+/// JSON to a JavaScript value (maps as plain objects).
+pub fn from_json(v: &Value) -> JsValue {
+    match v {
+        Value::Null => JsValue::NULL,
+        Value::Bool(b) => JsValue::from_bool(*b),
+        Value::String(s) => JsValue::from_str(s),
+        Value::Number(n) => JsValue::from_f64(n.as_f64().unwrap_or(0.0)),
+        // One JSON.parse is cheaper than a boundary call per property.
+        _ => JSON::parse(&v.to_string()).unwrap_or(JsValue::NULL),
+    }
+}
+
+/// A core error as a JavaScript error: `TypeError` for bad input, otherwise an `Error` whose
+/// `name` says the kind, with `status` and `body` when the model API answered.
+pub fn error_to_js(e: &AgentError) -> JsValue {
+    let message = e.to_string();
+    let err: js_sys::Error = match e {
+        AgentError::InvalidArgument { .. } => js_sys::TypeError::new(&message).unchecked_into(),
+        _ => {
+            let err = js_sys::Error::new(&message);
+            err.set_name(e.name());
+            err
+        }
+    };
+    if let Some(s) = e.status() {
+        let _ = Reflect::set(&err, &"status".into(), &JsValue::from(s));
+    }
+    if let Some(b) = e.body() {
+        let _ = Reflect::set(&err, &"body".into(), &JsValue::from_str(b));
+    }
+    if let AgentError::ApiCall { retryable, .. } = e {
+        let _ = Reflect::set(&err, &"isRetryable".into(), &JsValue::from_bool(*retryable));
+    }
+    err.into()
+}
+
+/// A `TypeError` for a field given directly by the bindings.
+pub fn type_error(field: &str, message: &str) -> JsValue {
+    error_to_js(&AgentError::invalid(field, message))
+}

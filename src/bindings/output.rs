@@ -1,0 +1,291 @@
+//! `AgentStreamOutput`: the object `stream()` resolves to. Chunks are pushed into it as the run
+//! produces them; `fullStream` and `textStream` are created on first access and replay what came
+//! before, and the aggregate promises are created on first access and settle when the run ends
+//! (so a failed run the caller never asked about leaves no unhandled rejection behind).
+
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
+
+use js_sys::{Function, Object, Promise, Reflect};
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::prelude::*;
+use web_sys::{ReadableStream, ReadableStreamDefaultController};
+
+use crate::core::abort::AbortFlag;
+
+/// One of the two output streams.
+#[derive(Default)]
+struct Slot {
+    created: bool,
+    cancelled: bool,
+    closed: bool,
+    /// Chunks produced before the stream was created.
+    buffer: Vec<JsValue>,
+    ctrl: Option<ReadableStreamDefaultController>,
+}
+
+impl Slot {
+    fn push(&mut self, v: JsValue) {
+        if self.cancelled || self.closed {
+            return;
+        }
+        match &self.ctrl {
+            Some(c) => {
+                let _ = c.enqueue_with_chunk(&v);
+            }
+            None if !self.created => self.buffer.push(v),
+            None => {}
+        }
+    }
+
+    fn close(&mut self) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        if let Some(c) = self.ctrl.take() {
+            let _ = c.close();
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    full: Slot,
+    text: Slot,
+    /// `Ok(full output)` or `Err(error)` once the run ended.
+    result: Option<Result<JsValue, JsValue>>,
+    /// Promises handed out, by property, with their settle functions while pending.
+    promises: Vec<(&'static str, Promise)>,
+    pending: Vec<(&'static str, Function, Function)>,
+}
+
+pub struct Shared {
+    st: RefCell<State>,
+    abort: AbortFlag,
+    run_id: String,
+}
+
+impl Shared {
+    pub fn new(run_id: String, abort: AbortFlag) -> Rc<Self> {
+        Rc::new(Shared { st: RefCell::new(State::default()), abort, run_id })
+    }
+
+    pub fn push_chunk(&self, chunk: JsValue) {
+        self.st.borrow_mut().full.push(chunk);
+    }
+
+    pub fn push_text(&self, text: &str) {
+        self.st.borrow_mut().text.push(JsValue::from_str(text));
+    }
+
+    /// Ends the run: closes the streams and settles every promise handed out.
+    pub fn finish(&self, result: Result<JsValue, JsValue>) {
+        let pending = {
+            let mut st = self.st.borrow_mut();
+            st.full.close();
+            st.text.close();
+            st.result = Some(result.clone());
+            std::mem::take(&mut st.pending)
+        };
+        // Settle outside the borrow: resolving runs no user code synchronously, but stay safe.
+        for (field, resolve, reject) in pending {
+            settle(&result, field, &resolve, &reject);
+        }
+    }
+
+    fn stream(self: &Rc<Self>, text: bool) -> ReadableStream {
+        let weak = Rc::downgrade(self);
+        let start = Closure::once_into_js(move |ctrl: JsValue| {
+            let Some(me) = weak.upgrade() else { return };
+            let ctrl: ReadableStreamDefaultController = ctrl.unchecked_into();
+            let mut st = me.st.borrow_mut();
+            let slot = if text { &mut st.text } else { &mut st.full };
+            for v in slot.buffer.drain(..) {
+                let _ = ctrl.enqueue_with_chunk(&v);
+            }
+            if slot.closed {
+                let _ = ctrl.close();
+            } else {
+                slot.ctrl = Some(ctrl);
+            }
+        });
+        let weak = Rc::downgrade(self);
+        let cancel = Closure::<dyn FnMut(JsValue)>::new(move |_reason: JsValue| cancel_slot(&weak, text)).into_js_value();
+        let source = Object::new();
+        let _ = Reflect::set(&source, &"start".into(), &start);
+        let _ = Reflect::set(&source, &"cancel".into(), &cancel);
+        {
+            let mut st = self.st.borrow_mut();
+            let slot = if text { &mut st.text } else { &mut st.full };
+            slot.created = true;
+        }
+        match ReadableStream::new_with_underlying_source(&source) {
+            Ok(s) => s,
+            // Constructing a ReadableStream from a valid source object does not throw.
+            Err(_) => ReadableStream::new().unwrap_throw(),
+        }
+    }
+
+    fn promise(self: &Rc<Self>, field: &'static str) -> Promise {
+        if let Some((_, p)) = self.st.borrow().promises.iter().find(|(f, _)| *f == field) {
+            return p.clone();
+        }
+        let done = self.st.borrow().result.clone();
+        let promise = match done {
+            Some(result) => Promise::new(&mut |resolve, reject| settle(&result, field, &resolve, &reject)),
+            None => {
+                let me = self.clone();
+                Promise::new(&mut |resolve, reject| me.st.borrow_mut().pending.push((field, resolve, reject)))
+            }
+        };
+        self.st.borrow_mut().promises.push((field, promise.clone()));
+        promise
+    }
+}
+
+/// Cancelling a stream drops its chunks; once every stream that was handed out is cancelled,
+/// nobody is listening and the run is aborted (which closes the model request).
+fn cancel_slot(weak: &Weak<Shared>, text: bool) {
+    let Some(me) = weak.upgrade() else { return };
+    let all_cancelled = {
+        let mut st = me.st.borrow_mut();
+        let slot = if text { &mut st.text } else { &mut st.full };
+        slot.cancelled = true;
+        slot.ctrl = None;
+        slot.buffer.clear();
+        (!st.full.created || st.full.cancelled) && (!st.text.created || st.text.cancelled)
+    };
+    if all_cancelled {
+        me.abort.abort(Some("the stream was cancelled".into()));
+    }
+}
+
+/// `field` of the full output (the whole output for `""`), or the error.
+fn settle(result: &Result<JsValue, JsValue>, field: &str, resolve: &Function, reject: &Function) {
+    let _ = match result {
+        Ok(full) if field.is_empty() => resolve.call1(&JsValue::UNDEFINED, full),
+        Ok(full) => resolve.call1(&JsValue::UNDEFINED, &Reflect::get(full, &field.into()).unwrap_or(JsValue::UNDEFINED)),
+        // consumeStream() settles without the error: draining is not reading the result.
+        Err(_) if field == "consume" => resolve.call0(&JsValue::UNDEFINED),
+        Err(e) => reject.call1(&JsValue::UNDEFINED, e),
+    };
+}
+
+/// The result of `agent.stream()`.
+#[wasm_bindgen]
+pub struct AgentStreamOutput {
+    shared: Rc<Shared>,
+}
+
+impl AgentStreamOutput {
+    pub fn new(shared: Rc<Shared>) -> Self {
+        AgentStreamOutput { shared }
+    }
+}
+
+#[wasm_bindgen]
+impl AgentStreamOutput {
+    /// Every chunk of the run, in order. Created on first access; readable once.
+    #[wasm_bindgen(getter = fullStream, unchecked_return_type = "ReadableStream<ChunkType>")]
+    pub fn full_stream(&self) -> Result<ReadableStream, JsValue> {
+        self.take_stream(false)
+    }
+
+    /// The text deltas only.
+    #[wasm_bindgen(getter = textStream, unchecked_return_type = "ReadableStream<string>")]
+    pub fn text_stream(&self) -> Result<ReadableStream, JsValue> {
+        self.take_stream(true)
+    }
+
+    fn take_stream(&self, text: bool) -> Result<ReadableStream, JsValue> {
+        let created = {
+            let st = self.shared.st.borrow();
+            if text { st.text.created } else { st.full.created }
+        };
+        if created {
+            let name = if text { "textStream" } else { "fullStream" };
+            return Err(js_sys::Error::new(&format!("{name} can be read once: keep the stream you got from the first access")).into());
+        }
+        Ok(self.shared.stream(text))
+    }
+
+    #[wasm_bindgen(getter = runId)]
+    pub fn run_id(&self) -> String {
+        self.shared.run_id.clone()
+    }
+
+    #[wasm_bindgen(getter = traceId)]
+    pub fn trace_id(&self) -> JsValue {
+        JsValue::UNDEFINED
+    }
+
+    #[wasm_bindgen(getter, unchecked_return_type = "Promise<string>")]
+    pub fn text(&self) -> Promise {
+        self.shared.promise("text")
+    }
+
+    #[wasm_bindgen(getter = reasoningText, unchecked_return_type = "Promise<string | undefined>")]
+    pub fn reasoning_text(&self) -> Promise {
+        self.shared.promise("reasoningText")
+    }
+
+    #[wasm_bindgen(getter = finishReason, unchecked_return_type = "Promise<FinishReason>")]
+    pub fn finish_reason(&self) -> Promise {
+        self.shared.promise("finishReason")
+    }
+
+    #[wasm_bindgen(getter, unchecked_return_type = "Promise<Usage>")]
+    pub fn usage(&self) -> Promise {
+        self.shared.promise("usage")
+    }
+
+    #[wasm_bindgen(getter = totalUsage, unchecked_return_type = "Promise<Usage>")]
+    pub fn total_usage(&self) -> Promise {
+        self.shared.promise("totalUsage")
+    }
+
+    #[wasm_bindgen(getter = toolCalls, unchecked_return_type = "Promise<ToolCallPayload[]>")]
+    pub fn tool_calls(&self) -> Promise {
+        self.shared.promise("toolCalls")
+    }
+
+    #[wasm_bindgen(getter = toolResults, unchecked_return_type = "Promise<unknown[]>")]
+    pub fn tool_results(&self) -> Promise {
+        self.shared.promise("toolResults")
+    }
+
+    #[wasm_bindgen(getter, unchecked_return_type = "Promise<StepResult[]>")]
+    pub fn steps(&self) -> Promise {
+        self.shared.promise("steps")
+    }
+
+    #[wasm_bindgen(getter, unchecked_return_type = "Promise<ResponseInfo>")]
+    pub fn response(&self) -> Promise {
+        self.shared.promise("response")
+    }
+
+    #[wasm_bindgen(getter, unchecked_return_type = "Promise<Warning[]>")]
+    pub fn warnings(&self) -> Promise {
+        self.shared.promise("warnings")
+    }
+
+    /// Structured output arrives in a later version; resolves to `undefined`.
+    #[wasm_bindgen(getter, unchecked_return_type = "Promise<unknown>")]
+    pub fn object(&self) -> Promise {
+        self.shared.promise("object")
+    }
+
+    /// Everything at once; rejects with the run's error when it failed.
+    #[wasm_bindgen(js_name = getFullOutput, unchecked_return_type = "Promise<FullOutput>")]
+    pub fn get_full_output(&self) -> Promise {
+        self.shared.promise("")
+    }
+
+    /// Runs the stream to its end without reading it; resolves when the run is over (also
+    /// after a failure, which `onError` and the other promises report).
+    #[wasm_bindgen(js_name = consumeStream, unchecked_return_type = "Promise<void>")]
+    pub fn consume_stream(&self) -> Promise {
+        self.shared.promise("consume")
+    }
+}

@@ -1,0 +1,68 @@
+//! A run's abort flag: set from the caller's `AbortSignal` or a cancelled stream, awaited by the
+//! loop next to every model read and retry wait.
+
+use std::cell::RefCell;
+use std::future::{poll_fn, Future};
+use std::pin::pin;
+use std::rc::Rc;
+use std::task::{Poll, Waker};
+
+#[derive(Clone, Default)]
+pub struct AbortFlag(Rc<RefCell<Inner>>);
+
+#[derive(Default)]
+struct Inner {
+    aborted: bool,
+    reason: Option<String>,
+    wakers: Vec<Waker>,
+}
+
+impl AbortFlag {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the flag (the first reason wins) and wakes every waiter. Returns whether this call
+    /// was the one that aborted.
+    pub fn abort(&self, reason: Option<String>) -> bool {
+        let wakers = {
+            let mut inner = self.0.borrow_mut();
+            if inner.aborted {
+                return false;
+            }
+            inner.aborted = true;
+            inner.reason = reason;
+            std::mem::take(&mut inner.wakers)
+        };
+        for w in wakers {
+            w.wake();
+        }
+        true
+    }
+
+    pub fn is_aborted(&self) -> bool {
+        self.0.borrow().aborted
+    }
+
+    pub fn reason(&self) -> Option<String> {
+        self.0.borrow().reason.clone()
+    }
+
+    /// Runs `fut` until it finishes or the flag is set; `None` means aborted (and `fut` dropped).
+    pub async fn race<T>(&self, fut: impl Future<Output = T>) -> Option<T> {
+        let mut fut = pin!(fut);
+        poll_fn(|cx| {
+            {
+                let mut inner = self.0.borrow_mut();
+                if inner.aborted {
+                    return Poll::Ready(None);
+                }
+                if !inner.wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                    inner.wakers.push(cx.waker().clone());
+                }
+            }
+            fut.as_mut().poll(cx).map(Some)
+        })
+        .await
+    }
+}

@@ -1,0 +1,170 @@
+//! The chunks of `fullStream` (SPEC §4), as Rust values, and their JSON payloads.
+//!
+//! The envelope fields `runId` and `from` are added where a chunk leaves for JavaScript; the core
+//! only decides the order and the payloads. Field names follow the reference exactly.
+
+use serde_json::{json, Map, Value};
+
+use super::error::AgentError;
+use super::model::{FinishReason, Usage, Warning};
+use super::step::{StepResult, ToolCall};
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Chunk {
+    Start { message_id: String },
+    StepStart { message_id: String, request_body: String, warnings: Vec<Warning> },
+    TextStart { id: String },
+    TextDelta { id: String, text: String },
+    TextEnd { id: String },
+    ReasoningStart { id: String },
+    ReasoningDelta { id: String, text: String },
+    ReasoningEnd { id: String },
+    ToolCallInputStreamingStart { tool_call_id: String, tool_name: String },
+    ToolCallDelta { tool_call_id: String, tool_name: String, args_text_delta: String },
+    ToolCallInputStreamingEnd { tool_call_id: String },
+    ToolCall(ToolCall),
+    /// The end of one step; carries that step and the usage of all steps so far.
+    StepFinish { step: Box<StepResult>, is_continued: bool, total_usage: Usage },
+    Finish { reason: FinishReason, usage: Usage, total_usage: Usage, model_id: Option<String> },
+    Error(AgentError),
+    Abort { reason: Option<String> },
+    /// A provider event as the provider sent it (JSON text).
+    Raw(String),
+}
+
+impl Chunk {
+    /// The chunk's `type`.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Chunk::Start { .. } => "start",
+            Chunk::StepStart { .. } => "step-start",
+            Chunk::TextStart { .. } => "text-start",
+            Chunk::TextDelta { .. } => "text-delta",
+            Chunk::TextEnd { .. } => "text-end",
+            Chunk::ReasoningStart { .. } => "reasoning-start",
+            Chunk::ReasoningDelta { .. } => "reasoning-delta",
+            Chunk::ReasoningEnd { .. } => "reasoning-end",
+            Chunk::ToolCallInputStreamingStart { .. } => "tool-call-input-streaming-start",
+            Chunk::ToolCallDelta { .. } => "tool-call-delta",
+            Chunk::ToolCallInputStreamingEnd { .. } => "tool-call-input-streaming-end",
+            Chunk::ToolCall(_) => "tool-call",
+            Chunk::StepFinish { .. } => "step-finish",
+            Chunk::Finish { .. } => "finish",
+            Chunk::Error(_) => "error",
+            Chunk::Abort { .. } => "abort",
+            Chunk::Raw(_) => "raw",
+        }
+    }
+
+    /// The chunk's `payload` as JSON. (`raw` carries the provider's event text, which is not
+    /// re-parsed here: its payload is that text parsed, done where it leaves for JavaScript.)
+    pub fn payload(&self) -> Value {
+        match self {
+            Chunk::Start { message_id } => json!({ "messageId": message_id }),
+            Chunk::StepStart { message_id, request_body, warnings } => json!({
+                "messageId": message_id,
+                "request": { "body": request_body },
+                "warnings": warnings_json(warnings),
+            }),
+            Chunk::TextStart { id }
+            | Chunk::TextEnd { id }
+            | Chunk::ReasoningStart { id }
+            | Chunk::ReasoningEnd { id } => json!({ "id": id }),
+            Chunk::TextDelta { id, text } | Chunk::ReasoningDelta { id, text } => json!({ "id": id, "text": text }),
+            Chunk::ToolCallInputStreamingStart { tool_call_id, tool_name } => {
+                json!({ "toolCallId": tool_call_id, "toolName": tool_name })
+            }
+            Chunk::ToolCallDelta { tool_call_id, tool_name, args_text_delta } => json!({
+                "toolCallId": tool_call_id, "toolName": tool_name, "argsTextDelta": args_text_delta,
+            }),
+            Chunk::ToolCallInputStreamingEnd { tool_call_id } => json!({ "toolCallId": tool_call_id }),
+            Chunk::ToolCall(call) => call.to_json(),
+            Chunk::StepFinish { step, is_continued, total_usage } => json!({
+                "messageId": step.message_id,
+                "stepResult": {
+                    "reason": step.finish_reason.as_str(),
+                    "isContinued": is_continued,
+                    "warnings": warnings_json(&step.warnings),
+                },
+                "output": {
+                    "text": step.text,
+                    "toolCalls": step.tool_calls.iter().map(ToolCall::to_json).collect::<Vec<_>>(),
+                    "usage": usage_json(&step.usage),
+                },
+                "metadata": {
+                    "request": { "body": step.request_body },
+                    "id": step.response.id,
+                    "modelId": step.response.model_id,
+                    "timestamp": step.response.timestamp_ms,
+                },
+                "totalUsage": usage_json(total_usage),
+            }),
+            Chunk::Finish { reason, usage, total_usage, model_id } => json!({
+                "stepResult": { "reason": reason.as_str() },
+                "output": { "usage": usage_json(usage) },
+                "totalUsage": usage_json(total_usage),
+                "metadata": { "modelId": model_id },
+            }),
+            Chunk::Error(e) => json!({ "error": error_json(e) }),
+            Chunk::Abort { reason } => match reason {
+                Some(r) => json!({ "reason": r }),
+                None => json!({}),
+            },
+            Chunk::Raw(text) => Value::String(text.clone()),
+        }
+    }
+}
+
+/// `{ inputTokens, outputTokens, totalTokens, reasoningTokens?, cachedInputTokens? }`; counts the
+/// provider did not report are left out. `totalTokens` is the provider's own total when it gave
+/// one, else input + output.
+pub fn usage_json(u: &Usage) -> Value {
+    let mut m = Map::new();
+    let mut put = |k: &str, v: Option<u64>| {
+        if let Some(v) = v {
+            m.insert(k.into(), v.into());
+        }
+    };
+    put("inputTokens", u.input_tokens);
+    put("outputTokens", u.output_tokens);
+    let total = u.total_tokens.or(match (u.input_tokens, u.output_tokens) {
+        (Some(i), Some(o)) => Some(i + o),
+        _ => None,
+    });
+    put("totalTokens", total);
+    put("reasoningTokens", u.reasoning_tokens);
+    put("cachedInputTokens", u.cached_input_tokens);
+    Value::Object(m)
+}
+
+pub fn warnings_json(ws: &[Warning]) -> Value {
+    Value::Array(
+        ws.iter()
+            .map(|w| {
+                let mut m = Map::new();
+                m.insert("type".into(), w.kind.into());
+                if let Some(s) = &w.setting {
+                    m.insert("setting".into(), s.as_str().into());
+                }
+                if let Some(s) = &w.message {
+                    m.insert("details".into(), s.as_str().into());
+                }
+                Value::Object(m)
+            })
+            .collect(),
+    )
+}
+
+/// `{ name, message, status?, body? }` as carried by `error` chunks.
+pub fn error_json(e: &AgentError) -> Value {
+    let mut m = Map::new();
+    m.insert("name".into(), e.name().into());
+    m.insert("message".into(), e.to_string().into());
+    if let Some(s) = e.status() {
+        m.insert("status".into(), s.into());
+    }
+    if let Some(b) = e.body() {
+        m.insert("body".into(), b.into());
+    }
+    Value::Object(m)
+}

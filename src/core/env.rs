@@ -1,0 +1,44 @@
+//! The runtime services the core awaits, as traits the core owns. The platform module implements
+//! them over `fetch`, `setTimeout` and `Date.now()`; native tests implement them with scripted
+//! responses and a fake clock.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use super::error::AgentError;
+use crate::providers::HttpRequest;
+
+pub type LocalFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+
+/// The body of a streaming HTTP response. Dropping it before the end must cancel the request,
+/// so that an abandoned run closes its connection.
+pub trait Body {
+    /// The next bytes, `Ok(None)` at the end.
+    fn read(&mut self) -> LocalFuture<'_, Result<Option<Vec<u8>>, AgentError>>;
+}
+
+pub struct HttpResponse {
+    pub status: u16,
+    /// Lower-cased header names.
+    pub headers: Vec<(String, String)>,
+    pub body: Box<dyn Body>,
+}
+
+impl HttpResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// What the step loop needs from the runtime.
+pub trait Env {
+    /// Sends the request; resolves when the response headers arrived. A network failure is an
+    /// `AgentError::ApiCall` with `retryable: true`.
+    fn fetch(&self, req: HttpRequest) -> LocalFuture<'static, Result<HttpResponse, AgentError>>;
+    /// Resolves after `ms` milliseconds.
+    fn sleep(&self, ms: u64) -> LocalFuture<'static, ()>;
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> f64;
+    /// A fresh unique id.
+    fn new_id(&self) -> String;
+}

@@ -1,0 +1,82 @@
+//! The runtime's services behind the core's `Env` trait, taken from the JavaScript global object
+//! (never `window`), so the same code runs in pages, workers, Node and workerd. wasm32 only.
+
+mod fetch;
+
+use js_sys::{Function, Reflect};
+use wasm_bindgen::{JsCast, JsValue};
+
+use crate::core::env::{Env, HttpResponse, LocalFuture};
+use crate::core::error::AgentError;
+use crate::providers::HttpRequest;
+
+/// `Env` over `fetch`, `setTimeout` (through gloo), `Date.now()` and `Math.random()`.
+#[derive(Clone, Copy, Default)]
+pub struct JsEnv;
+
+impl Env for JsEnv {
+    fn fetch(&self, req: HttpRequest) -> LocalFuture<'static, Result<HttpResponse, AgentError>> {
+        Box::pin(fetch::fetch(req))
+    }
+
+    fn sleep(&self, ms: u64) -> LocalFuture<'static, ()> {
+        let ms = ms.min(u32::MAX as u64) as u32;
+        Box::pin(gloo_timers::future::TimeoutFuture::new(ms))
+    }
+
+    fn now_ms(&self) -> f64 {
+        js_sys::Date::now()
+    }
+
+    fn new_id(&self) -> String {
+        random_uuid()
+    }
+}
+
+/// A version-4 UUID. `crypto.randomUUID` exists only in secure contexts, so the bytes come from
+/// `crypto.getRandomValues` when present and `Math.random` otherwise.
+pub fn random_uuid() -> String {
+    let mut b = [0u8; 16];
+    fill_random(&mut b);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let mut s = String::with_capacity(36);
+    for (i, byte) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            s.push('-');
+        }
+        s.push(char::from_digit((byte >> 4) as u32, 16).unwrap_or('0'));
+        s.push(char::from_digit((byte & 15) as u32, 16).unwrap_or('0'));
+    }
+    s
+}
+
+fn fill_random(out: &mut [u8]) {
+    let crypto = Reflect::get(&js_sys::global(), &"crypto".into()).unwrap_or(JsValue::UNDEFINED);
+    if let Ok(get) = Reflect::get(&crypto, &"getRandomValues".into()) {
+        if let Some(get) = get.dyn_ref::<Function>() {
+            let arr = js_sys::Uint8Array::new_with_length(out.len() as u32);
+            if get.call1(&crypto, &arr).is_ok() {
+                arr.copy_to(out);
+                return;
+            }
+        }
+    }
+    for b in out.iter_mut() {
+        *b = (js_sys::Math::random() * 256.0) as u8;
+    }
+}
+
+/// `process.env[name]` where the runtime has one (Node; workerd with nodejs_compat). A browser
+/// has no environment and answers `None`.
+pub fn env_var(name: &str) -> Option<String> {
+    let process = Reflect::get(&js_sys::global(), &"process".into()).ok()?;
+    if !process.is_object() {
+        return None;
+    }
+    let env = Reflect::get(&process, &"env".into()).ok()?;
+    if !env.is_object() {
+        return None;
+    }
+    Reflect::get(&env, &name.into()).ok()?.as_string().filter(|s| !s.is_empty())
+}
