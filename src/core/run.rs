@@ -78,7 +78,7 @@ enum Stop {
 /// Runs the loop to its end. Every chunk, including the final `finish`, `error` or `abort`,
 /// goes to `sink`; the outcome carries the aggregates.
 // `ids` carries over to the next step once steps can continue (tools).
-#[allow(unused_assignments)]
+#[allow(unused_assignments, clippy::never_loop)]
 pub async fn run(cfg: RunConfig, env: &dyn Env, sink: &dyn Sink, abort: &AbortFlag) -> RunOutcome {
     let message_id = env.new_id();
     let mut outcome = RunOutcome { message_id: message_id.clone(), ..Default::default() };
@@ -317,3 +317,7 @@ impl RunOutcome {
         out
     }
 }
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;

@@ -14,7 +14,7 @@ use super::sse::{SseDecoder, SseEvent};
 use super::{Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
-    AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ToolChoice, UserPart, Usage, Warning,
+    AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ToolChoice, Usage, UserPart, Warning,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -328,7 +328,8 @@ impl ChatDecoder {
         // Only the first choice: the agent never asks for `n > 1`.
         if let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) {
             if let Some(delta) = choice.delta {
-                let reasoning = [delta.reasoning_content, delta.reasoning].into_iter().flatten().find(|t| !t.0.is_empty());
+                let reasoning =
+                    [delta.reasoning_content, delta.reasoning].into_iter().flatten().find(|t| !t.0.is_empty());
                 if let Some(reasoning) = reasoning {
                     out.push(ModelEvent::ReasoningDelta(reasoning.owned()));
                 }

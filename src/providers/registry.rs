@@ -21,7 +21,12 @@ pub struct ProviderInfo {
     pub api: Api,
 }
 
-const fn chat(prefix: &'static str, base_url: &'static str, key_var: &'static str, url_var: &'static str) -> ProviderInfo {
+const fn chat(
+    prefix: &'static str,
+    base_url: &'static str,
+    key_var: &'static str,
+    url_var: &'static str,
+) -> ProviderInfo {
     ProviderInfo { prefix, base_url, key_var: Some(key_var), url_var, api: Api::Chat }
 }
 
@@ -209,7 +214,10 @@ mod tests {
         assert_eq!(endpoint.api_key, None);
         assert_eq!(model, "llama3.2");
         let env = env_of(&[("OLLAMA_BASE_URL", "http://gpu-box:11434/v1")]);
-        assert_eq!(resolve("ollama/x", None, None, vec![], &env, "model").unwrap().0.base_url, "http://gpu-box:11434/v1");
+        assert_eq!(
+            resolve("ollama/x", None, None, vec![], &env, "model").unwrap().0.base_url,
+            "http://gpu-box:11434/v1"
+        );
     }
 
     #[test]
@@ -224,7 +232,8 @@ mod tests {
 
     #[test]
     fn a_custom_url_makes_the_key_optional() {
-        let (endpoint, _) = resolve("openai/gpt-4o", Some("https://my.proxy/v1".into()), None, vec![], &no_env, "model").unwrap();
+        let (endpoint, _) =
+            resolve("openai/gpt-4o", Some("https://my.proxy/v1".into()), None, vec![], &no_env, "model").unwrap();
         assert_eq!((endpoint.base_url.as_str(), endpoint.api_key), ("https://my.proxy/v1", None));
         let env = env_of(&[("DEEPSEEK_BASE_URL", "https://gateway.example/deepseek")]);
         assert!(resolve("deepseek/chat", None, None, vec![], &env, "model").is_ok());
@@ -251,7 +260,9 @@ mod tests {
     fn later_providers_say_so_and_suggest_a_compatible_endpoint() {
         for prefix in NOT_YET {
             let id = format!("{prefix}/some-model");
-            let msg = message(resolve(&id, Some("https://x".into()), Some("k".into()), vec![], &no_env, "model").unwrap_err());
+            let msg = message(
+                resolve(&id, Some("https://x".into()), Some("k".into()), vec![], &no_env, "model").unwrap_err(),
+            );
             assert!(msg.contains("not supported yet") && msg.contains("url"), "{msg}");
             assert!(msg.contains(prefix), "{msg}");
         }

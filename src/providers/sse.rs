@@ -132,11 +132,8 @@ impl SseDecoder {
                 self.data.push('\n');
             }
             b"event" => self.event = non_empty(value),
-            b"id" => {
-                if !value.contains(&0) {
-                    self.last_id = non_empty(value);
-                }
-            }
+            // An id containing NUL is ignored, as the standard says.
+            b"id" if !value.contains(&0) => self.last_id = non_empty(value),
             // `retry` sets the reconnection delay, which is the caller's business; every other
             // field name is ignored by the standard.
             _ => {}
@@ -150,7 +147,8 @@ impl SseDecoder {
         if self.data.is_empty() {
             return;
         }
-        self.data.pop(); // the `\n` after the last data line
+        // Drop the `\n` after the last data line.
+        self.data.pop();
         // The next event is likely about as long as this one: give the buffer that room now so it
         // does not regrow line by line, and hand this one out without copying it.
         let room = self.data.len() + 1;

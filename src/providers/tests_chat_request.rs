@@ -126,7 +126,17 @@ fn unset_settings_and_empty_stop_are_left_out() {
     let mut req = hello();
     req.settings.stop_sequences = vec![];
     let body = body_of(&req);
-    for key in ["temperature", "max_tokens", "top_p", "presence_penalty", "frequency_penalty", "stop", "seed", "tools", "tool_choice"] {
+    for key in [
+        "temperature",
+        "max_tokens",
+        "top_p",
+        "presence_penalty",
+        "frequency_penalty",
+        "stop",
+        "seed",
+        "tools",
+        "tool_choice",
+    ] {
         assert!(body.get(key).is_none(), "{key}");
     }
 }
@@ -153,7 +163,10 @@ fn weather_tool() -> ToolSpec {
 #[test]
 fn tools_and_tool_choice() {
     let mut req = hello();
-    req.tools = vec![weather_tool(), ToolSpec { name: "now".into(), description: None, parameters: json!({ "type": "object" }) }];
+    req.tools = vec![
+        weather_tool(),
+        ToolSpec { name: "now".into(), description: None, parameters: json!({ "type": "object" }) },
+    ];
     let body = body_of(&req);
     assert_eq!(
         body["tools"],
@@ -248,7 +261,8 @@ fn a_non_image_file_url_is_refused() {
 
 #[test]
 fn assistant_messages() {
-    let call = |id: &str, args: Value| AssistantPart::ToolCall { tool_call_id: id.into(), tool_name: "weather".into(), args };
+    let call =
+        |id: &str, args: Value| AssistantPart::ToolCall { tool_call_id: id.into(), tool_name: "weather".into(), args };
     let got = messages_of(vec![
         ModelMessage::Assistant(vec![
             AssistantPart::Reasoning("private thoughts".into()),
@@ -280,7 +294,12 @@ fn assistant_messages() {
 
 #[test]
 fn tool_results_one_message_each() {
-    let result = |id: &str, result: Value, is_error| ToolResultPart { tool_call_id: id.into(), tool_name: "weather".into(), result, is_error };
+    let result = |id: &str, result: Value, is_error| ToolResultPart {
+        tool_call_id: id.into(),
+        tool_name: "weather".into(),
+        result,
+        is_error,
+    };
     let got = messages_of(vec![ModelMessage::Tool(vec![
         result("call_1", json!({ "temp": 21, "unit": "C" }), false),
         result("call_2", json!("Sunny, 21 °C"), false),

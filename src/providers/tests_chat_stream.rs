@@ -211,7 +211,10 @@ fn mistral_incremental_tool_call_ignores_the_repeated_empty_name() {
     let named = events.iter().filter(|e| matches!(e, ModelEvent::ToolCallDelta { name: Some(_), .. })).count();
     assert_eq!(named, 1);
     let r = Reply::of(&events);
-    assert_eq!(r.tool(0), ("chatcmpl-tool-9f149c74c42f265b", "webSearchTool", json!({ "query": "current Berlin weather" })));
+    assert_eq!(
+        r.tool(0),
+        ("chatcmpl-tool-9f149c74c42f265b", "webSearchTool", json!({ "query": "current Berlin weather" }))
+    );
     assert_eq!(r.text, "");
     assert_eq!(r.usage(), usage(171, 14, 185, None, Some(128)));
 }
@@ -342,7 +345,8 @@ fn raw_events_come_before_the_events_of_their_chunk() {
     let body = fixture_stream("mistral--mistral-text");
     let lines = fixture_lines("mistral--mistral-text");
     let events = decode_pieces(&[&body], true).unwrap();
-    let raws: Vec<&str> = events.iter().filter_map(|e| if let ModelEvent::Raw(r) = e { Some(r.as_str()) } else { None }).collect();
+    let raws: Vec<&str> =
+        events.iter().filter_map(|e| if let ModelEvent::Raw(r) = e { Some(r.as_str()) } else { None }).collect();
     assert_eq!(raws, lines, "one raw event per chunk, none for [DONE]");
     assert!(matches!(events[0], ModelEvent::Raw(_)));
     assert!(matches!(events[1], ModelEvent::ResponseMetadata { .. }));
@@ -379,16 +383,19 @@ fn finish_reasons_map_to_ours() {
 #[test]
 fn a_finish_reason_without_done_is_a_complete_reply() {
     let events = decode(&(chunk(json!({ "content": "hi" }), json!("stop")))).unwrap();
-    assert_eq!(events, vec![ModelEvent::TextDelta("hi".into()), ModelEvent::Finish { reason: FinishReason::Stop, usage: None }]);
+    assert_eq!(
+        events,
+        vec![ModelEvent::TextDelta("hi".into()), ModelEvent::Finish { reason: FinishReason::Stop, usage: None }]
+    );
 }
 
 #[test]
 fn a_cut_stream_is_a_retryable_error() {
     let cut_bodies = [
-        chunk(json!({ "content": "hi" }), Value::Null),                            // neither [DONE] nor a reason
-        chunk(json!({}), json!("stop")) + "data: {\"choices\":[]}",               // an event cut in half
-        chunk(json!({}), json!("stop")) + "data: [DONE]",                          // even [DONE] must be whole
-        String::new(),                                                             // nothing at all
+        chunk(json!({ "content": "hi" }), Value::Null), // neither [DONE] nor a reason
+        chunk(json!({}), json!("stop")) + "data: {\"choices\":[]}", // an event cut in half
+        chunk(json!({}), json!("stop")) + "data: [DONE]", // even [DONE] must be whole
+        String::new(),                                  // nothing at all
     ];
     for body in cut_bodies {
         match decode(&body) {
@@ -403,13 +410,19 @@ fn a_cut_stream_is_a_retryable_error() {
 
 #[test]
 fn nothing_after_done_counts() {
-    let body = chunk(json!({ "content": "a" }), json!("stop")) + "data: [DONE]\n\n" + &chunk(json!({ "content": "b" }), Value::Null) + "data: {oops";
+    let body = chunk(json!({ "content": "a" }), json!("stop"))
+        + "data: [DONE]\n\n"
+        + &chunk(json!({ "content": "b" }), Value::Null)
+        + "data: {oops";
     let mut decoder = ChatDecoder::new(false);
     let mut out = Vec::new();
     decoder.push(body.as_bytes(), &mut out).unwrap();
     decoder.push(b"more", &mut out).unwrap();
     decoder.end(&mut out).unwrap();
-    assert_eq!(out, vec![ModelEvent::TextDelta("a".into()), ModelEvent::Finish { reason: FinishReason::Stop, usage: None }]);
+    assert_eq!(
+        out,
+        vec![ModelEvent::TextDelta("a".into()), ModelEvent::Finish { reason: FinishReason::Stop, usage: None }]
+    );
 }
 
 #[test]
@@ -422,11 +435,17 @@ fn usage_comes_from_the_last_chunk_that_has_it() {
                 "prompt_tokens_details": { "cached_tokens": 4 }, "completion_tokens_details": { "reasoning_tokens": 2 } } }),
     );
     let events = decode(&body).unwrap();
-    assert_eq!(events, vec![ModelEvent::Finish { reason: FinishReason::Stop, usage: Some(usage(5, 6, 11, Some(2), Some(4))) }]);
+    assert_eq!(
+        events,
+        vec![ModelEvent::Finish { reason: FinishReason::Stop, usage: Some(usage(5, 6, 11, Some(2), Some(4))) }]
+    );
     let groq_only = chunk(json!({}), json!("stop")).replace("}]}", "}],\"x_groq\":{\"usage\":{\"prompt_tokens\":7}}}");
     assert_eq!(
         decode(&groq_only).unwrap(),
-        vec![ModelEvent::Finish { reason: FinishReason::Stop, usage: Some(Usage { input_tokens: Some(7), ..Usage::default() }) }]
+        vec![ModelEvent::Finish {
+            reason: FinishReason::Stop,
+            usage: Some(Usage { input_tokens: Some(7), ..Usage::default() })
+        }]
     );
 }
 
@@ -440,7 +459,10 @@ fn deltas_in_order_within_one_chunk() {
             { "index": 5, "function": { "arguments": "1}" } },
         ]
     });
-    let body = format!("data: {}\n\n", json!({ "id": "r1", "model": "m", "created": 7, "choices": [{ "delta": delta, "finish_reason": "tool_calls" }] }));
+    let body = format!(
+        "data: {}\n\n",
+        json!({ "id": "r1", "model": "m", "created": 7, "choices": [{ "delta": delta, "finish_reason": "tool_calls" }] })
+    );
     let events = decode(&body).unwrap();
     let call = |index, id: Option<&str>, name: Option<&str>, args: &str| ModelEvent::ToolCallDelta {
         index,

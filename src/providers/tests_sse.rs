@@ -241,7 +241,8 @@ fn recorded_style_streams_split_anywhere() {
 #[test]
 fn recorded_fixture_lines_split_anywhere() {
     // The events of a real recorded stream that carry non-ASCII text (dashes, a curly quote).
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/provider-streams/openai--openai-text.chunks.txt");
+    let path =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/provider-streams/openai--openai-text.chunks.txt");
     let fixture = std::fs::read_to_string(path).unwrap();
     let lines: Vec<&str> = fixture.lines().filter(|l| l.contains('—') || l.contains('’')).collect();
     assert_eq!(lines.len(), 3);

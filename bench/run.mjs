@@ -1,0 +1,252 @@
+#!/usr/bin/env node
+// The streaming benchmark (`./x bench`): the package's textStream and fullStream against a raw
+// fetch + JSON.parse baseline, all reading `deltas:N` from the local model server.
+//
+//   node bench/run.mjs [--n 20000] [--runs 7] [--json bench/results/latest.json]
+//
+// The server runs here; every measurement runs in a fresh `node bench/worker.mjs` so JIT warm-up
+// and GC state are comparable. Modes alternate round-robin, R runs each; the table shows medians.
+// Exits 1 when a run is wrong, fails or times out (60 s). Targets are printed, not asserted.
+
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync, constants as zlib } from 'node:zlib';
+import { startModelServer } from '../tests/server/model-server.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '..');
+const PKG = path.join(ROOT, 'pkg');
+const WORKER = path.join(HERE, 'worker.mjs');
+const MODES = ['baseline', 'textStream', 'fullStream'];
+const CHILD_TIMEOUT_MS = 60_000;
+const PKG_JS = ['wasm_agent.js', 'api.js', 'index.node.js'];
+const TARGETS = { perChunkRatio: 3, firstChunkOverheadMs: 1, packageGzipKB: 150 };
+
+function parseArgs(argv) {
+  const opts = { n: 20_000, runs: 7, json: path.join(HERE, 'results', 'latest.json') };
+  for (let i = 0; i < argv.length; i++) {
+    let [key, value] = argv[i].split(/=(.*)/s, 2);
+    if (key === '--help' || key === '-h') {
+      process.stdout.write('usage: node bench/run.mjs [--n N] [--runs R] [--json path]\n');
+      process.exit(0);
+    }
+    if (!['--n', '--runs', '--json'].includes(key)) throw new Error(`unknown option ${argv[i]}`);
+    if (value === undefined) value = argv[++i];
+    if (value === undefined) throw new Error(`${key} needs a value`);
+    if (key === '--json') opts.json = path.resolve(value);
+    else {
+      const number = Number(value);
+      if (!Number.isInteger(number) || number < 1) throw new Error(`${key} must be a positive integer`);
+      opts[key.slice(2)] = number;
+    }
+  }
+  return opts;
+}
+
+/** Runs one worker; resolves to its result or to { error } (never rejects). */
+function runChild(mode, url, n) {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const child = spawn(process.execPath, [WORKER, mode, url, String(n)], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    let timedOut = false;
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, CHILD_TIMEOUT_MS);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      resolve({ mode, error: `could not start the worker: ${err.message}` });
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      const wallMs = Date.now() - started;
+      if (timedOut) {
+        resolve({ mode, error: `timed out after ${CHILD_TIMEOUT_MS / 1000} s and was killed`, stderr, wallMs });
+      } else if (code !== 0) {
+        resolve({ mode, error: `exited with ${signal ?? `status ${code}`}`, stderr: stderr.trim(), wallMs });
+      } else {
+        try {
+          resolve({ ...JSON.parse(stdout.trim().split('\n').pop()), wallMs });
+        } catch {
+          resolve({ mode, error: 'printed no result', stdout, stderr: stderr.trim(), wallMs });
+        }
+      }
+    });
+  });
+}
+
+function median(values) {
+  if (!values.length) return NaN;
+  const s = [...values].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+function packageSize() {
+  const gz = (buf) => gzipSync(buf, { level: zlib.Z_BEST_COMPRESSION }).length;
+  const wasm = readFileSync(path.join(PKG, 'wasm_agent_bg.wasm'));
+  const js = Buffer.concat(PKG_JS.map((f) => readFileSync(path.join(PKG, f))));
+  const size = {
+    wasmRawBytes: wasm.length,
+    wasmGzipBytes: gz(wasm),
+    jsFiles: PKG_JS,
+    jsRawBytes: js.length,
+    jsGzipBytes: gz(js),
+  };
+  size.totalGzipBytes = size.wasmGzipBytes + size.jsGzipBytes;
+  return size;
+}
+
+function table(rows) {
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => String(r[c]).length)));
+  return rows
+    .map((r, i) => {
+      const line = r.map((cell, c) => (c === 0 ? String(cell).padEnd(widths[c]) : String(cell).padStart(widths[c]))).join('  ');
+      return i === 0 ? `${line}\n${widths.map((w) => '-'.repeat(w)).join('  ')}` : line;
+    })
+    .join('\n');
+}
+
+const kb = (bytes) => (bytes / 1024).toFixed(1);
+const fixed = (v, d) => (Number.isFinite(v) ? v.toFixed(d) : 'n/a');
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  if (!existsSync(path.join(PKG, 'index.node.js')) || !existsSync(path.join(PKG, 'wasm_agent_bg.wasm'))) {
+    throw new Error('pkg/ is missing or incomplete: run `./x build` first (or use `./x bench`)');
+  }
+
+  const size = packageSize();
+  const cpu = os.cpus()[0]?.model ?? 'unknown';
+  console.log(`streaming benchmark: N = ${opts.n} deltas, ${opts.runs} runs per mode, node ${process.version}, ${cpu}`);
+  console.log(`package built ${statSync(path.join(PKG, 'wasm_agent_bg.wasm')).mtime.toISOString()}`);
+
+  const runs = Object.fromEntries(MODES.map((m) => [m, []]));
+  const failures = [];
+  const server = await startModelServer({ host: '127.0.0.1' });
+  try {
+    if (new URL(server.url).hostname !== '127.0.0.1') throw new Error(`server is not on 127.0.0.1: ${server.url}`);
+    for (let r = 0; r < opts.runs; r++) {
+      // Rotate the starting mode so no mode always runs first (or last) in a round.
+      for (let k = 0; k < MODES.length; k++) {
+        const mode = MODES[(r + k) % MODES.length];
+        if (failures.some((f) => f.mode === mode)) continue; // one loud failure per mode is enough
+        const result = await runChild(mode, server.url, opts.n);
+        if (result.error) {
+          failures.push({ run: r + 1, ...result });
+          console.error(`\nFAILED: ${mode} run ${r + 1}: ${result.error}${result.stderr ? `\n${result.stderr}` : ''}\n`);
+          continue;
+        }
+        runs[mode].push({ run: r + 1, ...result });
+        process.stdout.write(`  run ${r + 1}/${opts.runs} ${mode.padEnd(10)} ${result.totalMs.toFixed(1)} ms\n`);
+      }
+    }
+  } finally {
+    await server.close();
+  }
+
+  const summary = {};
+  for (const mode of MODES) {
+    const list = runs[mode];
+    const totalMs = median(list.map((x) => x.totalMs));
+    summary[mode] = {
+      runs: list.length,
+      medianTotalMs: totalMs,
+      perChunkUs: (totalMs * 1000) / opts.n,
+      medianFirstChunkMs: median(list.map((x) => x.firstChunkMs)),
+      medianMaxRssMB: median(list.map((x) => x.maxRssKB)) / 1024,
+    };
+  }
+  const base = summary.baseline;
+  for (const mode of MODES) {
+    summary[mode].ratioPerChunk = summary[mode].perChunkUs / base.perChunkUs;
+    summary[mode].firstChunkOverheadMs = summary[mode].medianFirstChunkMs - base.medianFirstChunkMs;
+  }
+
+  console.log();
+  const rows = [['mode', 'total ms', 'µs/chunk', '× baseline', 'first chunk ms', 'overhead ms', 'peak RSS MB']];
+  for (const mode of MODES) {
+    const s = summary[mode];
+    rows.push([
+      mode,
+      fixed(s.medianTotalMs, 1),
+      fixed(s.perChunkUs, 2),
+      mode === 'baseline' ? '1.00' : fixed(s.ratioPerChunk, 2),
+      fixed(s.medianFirstChunkMs, 2),
+      mode === 'baseline' ? '-' : (s.firstChunkOverheadMs >= 0 ? '+' : '') + fixed(s.firstChunkOverheadMs, 2),
+      fixed(s.medianMaxRssMB, 1),
+    ]);
+  }
+  console.log(table(rows));
+  console.log(`(medians of ${opts.runs} runs; each a fresh process after one warm-up run; RSS is the child's peak)`);
+
+  console.log();
+  console.log(
+    `package: wasm_agent_bg.wasm ${kb(size.wasmRawBytes)} KB raw, ${kb(size.wasmGzipBytes)} KB gzip; ` +
+      `${PKG_JS.join(' + ')} ${kb(size.jsRawBytes)} KB raw, ${kb(size.jsGzipBytes)} KB gzip; ` +
+      `total ${kb(size.totalGzipBytes)} KB gzip -9 (1 KB = 1024 B)`,
+  );
+
+  const pkgModes = MODES.filter((m) => m !== 'baseline');
+  const worstRatio = Math.max(...pkgModes.map((m) => summary[m].ratioPerChunk));
+  const worstOverhead = Math.max(...pkgModes.map((m) => summary[m].firstChunkOverheadMs));
+  const targets = [
+    {
+      target: `per chunk ≤ ${TARGETS.perChunkRatio}× baseline`,
+      actual: `${pkgModes.map((m) => `${m} ${fixed(summary[m].ratioPerChunk, 2)}×`).join(', ')}`,
+      met: worstRatio <= TARGETS.perChunkRatio,
+    },
+    {
+      target: `first-chunk overhead ≤ ${TARGETS.firstChunkOverheadMs} ms`,
+      actual: `${pkgModes.map((m) => `${m} ${fixed(summary[m].firstChunkOverheadMs, 2)} ms`).join(', ')}`,
+      met: worstOverhead <= TARGETS.firstChunkOverheadMs,
+    },
+    {
+      target: `package ≤ ${TARGETS.packageGzipKB} KB gzip`,
+      actual: `${kb(size.totalGzipBytes)} KB`,
+      met: size.totalGzipBytes <= TARGETS.packageGzipKB * 1024,
+    },
+  ];
+  console.log();
+  console.log('targets (for comparison, not asserted):');
+  for (const t of targets) console.log(`  ${t.target.padEnd(32)} ${t.actual.padEnd(40)} ${t.met ? 'met' : 'not met'}`);
+
+  const report = {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpu,
+    cpus: os.cpus().length,
+    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+    n: opts.n,
+    runsPerMode: opts.runs,
+    packageBuiltAt: statSync(path.join(PKG, 'wasm_agent_bg.wasm')).mtime.toISOString(),
+    size,
+    summary,
+    targets,
+    failures,
+    runs,
+  };
+  mkdirSync(path.dirname(opts.json), { recursive: true });
+  writeFileSync(opts.json, JSON.stringify(report, null, 2) + '\n');
+  console.log(`\nresults: ${path.relative(process.cwd(), opts.json) || opts.json}`);
+
+  if (failures.length) {
+    console.error(`\nBENCHMARK FAILED: ${failures.length} failed run(s): ${failures.map((f) => `${f.mode} (${f.error})`).join('; ')}`);
+    process.exitCode = 1;
+  }
+}
+
+main().catch((err) => {
+  console.error(`bench: ${err?.stack ?? err}`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,373 @@
+//! The step loop driven by scripted responses and a fake clock: chunk order, aggregates,
+//! retries and their waits, abort, broken streams.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use super::*;
+use crate::core::env::{Body, Env, HttpResponse, LocalFuture};
+use crate::core::model::{FinishReason, ModelMessage, UserPart};
+use crate::providers::{Api, Endpoint};
+
+/// Polls a future to completion. Scripted futures are ready at once (or wait on the abort flag,
+/// which the script itself sets), so a bounded busy loop is enough.
+fn block_on<F: Future>(f: F) -> F::Output {
+    let mut f = pin!(f);
+    let mut cx = Context::from_waker(Waker::noop());
+    for _ in 0..100_000 {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+    panic!("the run did not finish");
+}
+
+/// What one scripted body read does.
+#[derive(Clone)]
+enum Read {
+    Bytes(Vec<u8>),
+    /// Sets the abort flag, then never completes.
+    AbortAndHang,
+}
+
+enum Reply {
+    Http { status: u16, headers: Vec<(String, String)>, reads: Vec<Read> },
+    NetworkError,
+}
+
+#[derive(Default)]
+struct Script {
+    replies: RefCell<VecDeque<Reply>>,
+    requests: RefCell<Vec<crate::providers::HttpRequest>>,
+    sleeps: RefCell<Vec<u64>>,
+    ids: Cell<u32>,
+    abort: AbortFlag,
+}
+
+struct ScriptBody {
+    reads: VecDeque<Read>,
+    abort: AbortFlag,
+}
+
+impl Body for ScriptBody {
+    fn read(&mut self) -> LocalFuture<'_, Result<Option<Vec<u8>>, AgentError>> {
+        match self.reads.pop_front() {
+            None => Box::pin(async { Ok(None) }),
+            Some(Read::Bytes(b)) => Box::pin(async move { Ok(Some(b)) }),
+            Some(Read::AbortAndHang) => {
+                self.abort.abort(Some("user stopped".into()));
+                Box::pin(std::future::pending())
+            }
+        }
+    }
+}
+
+impl Env for Rc<Script> {
+    fn fetch(&self, req: crate::providers::HttpRequest) -> LocalFuture<'static, Result<HttpResponse, AgentError>> {
+        self.requests.borrow_mut().push(req);
+        let reply = self.replies.borrow_mut().pop_front().expect("a scripted reply for every request");
+        let abort = self.abort.clone();
+        Box::pin(async move {
+            match reply {
+                Reply::NetworkError => Err(AgentError::api("Could not reach the model API: connection refused", true)),
+                Reply::Http { status, headers, reads } => Ok(HttpResponse {
+                    status,
+                    headers,
+                    body: Box::new(ScriptBody { reads: reads.into(), abort }),
+                }),
+            }
+        })
+    }
+    fn sleep(&self, ms: u64) -> LocalFuture<'static, ()> {
+        self.sleeps.borrow_mut().push(ms);
+        Box::pin(async {})
+    }
+    fn now_ms(&self) -> f64 {
+        1_700_000_000_000.0
+    }
+    fn new_id(&self) -> String {
+        self.ids.set(self.ids.get() + 1);
+        format!("id{}", self.ids.get())
+    }
+}
+
+#[derive(Default)]
+struct Collect {
+    chunks: RefCell<Vec<Chunk>>,
+    steps_seen: Cell<u32>,
+}
+
+impl Sink for Collect {
+    fn emit(&self, chunk: Chunk) {
+        self.chunks.borrow_mut().push(chunk);
+    }
+    fn step_finished<'a>(&'a self, _step: &'a StepResult) -> LocalFuture<'a, ()> {
+        self.steps_seen.set(self.steps_seen.get() + 1);
+        Box::pin(async {})
+    }
+}
+
+impl Collect {
+    fn types(&self) -> Vec<&'static str> {
+        self.chunks.borrow().iter().map(Chunk::type_name).collect()
+    }
+}
+
+fn sse(events: &[&str]) -> Vec<u8> {
+    let mut s = String::new();
+    for e in events {
+        s.push_str("data: ");
+        s.push_str(e);
+        s.push_str("\n\n");
+    }
+    s.into_bytes()
+}
+
+fn delta(field: &str, text: &str) -> String {
+    format!(r#"{{"id":"c1","model":"m1","created":1700000000,"choices":[{{"index":0,"delta":{{"{field}":{}}}}}]}}"#, serde_json::Value::from(text))
+}
+
+fn finish(reason: &str) -> String {
+    format!(r#"{{"id":"c1","choices":[{{"index":0,"delta":{{}},"finish_reason":"{reason}"}}]}}"#)
+}
+
+const USAGE: &str = r#"{"id":"c1","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}}"#;
+
+fn ok_stream(events: &[String]) -> Reply {
+    let mut all: Vec<&str> = events.iter().map(String::as_str).collect();
+    all.push("[DONE]");
+    Reply::Http { status: 200, headers: vec![], reads: vec![Read::Bytes(sse(&all))] }
+}
+
+fn status(code: u16, headers: &[(&str, &str)], body: &str) -> Reply {
+    Reply::Http {
+        status: code,
+        headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        reads: vec![Read::Bytes(body.as_bytes().to_vec())],
+    }
+}
+
+fn config(max_retries: u32, include_raw: bool) -> RunConfig {
+    RunConfig {
+        run_id: "run1".into(),
+        endpoint: Endpoint {
+            provider: "openai".into(),
+            api: Api::Chat,
+            base_url: "http://127.0.0.1:1/v1".into(),
+            api_key: Some("sk-secret".into()),
+            headers: vec![],
+        },
+        request: crate::core::model::ModelRequest {
+            model_id: "m1".into(),
+            messages: vec![ModelMessage::User(vec![UserPart::Text("hi".into())])],
+            ..Default::default()
+        },
+        max_retries,
+        include_raw,
+        max_steps: 5,
+    }
+}
+
+fn run_script(replies: Vec<Reply>, cfg: RunConfig) -> (Rc<Script>, Collect, RunOutcome) {
+    let script = Rc::new(Script { replies: RefCell::new(replies.into()), ..Default::default() });
+    let sink = Collect::default();
+    let abort = script.abort.clone();
+    let outcome = block_on(run(cfg, &script, &sink, &abort));
+    (script, sink, outcome)
+}
+
+#[test]
+fn a_plain_reply_streams_in_the_specified_order() {
+    let (script, sink, out) = run_script(
+        vec![ok_stream(&[delta("content", "Hel"), delta("content", "lo"), finish("stop"), USAGE.into()])],
+        config(0, false),
+    );
+    assert_eq!(
+        sink.types(),
+        ["start", "step-start", "text-start", "text-delta", "text-delta", "text-end", "step-finish", "finish"]
+    );
+    assert_eq!(out.text(), "Hello");
+    assert_eq!(out.finish_reason(), FinishReason::Stop);
+    assert_eq!(out.total_usage.total_tokens, Some(10));
+    assert_eq!(out.steps.len(), 1);
+    assert_eq!(sink.steps_seen.get(), 1);
+    assert_eq!(script.requests.borrow().len(), 1);
+    let chunks = sink.chunks.borrow();
+    // Deltas carry the id of their text-start.
+    let Chunk::TextStart { id } = &chunks[2] else { panic!() };
+    assert!(matches!(&chunks[3], Chunk::TextDelta { id: d, text } if d == id && text == "Hel"));
+    assert!(matches!(&chunks[5], Chunk::TextEnd { id: e } if e == id));
+    let finish = chunks.last().unwrap().payload();
+    assert_eq!(finish["stepResult"]["reason"], "stop");
+    assert_eq!(finish["totalUsage"]["inputTokens"], 7);
+    let step = chunks[6].payload();
+    assert_eq!(step["output"]["text"], "Hello");
+    assert_eq!(step["metadata"]["modelId"], "m1");
+}
+
+#[test]
+fn reasoning_is_closed_before_text_starts() {
+    let (_, sink, out) = run_script(
+        vec![ok_stream(&[
+            delta("reasoning_content", "think"),
+            delta("reasoning_content", "ing"),
+            delta("content", "answer"),
+            finish("stop"),
+        ])],
+        config(0, false),
+    );
+    assert_eq!(
+        sink.types(),
+        [
+            "start", "step-start", "reasoning-start", "reasoning-delta", "reasoning-delta", "reasoning-end",
+            "text-start", "text-delta", "text-end", "step-finish", "finish"
+        ]
+    );
+    assert_eq!(out.reasoning_text(), "thinking");
+    assert_eq!(out.output_json("run1")["reasoningText"], "thinking");
+}
+
+#[test]
+fn streamed_tool_calls_become_tool_call_chunks() {
+    let call = |args: &str, head: bool| {
+        let head = if head { r#""id":"call_1","type":"function","function":{"name":"weather","arguments":"#.to_string() } else { r#""function":{"arguments":"#.into() };
+        format!(r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,{head}{}}}}}]}}}}]}}"#, serde_json::Value::from(args))
+    };
+    let (_, sink, out) = run_script(
+        vec![ok_stream(&[call("", true), call("{\"ci", false), call("ty\":\"Paris\"}", false), finish("tool_calls")])],
+        config(0, false),
+    );
+    assert_eq!(
+        sink.types(),
+        [
+            "start", "step-start", "tool-call-input-streaming-start", "tool-call-delta", "tool-call-delta",
+            "tool-call-input-streaming-end", "tool-call", "step-finish", "finish"
+        ]
+    );
+    assert_eq!(out.finish_reason(), FinishReason::ToolCalls);
+    let tc = &out.steps[0].tool_calls[0];
+    assert_eq!((tc.tool_call_id.as_str(), tc.tool_name.as_str()), ("call_1", "weather"));
+    assert_eq!(tc.args, serde_json::json!({ "city": "Paris" }));
+}
+
+#[test]
+fn raw_chunks_only_when_asked() {
+    let events = [delta("content", "a"), finish("stop")];
+    let (_, plain, _) = run_script(vec![ok_stream(&events)], config(0, false));
+    assert!(!plain.types().contains(&"raw"));
+    let (_, raw, _) = run_script(vec![ok_stream(&events)], config(0, true));
+    assert_eq!(raw.types().iter().filter(|t| **t == "raw").count(), 2);
+}
+
+#[test]
+fn every_split_of_the_body_gives_the_same_chunks() {
+    let body = sse(&[&delta("content", "héllo 🌍"), &delta("content", " wörld"), &finish("stop"), "[DONE]"]);
+    let whole = {
+        let reply = Reply::Http { status: 200, headers: vec![], reads: vec![Read::Bytes(body.clone())] };
+        run_script(vec![reply], config(0, false)).1.chunks.into_inner()
+    };
+    for cut in 1..body.len() {
+        let reads = vec![Read::Bytes(body[..cut].to_vec()), Read::Bytes(body[cut..].to_vec())];
+        let (_, sink, out) = run_script(vec![Reply::Http { status: 200, headers: vec![], reads }], config(0, false));
+        assert_eq!(out.text(), "héllo 🌍 wörld", "split at {cut}");
+        assert_eq!(*sink.chunks.borrow(), whole, "split at {cut}");
+    }
+}
+
+#[test]
+fn retries_back_off_from_one_second_doubling() {
+    let replies = vec![status(503, &[], "busy"), status(500, &[], "oops"), Reply::NetworkError, ok_stream(&[delta("content", "ok"), finish("stop")])];
+    let (script, sink, out) = run_script(replies, config(3, false));
+    assert_eq!(*script.sleeps.borrow(), [1000, 2000, 4000]);
+    assert_eq!(script.requests.borrow().len(), 4);
+    assert_eq!(out.text(), "ok");
+    // Failed attempts before the response leave no trace in the stream.
+    assert_eq!(sink.types().iter().filter(|t| **t == "step-start").count(), 1);
+}
+
+#[test]
+fn retry_after_is_honoured_and_capped() {
+    for (headers, want) in [
+        (vec![("retry-after", "3")], 3000),
+        (vec![("retry-after", "120")], 30_000),
+        (vec![("retry-after-ms", "250"), ("retry-after", "9")], 250),
+        (vec![("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")], 1000),
+    ] {
+        let (script, _, out) =
+            run_script(vec![status(429, &headers, "{}"), ok_stream(&[finish("stop")])], config(1, false));
+        assert_eq!(*script.sleeps.borrow(), [want], "{headers:?}");
+        assert!(out.error.is_none());
+    }
+}
+
+#[test]
+fn client_errors_are_not_retried_and_say_what_the_server_said() {
+    let body = r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#;
+    let (script, sink, out) = run_script(vec![status(401, &[], body)], config(5, false));
+    assert_eq!(script.requests.borrow().len(), 1);
+    assert!(script.sleeps.borrow().is_empty());
+    assert_eq!(sink.types(), ["start", "step-start", "error"]);
+    let err = out.error.clone().unwrap();
+    assert_eq!(err.name(), "APICallError");
+    assert_eq!(err.status(), Some(401));
+    assert_eq!(err.body(), Some(body));
+    assert!(err.to_string().contains("Incorrect API key provided"), "{err}");
+    assert!(!err.to_string().contains("sk-secret"));
+    assert_eq!(out.finish_reason(), FinishReason::Error);
+}
+
+#[test]
+fn exhausted_retries_say_how_many_attempts_were_made() {
+    let (script, _, out) = run_script(vec![status(503, &[], ""), status(503, &[], ""), status(503, &[], "")], config(2, false));
+    assert_eq!(script.requests.borrow().len(), 3);
+    let msg = out.error.unwrap().to_string();
+    assert!(msg.contains("503") && msg.contains("failed after 3 attempts"), "{msg}");
+}
+
+#[test]
+fn abort_mid_stream_ends_with_an_abort_chunk_and_keeps_what_was_seen() {
+    let first = sse(&[&delta("content", "partial ")]);
+    let reply = Reply::Http { status: 200, headers: vec![], reads: vec![Read::Bytes(first), Read::AbortAndHang] };
+    let (_, sink, out) = run_script(vec![reply], config(0, false));
+    assert_eq!(sink.types(), ["start", "step-start", "text-start", "text-delta", "text-end", "abort"]);
+    assert_eq!(out.aborted, Some(Some("user stopped".into())));
+    assert_eq!(out.finish_reason(), FinishReason::Abort);
+    assert!(out.steps.is_empty());
+    assert_eq!(out.partial.as_ref().unwrap().text, "partial ");
+    assert_eq!(out.output_json("run1")["text"], "partial ");
+}
+
+#[test]
+fn a_stream_cut_before_the_finish_is_an_error() {
+    let reply = Reply::Http { status: 200, headers: vec![], reads: vec![Read::Bytes(sse(&[&delta("content", "half")]))] };
+    let (_, sink, out) = run_script(vec![reply], config(3, false));
+    assert_eq!(sink.types(), ["start", "step-start", "text-start", "text-delta", "text-end", "error"]);
+    assert!(out.error.unwrap().to_string().contains("closed before the model finished"));
+}
+
+#[test]
+fn an_error_event_inside_the_stream_fails_the_run() {
+    let err = r#"{"error":{"message":"The server had an error","type":"server_error"}}"#;
+    let (_, sink, out) = run_script(vec![ok_stream(&[delta("content", "a"), err.into()])], config(0, false));
+    assert_eq!(*sink.types().last().unwrap(), "error");
+    assert!(out.error.unwrap().to_string().contains("The server had an error"));
+}
+
+#[test]
+fn invalid_json_in_the_stream_is_a_clear_error() {
+    let reply = Reply::Http { status: 200, headers: vec![], reads: vec![Read::Bytes(b"data: {not json\n\n".to_vec())] };
+    let (_, _, out) = run_script(vec![reply], config(0, false));
+    assert!(out.error.unwrap().to_string().contains("not valid JSON"));
+}
+
+#[test]
+fn retry_delays_grow_without_overflow() {
+    let e = AgentError::api("x", true);
+    assert_eq!(retry_delay_ms(0, &e), 1000);
+    assert_eq!(retry_delay_ms(4, &e), 16_000);
+    assert!(retry_delay_ms(63, &e) > 0);
+}

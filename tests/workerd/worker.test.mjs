@@ -1,0 +1,247 @@
+// The package in real workerd (through Miniflare): a module Worker (worker.js) imports the built
+// package's workerd entry (pkg/index.workerd.js, which imports the .wasm as a compiled module and
+// initSyncs it), builds an Agent from env and streams its fullStream back as SSE. The Worker's own
+// global fetch (inside the wasm) calls the local model server for real — nothing is stubbed.
+//
+//   ./x build && node --test tests/workerd/
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Log, LogLevel, Miniflare } from 'miniflare';
+import { startModelServer } from '../server/model-server.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '../..');
+const PKG = path.join(ROOT, 'pkg');
+const API_KEY = 'sk-workerd-test-key';
+
+const TEST_TIMEOUT = 30_000;
+
+let server;
+let mf;
+let baseUrl;
+
+before(
+  async () => {
+    for (const file of ['index.workerd.js', 'api.js', 'wasm_agent.js', 'wasm_agent_bg.wasm']) {
+      if (!existsSync(path.join(PKG, file))) {
+        throw new Error(`pkg/${file} is missing: build the package first (./x build)`);
+      }
+    }
+    // 1. The model server listens before anything fetches from it.
+    server = await startModelServer({ host: '127.0.0.1' });
+
+    // 2. Real workerd. The Worker's imports are collected from worker.js by Miniflare; module
+    //    names are paths relative to modulesRoot, so '../../pkg/index.workerd.js' resolves.
+    //    Without the rules Miniflare treats .js as CommonJS; the .wasm must be a CompiledWasm
+    //    module because workerd refuses to compile wasm from bytes.
+    mf = new Miniflare({
+      log: new Log(LogLevel.WARN),
+      host: '127.0.0.1',
+      port: 0,
+      modules: true,
+      scriptPath: path.join(HERE, 'worker.js'),
+      modulesRoot: ROOT,
+      modulesRules: [
+        { type: 'ESModule', include: ['**/*.js'] },
+        { type: 'CompiledWasm', include: ['**/*.wasm'] },
+      ],
+      compatibilityDate: '2025-01-01',
+      bindings: { MODEL_URL: server.url, MODEL_API_KEY: API_KEY },
+      // Plain workerd only lets a Worker's global fetch reach public addresses. Miniflare's
+      // implicit "internet" service already allows public + private (a superset of local), but
+      // this test depends on loopback access, so it says so: the Worker's global fetch and
+      // connect() go to a network service that allows local (127.0.0.0/8) addresses.
+      outboundService: { network: { allow: ['public', 'local'], deny: [] } },
+    });
+    baseUrl = await mf.ready;
+  },
+  { timeout: TEST_TIMEOUT },
+);
+
+after(
+  async () => {
+    await mf?.dispose();
+    await server?.close();
+  },
+  { timeout: TEST_TIMEOUT },
+);
+
+/**
+ * POSTs to the Worker over real HTTP and reads its SSE body incrementally. Returns every event
+ * with its arrival time (ms since the request was sent) and the read in which it arrived.
+ */
+async function streamFromWorker(body, { signal } = {}) {
+  const t0 = performance.now();
+  const res = await fetch(baseUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal,
+  });
+  const headersAt = performance.now() - t0;
+  assert.equal(res.status, 200, `worker answered ${res.status}: ${res.status === 200 ? '' : await res.text()}`);
+  assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
+
+  const events = [];
+  let done = false;
+  const decoder = new TextDecoder();
+  const reader = res.body.getReader();
+  let buffer = '';
+  let reads = 0;
+  for (;;) {
+    const { value, done: end } = await reader.read();
+    if (end) break;
+    reads++;
+    const at = performance.now() - t0;
+    buffer += decoder.decode(value, { stream: true });
+    let sep;
+    while ((sep = buffer.indexOf('\n\n')) !== -1) {
+      const block = buffer.slice(0, sep);
+      buffer = buffer.slice(sep + 2);
+      const data = block
+        .split('\n')
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(5).replace(/^ /, ''))
+        .join('\n');
+      if (data === '') continue;
+      assert.equal(done, false, 'an event after [DONE]');
+      if (data === '[DONE]') {
+        done = true;
+        continue;
+      }
+      events.push({ chunk: JSON.parse(data), at, read: reads });
+    }
+  }
+  const endAt = performance.now() - t0;
+  assert.equal(buffer.trim(), '', 'the SSE body ends with a complete event');
+  assert.ok(done, 'the SSE body ends with data: [DONE]');
+  return { events, headersAt, endAt, reads };
+}
+
+/** Collapses runs of text-delta into one entry: start, step-start, text-start, text-delta…, … */
+function collapsedTypes(events) {
+  const types = [];
+  for (const { chunk } of events) {
+    if (chunk.type === 'text-delta' && types.at(-1) === 'text-delta…') continue;
+    types.push(chunk.type === 'text-delta' ? 'text-delta…' : chunk.type);
+  }
+  return types;
+}
+
+test(
+  'slow script: chunks stream out of the Worker incrementally, in order, with the right text',
+  { timeout: TEST_TIMEOUT },
+  async (t) => {
+    const INTERVAL = 150;
+    const prompt = 'one two three four five six'; // echo → "You said: one two three four five six" = 8 word deltas
+    const expected = `You said: ${prompt}`;
+    const firstRequest = server.requests.length;
+
+    const { events, headersAt, endAt, reads } = await streamFromWorker(
+      { prompt, script: `slow:${INTERVAL}` },
+      { signal: AbortSignal.timeout(TEST_TIMEOUT - 2_000) },
+    );
+
+    // The wasm's global fetch really reached the model server, with the key from env.
+    assert.equal(server.requests.length, firstRequest + 1, 'one model request');
+    const request = server.requests[firstRequest];
+    assert.equal(request.path, '/v1/chat/completions');
+    assert.equal(request.scriptName, 'slow');
+    assert.equal(request.headers.authorization, `Bearer ${API_KEY}`);
+    assert.equal(request.body.stream, true);
+
+    // Order: start, step-start, text-start, text-delta…, text-end, step-finish, finish.
+    assert.deepEqual(collapsedTypes(events), [
+      'start',
+      'step-start',
+      'text-start',
+      'text-delta…',
+      'text-end',
+      'step-finish',
+      'finish',
+    ]);
+    const chunks = events.map((e) => e.chunk);
+    const runId = chunks[0].runId;
+    assert.equal(typeof runId, 'string');
+    assert.ok(runId.length > 0);
+    for (const chunk of chunks) {
+      assert.equal(chunk.runId, runId, `${chunk.type} carries the run id`);
+      assert.equal(chunk.from, 'AGENT', `${chunk.type} comes from AGENT`);
+      assert.equal(typeof chunk.payload, 'object');
+    }
+
+    // Text: exactly what the script sent, delta by delta.
+    const deltas = events.filter((e) => e.chunk.type === 'text-delta');
+    assert.equal(deltas.length, 8, 'one text-delta per word');
+    assert.deepEqual(
+      deltas.map((e) => e.chunk.payload.text),
+      ['You', ' said:', ' one', ' two', ' three', ' four', ' five', ' six'],
+    );
+    assert.equal(deltas.map((e) => e.chunk.payload.text).join(''), expected);
+    const textId = chunks.find((c) => c.type === 'text-start').payload.id;
+    for (const d of deltas) assert.equal(d.chunk.payload.id, textId);
+    assert.equal(chunks.find((c) => c.type === 'text-end').payload.id, textId);
+    const finish = chunks.at(-1);
+    assert.equal(finish.payload.stepResult.reason, 'stop');
+    const stepFinish = chunks.find((c) => c.type === 'step-finish');
+    assert.equal(stepFinish.payload.output.text, expected);
+
+    // Incremental delivery. The server sends a delta every INTERVAL ms (and pauses once more
+    // before finishing), so a body that streams shows the first delta ≈ 8 × INTERVAL before the
+    // finish chunk; a buffered body would deliver them together. Lower bounds only: scheduling
+    // delays can only shrink the gap by delaying the first delta, never widen it.
+    const firstDelta = deltas[0].at;
+    const lastDelta = deltas.at(-1).at;
+    const finishAt = events.at(-1).at;
+    assert.ok(
+      finishAt - firstDelta >= 4 * INTERVAL,
+      `first text-delta at ${firstDelta.toFixed(0)} ms, finish at ${finishAt.toFixed(0)} ms: not streamed`,
+    );
+    assert.ok(
+      lastDelta - firstDelta >= 4 * INTERVAL,
+      `first text-delta at ${firstDelta.toFixed(0)} ms, last at ${lastDelta.toFixed(0)} ms: not streamed`,
+    );
+    // And the deltas came in separate reads, not one big buffer at the end.
+    const deltaReads = new Set(deltas.map((e) => e.read));
+    assert.ok(deltaReads.size >= 4, `text-deltas arrived in only ${deltaReads.size} read(s)`);
+
+    const startAt = events[0].at;
+    t.diagnostic(
+      `headers ${headersAt.toFixed(0)} ms, start chunk ${startAt.toFixed(0)} ms, first text-delta ` +
+        `${firstDelta.toFixed(0)} ms, last text-delta ${lastDelta.toFixed(0)} ms, finish ` +
+        `${finishAt.toFixed(0)} ms, body end ${endAt.toFixed(0)} ms; ${events.length} chunks in ${reads} reads; ` +
+        `delta gaps ${deltas
+          .slice(1)
+          .map((d, i) => (d.at - deltas[i].at).toFixed(0))
+          .join('/')} ms`,
+    );
+  },
+);
+
+test('error-401: the Worker streams an error chunk (APICallError, status 401)', { timeout: TEST_TIMEOUT }, async () => {
+  const firstRequest = server.requests.length;
+  const { events } = await streamFromWorker(
+    { prompt: 'Hello', script: 'error-401' },
+    { signal: AbortSignal.timeout(TEST_TIMEOUT - 2_000) },
+  );
+
+  assert.equal(server.requests.length, firstRequest + 1, 'one model request (401 is not retried)');
+  assert.equal(server.requests[firstRequest].scriptName, 'error-401');
+
+  const chunks = events.map((e) => e.chunk);
+  const errors = chunks.filter((c) => c.type === 'error');
+  assert.equal(errors.length, 1, `one error chunk, got types ${chunks.map((c) => c.type).join(', ')}`);
+  const { error } = errors[0].payload;
+  assert.equal(error.name, 'APICallError');
+  assert.equal(error.status, 401);
+  assert.equal(typeof error.message, 'string');
+  assert.ok(error.message.length > 0);
+  assert.equal(errors[0].from, 'AGENT');
+  assert.ok(!chunks.some((c) => c.type === 'text-delta'), 'no text from a failed call');
+  // The key never leaks into chunks.
+  assert.ok(!JSON.stringify(chunks).includes(API_KEY), 'the API key does not appear in any chunk');
+});
