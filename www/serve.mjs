@@ -284,7 +284,9 @@ async function proxy(req, res, provider, rest, search) {
     });
   } catch (err) {
     if (controller.signal.aborted) return res.destroy();
-    return proxyError(res, 502, `The demo proxy could not reach ${provider.baseUrl}: ${err?.cause?.code ?? err?.message ?? err}`);
+    const cause = err?.cause;
+    const why = cause?.code ?? cause?.errors?.[0]?.code ?? cause?.message ?? err?.message ?? String(err);
+    return proxyError(res, 502, `The demo proxy could not reach ${provider.baseUrl}: ${why}`);
   }
   const headers = {};
   for (const [name, value] of upstream.headers) {
@@ -367,7 +369,7 @@ export async function startDemo(opts = {}) {
       // The model server speaks Chat Completions only.
       model: { id: `openai/${script}`, url: modelServer.url, apiKey: 'offline', api: 'chat' },
       mode: 'offline',
-      label: script === 'demo' ? 'offline demo model' : `offline model script "${script}"`,
+      label: `openai/${script} · local model server, no API key`,
     };
   }
 
@@ -456,7 +458,7 @@ export async function startDemo(opts = {}) {
     port,
     mode: provider ? 'provider' : 'offline',
     model: provider ? `${provider.prefix}/${provider.model}` : 'openai/demo',
-    label: provider ? `${provider.prefix}/${provider.model} via ${new URL(provider.baseUrl).host}` : 'offline demo model',
+    label: provider ? `${provider.prefix}/${provider.model} via ${new URL(provider.baseUrl).host}` : 'openai/demo · local model server',
     close() {
       closed ??= new Promise((resolve) => {
         server.close(() => resolve());
