@@ -95,6 +95,12 @@ impl Agent {
         }
         check_functions(&options, "options")?;
         let js = |e: AgentError| error_to_js(&e);
+        if messages.is_undefined() || messages.is_function() {
+            return Err(type_error(
+                "messages",
+                &format!("expected a string, an array of strings, or an array of messages, got {}", super::convert::js_kind(&messages)),
+            ));
+        }
         let input = parse_messages(&to_json(&messages, "messages").map_err(js)?, "messages").map_err(js)?;
         let call = pick_json(&options, OPTION_KEYS, "options").map_err(js)?;
         let merged = merge_options(&inner.config.default_options, &call);
@@ -147,7 +153,7 @@ fn check_functions(options: &JsValue, path: &str) -> Result<(), JsValue> {
     for name in CALLBACKS {
         let v = Reflect::get(options, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED);
         if !v.is_undefined() && !v.is_null() && !v.is_function() {
-            let got = to_json(&v, "").map(|j| crate::core::input::kind(&j)).unwrap_or("another value");
+            let got = super::convert::js_kind(&v);
             return Err(type_error(&format!("{path}.{name}"), &format!("expected a function, got {got}")));
         }
     }

@@ -3,7 +3,48 @@
 
 use js_sys::{Array, ArrayBuffer, Object, Reflect, Uint8Array, JSON};
 use serde_json::{Map, Number, Value};
+use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
+
+// Catching forms of the two calls that can throw on hostile input (a Proxy whose traps throw,
+// a revoked Proxy): an exception must become a TypeError, not unwind through Rust frames.
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
+    fn is_array(v: &JsValue) -> Result<bool, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = Object, js_name = keys)]
+    fn object_keys(v: &JsValue) -> Result<Array, JsValue>;
+}
+
+/// What a JavaScript value is, in the words of the core's error messages.
+pub fn js_kind(v: &JsValue) -> &'static str {
+    if v.is_undefined() {
+        "undefined"
+    } else if v.is_null() {
+        "null"
+    } else if v.is_function() {
+        "a function"
+    } else if v.is_bigint() {
+        "a BigInt"
+    } else if v.is_symbol() {
+        "a Symbol"
+    } else if v.as_bool().is_some() {
+        "a boolean"
+    } else if v.as_f64().is_some() {
+        "a number"
+    } else if v.is_string() {
+        "a string"
+    } else if is_array(v).unwrap_or(false) {
+        "an array"
+    } else {
+        "an object"
+    }
+}
+
+fn threw(path: &str, e: &JsValue) -> AgentError {
+    let msg = Reflect::get(e, &"message".into()).ok().and_then(|m| m.as_string()).unwrap_or_default();
+    AgentError::invalid(path, format!("could not be read (reading it threw: {msg})"))
+}
 
 use crate::core::error::AgentError;
 use crate::core::input::join;
@@ -29,16 +70,14 @@ fn to_json_at(v: &JsValue, path: &str, depth: u32) -> Result<Value, AgentError> 
         return Ok(Value::Bool(b));
     }
     if let Some(n) = v.as_f64() {
-        return number(n).ok_or_else(|| AgentError::invalid(path, format!("expected a finite number, got {n}")));
+        let shown = if n.is_nan() { "NaN" } else if n > 0.0 { "Infinity" } else { "-Infinity" };
+        return number(n).ok_or_else(|| AgentError::invalid(path, format!("expected a finite number, got {shown}")));
     }
     if let Some(s) = v.as_string() {
         return Ok(Value::String(s));
     }
-    if v.is_bigint() {
-        return Err(AgentError::invalid(path, "expected a number, got a BigInt"));
-    }
-    if v.is_symbol() {
-        return Err(AgentError::invalid(path, "expected a value, got a Symbol"));
+    if v.is_bigint() || v.is_symbol() {
+        return Err(AgentError::invalid(path, format!("got {}, which cannot be used here (use a number or a string)", js_kind(v))));
     }
     if let Some(bytes) = v.dyn_ref::<Uint8Array>() {
         return Ok(Value::String(crate::core::base64::encode(&bytes.to_vec())));
@@ -49,19 +88,21 @@ fn to_json_at(v: &JsValue, path: &str, depth: u32) -> Result<Value, AgentError> 
     if let Some(date) = v.dyn_ref::<js_sys::Date>() {
         return Ok(Value::String(date.to_iso_string().into()));
     }
-    if Array::is_array(v) {
-        let arr: &Array = v.unchecked_ref();
-        let mut out = Vec::with_capacity(arr.length() as usize);
-        for (i, item) in arr.iter().enumerate() {
-            out.push(to_json_at(&item, &format!("{path}[{i}]"), depth + 1)?);
+    if is_array(v).map_err(|e| threw(path, &e))? {
+        let len = Reflect::get(v, &"length".into()).map_err(|e| threw(path, &e))?.as_f64().unwrap_or(0.0) as u32;
+        let mut out = Vec::with_capacity(len.min(4096) as usize);
+        for i in 0..len {
+            let item_path = format!("{path}[{i}]");
+            let item = Reflect::get_u32(v, i).map_err(|e| threw(&item_path, &e))?;
+            out.push(to_json_at(&item, &item_path, depth + 1)?);
         }
         return Ok(Value::Array(out));
     }
     let obj: &Object = v.unchecked_ref();
     let mut out = Map::new();
-    for key in Object::keys(obj).iter() {
+    for key in object_keys(obj).map_err(|e| threw(path, &e))?.iter() {
         let Some(k) = key.as_string() else { continue };
-        let item = Reflect::get(obj, &key).unwrap_or(JsValue::UNDEFINED);
+        let item = Reflect::get(obj, &key).map_err(|e| threw(&join(path, k.as_str()), &e))?;
         if item.is_undefined() || item.is_function() {
             continue;
         }
@@ -90,9 +131,13 @@ pub fn pick_json(obj: &JsValue, keys: &[&str], path: &str) -> Result<Value, Agen
         return Ok(Value::Object(out));
     }
     for k in keys {
-        let v = Reflect::get(obj, &JsValue::from_str(k)).unwrap_or(JsValue::UNDEFINED);
+        let field = join(path, *k);
+        let v = Reflect::get(obj, &JsValue::from_str(k)).map_err(|e| threw(&field, &e))?;
+        if v.is_function() {
+            return Err(AgentError::invalid(field, "expected a value, got a function"));
+        }
         if !v.is_undefined() {
-            out.insert((*k).to_string(), to_json(&v, &join(path, *k))?);
+            out.insert((*k).to_string(), to_json(&v, &field)?);
         }
     }
     Ok(Value::Object(out))

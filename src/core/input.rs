@@ -18,7 +18,7 @@ use super::model::{AssistantPart, ModelMessage, ModelSettings, ToolChoice, ToolR
 mod fields;
 mod ui;
 
-pub use fields::{join, kind, opt_array, opt_bool, opt_f64, opt_i64, opt_object, opt_str, opt_u64, req_str, PathKey};
+pub use fields::{check_header, check_header_value, join, kind, opt_array, opt_bool, opt_f64, opt_i64, opt_object, opt_str, opt_u64, req_str, PathKey};
 use fields::{one_of, opt_integer, present, type_error, unknown_part, value_error};
 
 // ---------------------------------------------------------------------------------------------
@@ -342,7 +342,10 @@ pub fn parse_model_settings(v: &Value, field: &str) -> Result<ModelSettings, Age
         let path = join(field, "headers");
         for (name, value) in headers {
             match value {
-                Value::String(s) => settings.headers.push((name.clone(), s.clone())),
+                Value::String(s) => {
+                    check_header(name, s, &join(&path, name.as_str()))?;
+                    settings.headers.push((name.clone(), s.clone()))
+                }
                 // `{ 'x-key': undefined }` arrives without the key; `null` means the same.
                 Value::Null => {}
                 other => return Err(type_error(&join(&path, name.as_str()), "a string", Some(other))),

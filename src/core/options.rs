@@ -7,7 +7,7 @@
 use serde_json::{Map, Value};
 
 use super::error::AgentError;
-use super::input::{join, kind, opt_bool, opt_object, opt_str, opt_u64, parse_instructions, parse_messages, parse_model_settings};
+use super::input::{check_header, join, kind, opt_bool, opt_object, opt_str, opt_u64, parse_instructions, parse_messages, parse_model_settings};
 use super::model::{ModelMessage, ModelRequest, ModelSettings};
 
 /// The model part of the agent config: `'provider/model'` or `{ id, url, apiKey, headers, api }`.
@@ -85,7 +85,13 @@ pub fn parse_model_config(v: &Value, field: &str) -> Result<ModelConfig, AgentEr
             let api_key = opt_str(v, "apiKey", field)?.map(str::to_owned);
             let api = opt_str(v, "api", field)?.map(str::to_owned);
             if let Some(a) = &api {
-                if a != "chat" && a != "responses" {
+                if a == "responses" {
+                    return Err(AgentError::invalid(
+                        join(field, "api"),
+                        "the Responses API is not supported in this version; use 'chat' (Chat Completions)",
+                    ));
+                }
+                if a != "chat" {
                     return Err(AgentError::invalid(join(field, "api"), format!("expected 'chat' or 'responses', got '{a}'")));
                 }
             }
@@ -102,7 +108,10 @@ pub fn parse_headers(v: Option<&Value>, field: &str) -> Result<Vec<(String, Stri
         Some(Value::Object(m)) => m
             .iter()
             .map(|(k, v)| match v {
-                Value::String(s) => Ok((k.clone(), s.clone())),
+                Value::String(s) => {
+                    check_header(k, s, &join(field, k))?;
+                    Ok((k.clone(), s.clone()))
+                }
                 o => Err(AgentError::invalid(join(field, k), format!("expected a string header value, got {}", kind(o)))),
             })
             .collect(),
@@ -180,7 +189,18 @@ pub fn merge_options(defaults: &Value, options: &Value) -> Value {
             match (deep, out.get_mut(k), v) {
                 (true, Some(Value::Object(base)), Value::Object(over)) => {
                     for (k2, v2) in over {
-                        base.insert(k2.clone(), v2.clone());
+                        // providerOptions merge per provider too: { openai: { user } } under
+                        // { openai: { reasoningEffort } } keeps both.
+                        match (k == "providerOptions", base.get_mut(k2), v2) {
+                            (true, Some(Value::Object(b2)), Value::Object(o2)) => {
+                                for (k3, v3) in o2 {
+                                    b2.insert(k3.clone(), v3.clone());
+                                }
+                            }
+                            _ => {
+                                base.insert(k2.clone(), v2.clone());
+                            }
+                        }
                     }
                 }
                 _ => {

@@ -114,7 +114,7 @@ pub async fn run(cfg: RunConfig, env: &dyn Env, sink: &dyn Sink, abort: &AbortFl
             }
             Err(Stop::Failed(e)) => {
                 outcome.partial = Some(result);
-                fail(&mut outcome, sink, e);
+                fail(&mut outcome, sink, redact(e, cfg.endpoint.api_key.as_deref()));
                 return outcome;
             }
         }
@@ -133,6 +133,22 @@ pub async fn run(cfg: RunConfig, env: &dyn Env, sink: &dyn Sink, abort: &AbortFl
         model_id: last.and_then(|s| s.response.model_id.clone()),
     });
     outcome
+}
+
+/// Removes the API key from an error's text: a runtime's own error messages may quote a header
+/// value, and the key must never reach chunks, errors or logs.
+fn redact(e: AgentError, key: Option<&str>) -> AgentError {
+    let Some(key) = key.filter(|k| k.len() >= 4) else { return e };
+    match e {
+        AgentError::ApiCall { message, status, body, retryable, retry_after_ms } => AgentError::ApiCall {
+            message: message.replace(key, "[redacted]"),
+            status,
+            body: body.map(|b| b.replace(key, "[redacted]")),
+            retryable,
+            retry_after_ms,
+        },
+        e => e,
+    }
 }
 
 fn fail(outcome: &mut RunOutcome, sink: &dyn Sink, e: AgentError) {

@@ -371,3 +371,12 @@ fn retry_delays_grow_without_overflow() {
     assert_eq!(retry_delay_ms(4, &e), 16_000);
     assert!(retry_delay_ms(63, &e) > 0);
 }
+
+#[test]
+fn an_api_key_quoted_by_an_error_is_redacted() {
+    let body = r#"{"error":{"message":"key sk-secret is not valid"}}"#;
+    let (_, sink, out) = run_script(vec![status(401, &[], body)], config(0, false));
+    let err = out.error.unwrap();
+    assert!(!err.to_string().contains("sk-secret") && !err.body().unwrap().contains("sk-secret"), "{err}");
+    assert!(!format!("{:?}", sink.chunks.borrow()).contains("sk-secret"));
+}

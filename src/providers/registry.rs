@@ -100,6 +100,18 @@ pub fn resolve(
         ));
     }
     let base_url = url_override.as_deref().unwrap_or(info.base_url).trim_end_matches('/').to_string();
+    // A page may use a same-origin path ('/proxy/v1'); anything else must be an absolute URL,
+    // or fetch fails later with a message that looks like a network error.
+    let absolute = ["http://", "https://"].iter().any(|s| base_url.get(..s.len()).is_some_and(|p| p.eq_ignore_ascii_case(s)));
+    if !(absolute && base_url.len() > 8 || base_url.starts_with('/')) || base_url.chars().any(char::is_whitespace) {
+        return Err(AgentError::invalid(
+            format!("{field}.url"),
+            format!("expected an http(s) URL such as 'https://api.example.com/v1' or a path such as '/proxy/v1', got '{base_url}'"),
+        ));
+    }
+    if let Some(key) = &api_key {
+        crate::core::input::check_header_value(key, &format!("{field}.apiKey"))?;
+    }
     let endpoint = Endpoint { provider: prefix.to_string(), api: info.api, base_url, api_key, headers };
     Ok((endpoint, model.to_string()))
 }

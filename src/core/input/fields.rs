@@ -222,3 +222,25 @@ pub fn opt_array<'a>(obj: &'a Value, key: &str, path: &str) -> Result<Option<&'a
         Some(other) => Err(type_error(&join(path, key), "an array", Some(other))),
     }
 }
+
+/// Refuses a header that `fetch` would refuse at send time (and whose error text would repeat
+/// the value, which may be a key): names must be HTTP tokens, values single-line Latin-1.
+/// The message never quotes the value.
+pub fn check_header(name: &str, value: &str, path: &str) -> Result<(), AgentError> {
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(token) {
+        return Err(AgentError::invalid(path, "is not a valid HTTP header name"));
+    }
+    check_header_value(value, path)
+}
+
+/// See `check_header`; used for API keys too, so the message never shows the value.
+pub fn check_header_value(value: &str, path: &str) -> Result<(), AgentError> {
+    if value.chars().any(|c| matches!(c, '\r' | '\n' | '\0') || c as u32 > 0xff) {
+        return Err(AgentError::invalid(
+            path,
+            "contains a line break, NUL or non-Latin-1 character, which cannot be sent in an HTTP header",
+        ));
+    }
+    Ok(())
+}
