@@ -25,6 +25,9 @@ const CHILD_TIMEOUT_MS = 60_000;
 const PKG_JS = ['wasm_agent.js', 'api.js', 'index.node.js'];
 const TARGETS = { perChunkRatio: 3, firstChunkOverheadMs: 1, packageGzipKB: 150 };
 
+/** A bad command line: reported without a stack. */
+class UsageError extends Error {}
+
 function parseArgs(argv) {
   const opts = { n: 20_000, runs: 7, json: path.join(HERE, 'results', 'latest.json') };
   for (let i = 0; i < argv.length; i++) {
@@ -33,13 +36,13 @@ function parseArgs(argv) {
       process.stdout.write('usage: node bench/run.mjs [--n N] [--runs R] [--json path]\n');
       process.exit(0);
     }
-    if (!['--n', '--runs', '--json'].includes(key)) throw new Error(`unknown option ${argv[i]}`);
+    if (!['--n', '--runs', '--json'].includes(key)) throw new UsageError(`unknown option ${argv[i]}`);
     if (value === undefined) value = argv[++i];
-    if (value === undefined) throw new Error(`${key} needs a value`);
+    if (value === undefined) throw new UsageError(`${key} needs a value`);
     if (key === '--json') opts.json = path.resolve(value);
     else {
       const number = Number(value);
-      if (!Number.isInteger(number) || number < 1) throw new Error(`${key} must be a positive integer`);
+      if (!Number.isInteger(number) || number < 1) throw new UsageError(`${key} must be a positive integer`);
       opts[key.slice(2)] = number;
     }
   }
@@ -181,7 +184,7 @@ async function main() {
       mode,
       fixed(s.medianTotalMs, 1),
       fixed(s.perChunkUs, 2),
-      mode === 'baseline' ? '1.00' : fixed(s.ratioPerChunk, 2),
+      fixed(s.ratioPerChunk, 2),
       fixed(s.medianFirstChunkMs, 2),
       mode === 'baseline' ? '-' : (s.firstChunkOverheadMs >= 0 ? '+' : '') + fixed(s.firstChunkOverheadMs, 2),
       fixed(s.medianMaxRssMB, 1),
@@ -238,7 +241,8 @@ async function main() {
   };
   mkdirSync(path.dirname(opts.json), { recursive: true });
   writeFileSync(opts.json, JSON.stringify(report, null, 2) + '\n');
-  console.log(`\nresults: ${path.relative(process.cwd(), opts.json) || opts.json}`);
+  const shown = path.relative(process.cwd(), opts.json);
+  console.log(`\nresults: ${shown.startsWith('..') ? opts.json : shown}`);
 
   if (failures.length) {
     console.error(`\nBENCHMARK FAILED: ${failures.length} failed run(s): ${failures.map((f) => `${f.mode} (${f.error})`).join('; ')}`);
@@ -247,6 +251,6 @@ async function main() {
 }
 
 main().catch((err) => {
-  console.error(`bench: ${err?.stack ?? err}`);
+  console.error(`bench: ${err instanceof UsageError ? err.message : (err?.stack ?? err)}`);
   process.exitCode = 1;
 });

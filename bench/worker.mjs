@@ -8,8 +8,11 @@
 // sends, and prints one JSON line on stdout:
 //   { mode, n, totalMs, firstChunkMs, chunks, textLength, maxRssKB, warmup: { totalMs, firstChunkMs } }
 // A wrong text or chunk count exits with status 1 and the reason on stderr.
+// BENCH_PKG=dir loads the package from dir instead of pkg/.
 
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
 
 const MODES = ['baseline', 'textStream', 'fullStream'];
 
@@ -74,7 +77,11 @@ async function baseline() {
 
 let Agent;
 async function loadPackage() {
-  ({ Agent } = await import('../pkg/index.node.js'));
+  // BENCH_PKG points at another build of the package (e.g. one that kept wasm names, for profiling).
+  const entry = process.env.BENCH_PKG
+    ? pathToFileURL(path.join(path.resolve(process.env.BENCH_PKG), 'index.node.js')).href
+    : '../pkg/index.node.js';
+  ({ Agent } = await import(entry));
 }
 
 function newAgent() {
