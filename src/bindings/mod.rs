@@ -1,6 +1,7 @@
 //! The JavaScript face of the package: classes, option parsing and stream bridging. wasm32 only.
 
 pub mod agent;
+pub mod chunk_js;
 pub mod convert;
 pub mod output;
 pub mod run;

@@ -11,31 +11,23 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::prelude::*;
 use web_sys::{ReadableStream, ReadableStreamDefaultController};
 
+use super::chunk_js::ChunkWriter;
 use crate::core::abort::AbortFlag;
+use crate::core::chunk::Chunk;
 
-/// One of the two output streams.
+/// Where one output stream stands.
 #[derive(Default)]
 struct Slot {
     created: bool,
     cancelled: bool,
     closed: bool,
-    /// Chunks produced before the stream was created.
-    buffer: Vec<JsValue>,
     ctrl: Option<ReadableStreamDefaultController>,
 }
 
 impl Slot {
-    fn push(&mut self, v: JsValue) {
-        if self.cancelled || self.closed {
-            return;
-        }
-        match &self.ctrl {
-            Some(c) => {
-                let _ = c.enqueue_with_chunk(&v);
-            }
-            None if !self.created => self.buffer.push(v),
-            None => {}
-        }
+    /// Whether chunks for this stream are wanted later (it may still be created).
+    fn waiting(&self) -> bool {
+        !self.created && !self.closed
     }
 
     fn close(&mut self) {
@@ -53,6 +45,11 @@ impl Slot {
 struct State {
     full: Slot,
     text: Slot,
+    /// Chunks produced before `fullStream` was created, kept as Rust values: a caller who only
+    /// reads `textStream` never pays for chunk objects.
+    full_pending: Vec<Chunk>,
+    /// Text produced before `textStream` was created; replayed as one piece.
+    text_pending: String,
     /// `Ok(full output)` or `Err(error)` once the run ended.
     result: Option<Result<JsValue, JsValue>>,
     /// Promises handed out, by property, with their settle functions while pending.
@@ -64,19 +61,35 @@ pub struct Shared {
     st: RefCell<State>,
     abort: AbortFlag,
     run_id: String,
+    writer: ChunkWriter,
 }
 
 impl Shared {
     pub fn new(run_id: String, abort: AbortFlag) -> Rc<Self> {
-        Rc::new(Shared { st: RefCell::new(State::default()), abort, run_id })
+        let writer = ChunkWriter::new(&run_id);
+        Rc::new(Shared { st: RefCell::new(State::default()), abort, run_id, writer })
     }
 
-    pub fn push_chunk(&self, chunk: JsValue) {
-        self.st.borrow_mut().full.push(chunk);
+    /// The chunk as JavaScript sees it.
+    pub fn chunk_js(&self, chunk: &Chunk) -> JsValue {
+        self.writer.to_js(chunk)
     }
 
-    pub fn push_text(&self, text: &str) {
-        self.st.borrow_mut().text.push(JsValue::from_str(text));
+    /// Delivers a chunk to the streams; `js` is its object when one was already made.
+    pub fn deliver(&self, chunk: Chunk, js: Option<JsValue>) {
+        let mut st = self.st.borrow_mut();
+        if let Chunk::TextDelta { text, .. } = &chunk {
+            if let Some(c) = &st.text.ctrl {
+                let _ = c.enqueue_with_chunk(&JsValue::from_str(text));
+            } else if st.text.waiting() {
+                st.text_pending.push_str(text);
+            }
+        }
+        if let Some(c) = &st.full.ctrl {
+            let _ = c.enqueue_with_chunk(&js.unwrap_or_else(|| self.writer.to_js(&chunk)));
+        } else if st.full.waiting() {
+            st.full_pending.push(chunk);
+        }
     }
 
     /// Ends the run: closes the streams and settles every promise handed out.
@@ -88,7 +101,6 @@ impl Shared {
             st.result = Some(result.clone());
             std::mem::take(&mut st.pending)
         };
-        // Settle outside the borrow: resolving runs no user code synchronously, but stay safe.
         for (field, resolve, reject) in pending {
             settle(&result, field, &resolve, &reject);
         }
@@ -100,10 +112,17 @@ impl Shared {
             let Some(me) = weak.upgrade() else { return };
             let ctrl: ReadableStreamDefaultController = ctrl.unchecked_into();
             let mut st = me.st.borrow_mut();
-            let slot = if text { &mut st.text } else { &mut st.full };
-            for v in slot.buffer.drain(..) {
-                let _ = ctrl.enqueue_with_chunk(&v);
+            if text {
+                let pending = std::mem::take(&mut st.text_pending);
+                if !pending.is_empty() {
+                    let _ = ctrl.enqueue_with_chunk(&JsValue::from_str(&pending));
+                }
+            } else {
+                for chunk in std::mem::take(&mut st.full_pending) {
+                    let _ = ctrl.enqueue_with_chunk(&me.writer.to_js(&chunk));
+                }
             }
+            let slot = if text { &mut st.text } else { &mut st.full };
             if slot.closed {
                 let _ = ctrl.close();
             } else {
@@ -153,7 +172,6 @@ fn cancel_slot(weak: &Weak<Shared>, text: bool) {
         let slot = if text { &mut st.text } else { &mut st.full };
         slot.cancelled = true;
         slot.ctrl = None;
-        slot.buffer.clear();
         (!st.full.created || st.full.cancelled) && (!st.text.created || st.text.cancelled)
     };
     if all_cancelled {

@@ -42,56 +42,21 @@ impl Callbacks {
     }
 }
 
-thread_local! {
-    /// Strings every chunk carries, made once.
-    static STRINGS: [JsValue; 6] = [
-        "type".into(), "runId".into(), "from".into(), "payload".into(), "AGENT".into(), "text".into(),
-    ];
-}
-
 struct JsSink {
     shared: Rc<Shared>,
-    run_id: JsValue,
     on_chunk: Option<Function>,
     on_step_finish: Option<Function>,
 }
 
-impl JsSink {
-    /// `{ type, runId, from, payload }`. Text and reasoning deltas, the hot path, are built
-    /// property by property; the rest go through one JSON.parse of their payload.
-    fn to_js(&self, chunk: &Chunk) -> JsValue {
-        STRINGS.with(|[k_type, k_run, k_from, k_payload, agent, k_text]| {
-            let obj = Object::new();
-            let payload: JsValue = match chunk {
-                Chunk::TextDelta { id, text } | Chunk::ReasoningDelta { id, text } => {
-                    let p = Object::new();
-                    let _ = Reflect::set(&p, &"id".into(), &JsValue::from_str(id));
-                    let _ = Reflect::set(&p, k_text, &JsValue::from_str(text));
-                    p.into()
-                }
-                Chunk::Raw(text) => js_sys::JSON::parse(text).unwrap_or_else(|_| JsValue::from_str(text)),
-                other => json_value(&other.payload()),
-            };
-            let _ = Reflect::set(&obj, k_type, &JsValue::from_str(chunk.type_name()));
-            let _ = Reflect::set(&obj, k_run, &self.run_id);
-            let _ = Reflect::set(&obj, k_from, agent);
-            let _ = Reflect::set(&obj, k_payload, &payload);
-            obj.into()
-        })
-    }
-}
-
 impl Sink for JsSink {
     fn emit(&self, chunk: Chunk) {
-        if let Chunk::TextDelta { text, .. } = &chunk {
-            self.shared.push_text(text);
-        }
-        let js = self.to_js(&chunk);
-        if let Some(f) = &self.on_chunk {
+        let js = self.on_chunk.as_ref().map(|f| {
+            let js = self.shared.chunk_js(&chunk);
             // A throwing onChunk must not break the run; its result is not awaited.
             let _ = f.call1(&JsValue::UNDEFINED, &js);
-        }
-        self.shared.push_chunk(js);
+            js
+        });
+        self.shared.deliver(chunk, js);
     }
 
     fn step_finished<'a>(&'a self, step: &'a StepResult) -> LocalFuture<'a, ()> {
@@ -120,7 +85,6 @@ pub fn spawn_run(cfg: RunConfig, shared: Rc<Shared>, cb: Callbacks, abort: Abort
     wasm_bindgen_futures::spawn_local(async move {
         let sink = JsSink {
             shared: shared.clone(),
-            run_id: JsValue::from_str(&run_id),
             on_chunk: cb.on_chunk.clone(),
             on_step_finish: cb.on_step_finish.clone(),
         };

@@ -168,3 +168,45 @@ pub fn error_json(e: &AgentError) -> Value {
     }
     Value::Object(m)
 }
+
+/// Appends `s` as a JSON string literal.
+pub fn push_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let esc: &str = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if esc.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\u00");
+            out.push(HEX[(b >> 4) as usize] as char);
+            out.push(HEX[(b & 15) as usize] as char);
+        } else {
+            out.push_str(esc);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn json_strings_match_serde() {
+        for s in ["", "plain", "quote \" and \\ slash", "line\nbreak\ttab\r", "\u{1}\u{1f}ctl", "héllo 🌍 \u{2028}"] {
+            let mut out = String::new();
+            super::push_json_str(&mut out, s);
+            assert_eq!(serde_json::from_str::<String>(&out).unwrap(), s);
+            assert_eq!(out, serde_json::to_string(s).unwrap());
+        }
+    }
+}

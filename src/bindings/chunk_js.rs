@@ -1,0 +1,50 @@
+//! Chunks to JavaScript objects. Each chunk is written as JSON text and parsed once by
+//! `JSON.parse`: one crossing of the boundary per chunk instead of one per property, and the
+//! text deltas (the hot path) are written without building a JSON tree first.
+
+use std::cell::RefCell;
+
+use js_sys::JSON;
+use wasm_bindgen::JsValue;
+
+use crate::core::chunk::{push_json_str, Chunk};
+
+/// Writes chunks for one run; reuses its buffer between chunks.
+pub struct ChunkWriter {
+    /// `,"runId":"…","from":"AGENT","payload":` — the same for every chunk of the run.
+    envelope: String,
+    buf: RefCell<String>,
+}
+
+impl ChunkWriter {
+    pub fn new(run_id: &str) -> Self {
+        let mut envelope = String::from(",\"runId\":");
+        push_json_str(&mut envelope, run_id);
+        envelope.push_str(",\"from\":\"AGENT\",\"payload\":");
+        ChunkWriter { envelope, buf: RefCell::new(String::with_capacity(256)) }
+    }
+
+    pub fn to_js(&self, chunk: &Chunk) -> JsValue {
+        let mut buf = self.buf.borrow_mut();
+        buf.clear();
+        buf.push_str("{\"type\":\"");
+        buf.push_str(chunk.type_name());
+        buf.push('"');
+        buf.push_str(&self.envelope);
+        match chunk {
+            Chunk::TextDelta { id, text } | Chunk::ReasoningDelta { id, text } => {
+                buf.push_str("{\"id\":");
+                push_json_str(&mut buf, id);
+                buf.push_str(",\"text\":");
+                push_json_str(&mut buf, text);
+                buf.push('}');
+            }
+            // The decoder only reports events it parsed as JSON.
+            Chunk::Raw(raw) => buf.push_str(raw),
+            other => buf.push_str(&other.payload().to_string()),
+        }
+        buf.push('}');
+        // The text is valid JSON by construction.
+        JSON::parse(&buf).unwrap_or(JsValue::NULL)
+    }
+}
