@@ -2,13 +2,19 @@
 
 use std::rc::Rc;
 
+use std::cell::RefCell;
+
 use js_sys::{Function, Promise, Reflect};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
-use super::convert::{error_to_js, pick_json, to_json, type_error};
+use super::convert::{error_to_js, js_kind, pick_json, to_json, type_error};
+use super::host::JsHost;
 use super::output::{AgentStreamOutput, Shared};
 use super::run::{spawn_run, Callbacks};
+use super::tools::{parse_tools, JsTool, ToolEnv};
+use crate::core::run::StopCondition;
+use crate::core::tools::{Approvals, Decision};
 use crate::core::error::AgentError;
 use crate::core::input::parse_messages;
 use crate::core::options::{build_prompt, build_request, merge_options, parse_agent_config, parse_stream_options, AgentConfig};
@@ -19,9 +25,22 @@ use crate::providers::Endpoint;
 /// The data keys of `new Agent(config)`; functions and objects such as tools are read apart.
 const CONFIG_KEYS: &[&str] = &["id", "name", "description", "instructions", "model", "maxRetries", "defaultOptions"];
 /// The data keys of `stream()` options read by this version.
-const OPTION_KEYS: &[&str] =
-    &["instructions", "system", "context", "modelSettings", "providerOptions", "runId", "includeRawChunks", "maxSteps"];
-const CALLBACKS: &[&str] = &["onChunk", "onStepFinish", "onFinish", "onError", "onAbort"];
+const OPTION_KEYS: &[&str] = &[
+    "instructions",
+    "system",
+    "context",
+    "modelSettings",
+    "providerOptions",
+    "runId",
+    "includeRawChunks",
+    "maxSteps",
+    "activeTools",
+    "toolChoice",
+    "requireToolApproval",
+    "toolCallConcurrency",
+];
+const CALLBACKS: &[&str] =
+    &["onChunk", "onStepFinish", "onFinish", "onError", "onAbort", "prepareStep", "onIterationComplete"];
 
 struct Inner {
     config: AgentConfig,
@@ -29,6 +48,9 @@ struct Inner {
     model_name: String,
     /// `defaultOptions` as given, for its callbacks and `abortSignal`.
     default_options: JsValue,
+    tools: Vec<JsTool>,
+    /// Runs in progress, for `approveToolCall` / `declineToolCall`.
+    runs: RefCell<Vec<(String, Rc<Approvals>)>>,
 }
 
 /// An agent: instructions, a model, and options for its runs.
@@ -59,7 +81,26 @@ impl Agent {
         let (endpoint, model_name) =
             registry::resolve(&m.id, m.url.clone(), m.api_key.clone(), m.headers.clone(), &crate::platform::env_var, "config.model")
                 .map_err(|e| error_to_js(&e))?;
-        Ok(Agent { inner: Rc::new(Inner { config: parsed, endpoint, model_name, default_options }) })
+        let tools = parse_tools(&Reflect::get(&config, &"tools".into()).unwrap_or(JsValue::UNDEFINED), "config.tools", false)?;
+        let runs = RefCell::new(Vec::new());
+        Ok(Agent { inner: Rc::new(Inner { config: parsed, endpoint, model_name, default_options, tools, runs }) })
+    }
+
+    /// Runs a call that waits for approval. Returns whether such a call was waiting.
+    #[wasm_bindgen(js_name = approveToolCall)]
+    pub fn approve_tool_call(&self, #[wasm_bindgen(unchecked_param_type = "{ runId: string; toolCallId: string }")] args: JsValue) -> Result<bool, JsValue> {
+        self.decide(&args, "approveToolCall", Decision::Approve)
+    }
+
+    /// Declines a call that waits for approval: the stream shows `tool-output-denied` and the
+    /// model is told, with the reason. Returns whether such a call was waiting.
+    #[wasm_bindgen(js_name = declineToolCall)]
+    pub fn decline_tool_call(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "{ runId: string; toolCallId: string; reason?: string }")] args: JsValue,
+    ) -> Result<bool, JsValue> {
+        let reason = Reflect::get(&args, &"reason".into()).ok().and_then(|r| r.as_string());
+        self.decide(&args, "declineToolCall", Decision::Decline { reason })
     }
 
     #[wasm_bindgen(getter)]
@@ -88,6 +129,16 @@ impl Agent {
 }
 
 impl Agent {
+    fn decide(&self, args: &JsValue, method: &str, decision: Decision) -> Result<bool, JsValue> {
+        let read = |k: &str| {
+            let v = if args.is_object() { Reflect::get(args, &k.into()).unwrap_or(JsValue::UNDEFINED) } else { JsValue::UNDEFINED };
+            v.as_string().ok_or_else(|| type_error(&format!("{method}(args).{k}"), &format!("expected a string, got {}", js_kind(&v))))
+        };
+        let (run_id, call_id) = (read("runId")?, read("toolCallId")?);
+        let approvals = self.inner.runs.borrow().iter().find(|(r, _)| *r == run_id).map(|(_, a)| a.clone());
+        Ok(approvals.is_some_and(|a| a.decide(&call_id, decision)))
+    }
+
     fn start(&self, messages: JsValue, options: JsValue) -> Result<AgentStreamOutput, JsValue> {
         let inner = &self.inner;
         if !(options.is_undefined() || options.is_null() || options.is_object()) {
@@ -111,20 +162,66 @@ impl Agent {
             return Err(type_error("options.abortSignal", "expected an AbortSignal"));
         }
         let run_id = opts.run_id.clone().unwrap_or_else(crate::platform::random_uuid);
+        let opt = |k: &str| option_or_default(&options, &inner.default_options, k);
+        let mut tools = inner.tools.clone();
+        let toolsets = opt("toolsets");
+        if toolsets.is_object() {
+            for set in super::convert::object_keys(&toolsets).map_err(|_| type_error("options.toolsets", "could not be read"))?.iter() {
+                let name = set.as_string().unwrap_or_default();
+                let path = format!("options.toolsets.{name}");
+                tools.extend(parse_tools(&Reflect::get(&toolsets, &set).unwrap_or(JsValue::UNDEFINED), &path, false)?);
+            }
+        } else if !toolsets.is_undefined() && !toolsets.is_null() {
+            return Err(type_error("options.toolsets", &format!("expected an object of toolsets by name, got {}", js_kind(&toolsets))));
+        }
+        tools.extend(parse_tools(&opt("clientTools"), "options.clientTools", true)?);
+        let (stop_when, stop_fns) = read_stop_when(&opt("stopWhen"))?;
+        let hooks = opt("hooks");
+        if !(hooks.is_undefined() || hooks.is_null() || hooks.is_object()) {
+            return Err(type_error("options.hooks", "expected an object like { beforeToolCall, afterToolCall }"));
+        }
         let prompt = build_prompt(&inner.config.instructions, &opts, input);
         let request = build_request(&inner.model_name, prompt, &opts, &inner.endpoint.provider);
         let max_retries = opts.model_settings.max_retries.unwrap_or(inner.config.max_retries);
+        let max_steps = opts.max_steps.unwrap_or(5);
+        let abort = crate::core::abort::AbortFlag::new();
+        let tool_abort = web_sys::AbortController::new()?;
+        let tool_signal: JsValue = tool_abort.signal().into();
+        abort.on_abort(Box::new(move || tool_abort.abort()));
+        let host = JsHost::new(
+            tools.clone(),
+            ToolEnv { run_id: run_id.clone(), agent_id: inner.config.id.clone(), abort_signal: tool_signal, request_context: opt("requestContext") },
+            &hooks,
+            callback(&options, &inner.default_options, "prepareStep"),
+            stop_fns,
+            callback(&options, &inner.default_options, "onIterationComplete"),
+            max_steps as usize,
+            merged.get("modelSettings").cloned().unwrap_or(Value::Null),
+        );
         let cfg = RunConfig {
             run_id: run_id.clone(),
             endpoint: inner.endpoint.clone(),
             request,
             max_retries,
             include_raw: opts.include_raw_chunks,
-            max_steps: opts.max_steps.unwrap_or(5),
+            max_steps,
+            tools: tools.into_iter().map(|t| t.def).collect(),
+            active_tools: opts.active_tools.clone(),
+            tool_choice: opts.tool_choice.clone(),
+            require_tool_approval: opts.require_tool_approval,
+            tool_call_concurrency: opts.tool_call_concurrency.unwrap_or(10),
+            stop_when,
         };
-        let abort = crate::core::abort::AbortFlag::new();
-        let shared = Shared::new(run_id, abort.clone());
-        spawn_run(cfg, shared.clone(), callbacks, abort, signal);
+        let shared = Shared::new(run_id.clone(), abort.clone());
+        let approvals = Rc::new(Approvals::default());
+        inner.runs.borrow_mut().push((run_id.clone(), approvals.clone()));
+        let me = Rc::downgrade(&self.inner);
+        let done = Box::new(move || {
+            if let Some(inner) = me.upgrade() {
+                inner.runs.borrow_mut().retain(|(r, _)| *r != run_id);
+            }
+        });
+        spawn_run(cfg, shared.clone(), callbacks, abort, signal, host, approvals, done);
         Ok(AgentStreamOutput::new(shared))
     }
 }
@@ -167,4 +264,68 @@ pub(crate) fn callback(options: &JsValue, defaults: &JsValue, name: &str) -> Opt
 
 pub(crate) fn json_value(v: &Value) -> JsValue {
     super::convert::from_json(v)
+}
+
+/// The marker `stepCountIs` and `hasToolCall` leave on the functions they make, so the loop
+/// checks them natively.
+const STOP_MARK: &str = "__wasmAgentStop";
+
+/// `stopWhen`: a predicate or an array of them.
+fn read_stop_when(v: &JsValue) -> Result<(Vec<StopCondition>, Vec<Function>), JsValue> {
+    if v.is_undefined() || v.is_null() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let items: Vec<JsValue> = if js_sys::Array::is_array(v) { js_sys::Array::from(v).iter().collect() } else { vec![v.clone()] };
+    let (mut conds, mut fns) = (Vec::new(), Vec::new());
+    for (i, f) in items.into_iter().enumerate() {
+        let f: Function = f.dyn_into().map_err(|f| {
+            type_error("options.stopWhen", &format!("expected a function ({{ steps }}) => boolean or an array of them; item {i} is {}", js_kind(&f)))
+        })?;
+        let mark = Reflect::get(&f, &STOP_MARK.into()).unwrap_or(JsValue::UNDEFINED);
+        let kind = Reflect::get(&mark, &"kind".into()).ok().and_then(|k| k.as_string());
+        let value = Reflect::get(&mark, &"value".into()).unwrap_or(JsValue::UNDEFINED);
+        match (kind.as_deref(), value.as_f64(), value.as_string()) {
+            (Some("stepCount"), Some(n), _) => conds.push(StopCondition::StepCount(n as usize)),
+            (Some("hasToolCall"), _, Some(name)) => conds.push(StopCondition::HasToolCall(name)),
+            _ => {
+                conds.push(StopCondition::Custom(fns.len()));
+                fns.push(f);
+            }
+        }
+    }
+    Ok((conds, fns))
+}
+
+fn marked(f: JsValue, kind: &str, value: JsValue) -> Function {
+    let mark = js_sys::Object::new();
+    let _ = Reflect::set(&mark, &"kind".into(), &kind.into());
+    let _ = Reflect::set(&mark, &"value".into(), &value);
+    let _ = Reflect::set(&f, &STOP_MARK.into(), &mark);
+    f.unchecked_into()
+}
+
+fn steps_len(arg: &JsValue) -> u32 {
+    Reflect::get(arg, &"steps".into()).ok().and_then(|s| Reflect::get(&s, &"length".into()).ok()).and_then(|l| l.as_f64()).unwrap_or(0.0) as u32
+}
+
+/// `stopWhen: stepCountIs(n)`: stop once `n` steps ran.
+#[wasm_bindgen(js_name = stepCountIs, unchecked_return_type = "(options: { steps: StepResult[] }) => boolean")]
+pub fn step_count_is(n: u32) -> Function {
+    let f = Closure::<dyn Fn(JsValue) -> bool>::new(move |arg: JsValue| steps_len(&arg) >= n).into_js_value();
+    marked(f, "stepCount", JsValue::from(n))
+}
+
+/// `stopWhen: hasToolCall(name)`: stop after a step that called the tool `name`.
+#[wasm_bindgen(js_name = hasToolCall, unchecked_return_type = "(options: { steps: StepResult[] }) => boolean")]
+pub fn has_tool_call(name: String) -> Function {
+    let n = name.clone();
+    let f = Closure::<dyn Fn(JsValue) -> bool>::new(move |arg: JsValue| {
+        let steps = Reflect::get(&arg, &"steps".into()).unwrap_or(JsValue::UNDEFINED);
+        let last = Reflect::get_u32(&steps, steps_len(&arg).saturating_sub(1)).unwrap_or(JsValue::UNDEFINED);
+        let calls = Reflect::get(&last, &"toolCalls".into()).unwrap_or(JsValue::UNDEFINED);
+        js_sys::Array::is_array(&calls)
+            && js_sys::Array::from(&calls).iter().any(|c| Reflect::get(&c, &"toolName".into()).ok().and_then(|t| t.as_string()).as_deref() == Some(n.as_str()))
+    })
+    .into_js_value();
+    marked(f, "hasToolCall", JsValue::from_str(&name))
 }

@@ -11,8 +11,10 @@ use crate::core::chunk::{push_json_str, Chunk};
 
 /// Writes chunks for one run; reuses its buffer between chunks.
 pub struct ChunkWriter {
-    /// `,"runId":"…","from":"AGENT","payload":` — the same for every chunk of the run.
+    /// `,"runId":"…","from":"AGENT","payload":` — the same for every chunk of the run (the
+    /// second one with `from: 'USER'`, for tool output).
     envelope: String,
+    envelope_user: String,
     buf: RefCell<String>,
 }
 
@@ -20,17 +22,29 @@ impl ChunkWriter {
     pub fn new(run_id: &str) -> Self {
         let mut envelope = String::from(",\"runId\":");
         push_json_str(&mut envelope, run_id);
+        let envelope_user = format!("{envelope},\"from\":\"USER\",\"payload\":");
         envelope.push_str(",\"from\":\"AGENT\",\"payload\":");
-        ChunkWriter { envelope, buf: RefCell::new(String::with_capacity(256)) }
+        ChunkWriter { envelope, envelope_user, buf: RefCell::new(String::with_capacity(256)) }
     }
 
     pub fn to_js(&self, chunk: &Chunk) -> JsValue {
+        if let Chunk::Data { kind, data, id, transient } = chunk {
+            // Custom data chunks travel as the tool wrote them: `{ type: 'data-…', data, id?, transient? }`.
+            let mut v = serde_json::json!({ "type": kind, "data": data });
+            if let Some(id) = id {
+                v["id"] = serde_json::Value::String(id.clone());
+            }
+            if *transient {
+                v["transient"] = serde_json::Value::Bool(true);
+            }
+            return JSON::parse(&v.to_string()).unwrap_or(JsValue::NULL);
+        }
         let mut buf = self.buf.borrow_mut();
         buf.clear();
         buf.push_str("{\"type\":\"");
         buf.push_str(chunk.type_name());
         buf.push('"');
-        buf.push_str(&self.envelope);
+        buf.push_str(if chunk.from() == "USER" { &self.envelope_user } else { &self.envelope });
         match chunk {
             Chunk::TextDelta { id, text } | Chunk::ReasoningDelta { id, text } => {
                 buf.push_str("{\"id\":");

@@ -11,9 +11,9 @@ use wasm_bindgen::{JsCast, JsValue};
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
-    fn is_array(v: &JsValue) -> Result<bool, JsValue>;
+    pub(crate) fn is_array(v: &JsValue) -> Result<bool, JsValue>;
     #[wasm_bindgen(catch, js_namespace = Object, js_name = keys)]
-    fn object_keys(v: &JsValue) -> Result<Array, JsValue>;
+    pub(crate) fn object_keys(v: &JsValue) -> Result<Array, JsValue>;
 }
 
 /// What a JavaScript value is, in the words of the core's error messages.
@@ -56,12 +56,21 @@ const MAX_DEPTH: u32 = 64;
 /// objects are left out (callbacks are read separately); bytes become base64; a Date becomes
 /// its ISO string. BigInt, Symbol, non-finite numbers and cycles are a `TypeError` at `path`.
 pub fn to_json(v: &JsValue, path: &str) -> Result<Value, AgentError> {
-    to_json_at(v, path, 0)
+    to_json_at(v, path, 0, false)
 }
 
-fn to_json_at(v: &JsValue, path: &str, depth: u32) -> Result<Value, AgentError> {
+/// Like `to_json`, but a function anywhere in the value is an error instead of being left out:
+/// for tool results, where a silently missing field would mislead the model.
+pub fn to_json_strict(v: &JsValue, path: &str) -> Result<Value, AgentError> {
+    to_json_at(v, path, 0, true)
+}
+
+fn to_json_at(v: &JsValue, path: &str, depth: u32, strict: bool) -> Result<Value, AgentError> {
     if depth > MAX_DEPTH {
         return Err(AgentError::invalid(path, "is nested too deeply (is there a cycle?)"));
+    }
+    if strict && v.is_function() {
+        return Err(AgentError::invalid(path, "is a function, which cannot be serialised"));
     }
     if v.is_undefined() || v.is_null() || v.is_function() {
         return Ok(Value::Null);
@@ -94,7 +103,7 @@ fn to_json_at(v: &JsValue, path: &str, depth: u32) -> Result<Value, AgentError> 
         for i in 0..len {
             let item_path = format!("{path}[{i}]");
             let item = Reflect::get_u32(v, i).map_err(|e| threw(&item_path, &e))?;
-            out.push(to_json_at(&item, &item_path, depth + 1)?);
+            out.push(to_json_at(&item, &item_path, depth + 1, strict)?);
         }
         return Ok(Value::Array(out));
     }
@@ -103,11 +112,11 @@ fn to_json_at(v: &JsValue, path: &str, depth: u32) -> Result<Value, AgentError> 
     for key in object_keys(obj).map_err(|e| threw(path, &e))?.iter() {
         let Some(k) = key.as_string() else { continue };
         let item = Reflect::get(obj, &key).map_err(|e| threw(&join(path, k.as_str()), &e))?;
-        if item.is_undefined() || item.is_function() {
+        if item.is_undefined() || (item.is_function() && !strict) {
             continue;
         }
         let child = join(path, &k);
-        out.insert(k, to_json_at(&item, &child, depth + 1)?);
+        out.insert(k, to_json_at(&item, &child, depth + 1, strict)?);
     }
     Ok(Value::Object(out))
 }

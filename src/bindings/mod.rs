@@ -3,8 +3,10 @@
 pub mod agent;
 pub mod chunk_js;
 pub mod convert;
+pub mod host;
 pub mod output;
 pub mod run;
+pub mod tools;
 
 use wasm_bindgen::prelude::*;
 

@@ -13,7 +13,9 @@ use wasm_bindgen_futures::JsFuture;
 use super::agent::{callback, json_value};
 use super::convert::error_to_js;
 use super::output::Shared;
+use super::host::JsHost;
 use crate::core::abort::AbortFlag;
+use crate::core::tools::Approvals;
 use crate::core::chunk::Chunk;
 use crate::core::env::LocalFuture;
 use crate::core::run::{run, RunConfig, Sink};
@@ -78,8 +80,18 @@ async fn call_and_wait(f: &Function, arg: &JsValue) {
     }
 }
 
-/// Starts the run on the event loop.
-pub fn spawn_run(cfg: RunConfig, shared: Rc<Shared>, cb: Callbacks, abort: AbortFlag, signal: JsValue) {
+/// Starts the run on the event loop. `done` runs when it ended.
+#[allow(clippy::too_many_arguments)]
+pub fn spawn_run(
+    cfg: RunConfig,
+    shared: Rc<Shared>,
+    cb: Callbacks,
+    abort: AbortFlag,
+    signal: JsValue,
+    host: JsHost,
+    approvals: Rc<Approvals>,
+    done: Box<dyn FnOnce()>,
+) {
     let run_id = cfg.run_id.clone();
     let listener = listen_abort(&signal, &abort);
     wasm_bindgen_futures::spawn_local(async move {
@@ -88,7 +100,8 @@ pub fn spawn_run(cfg: RunConfig, shared: Rc<Shared>, cb: Callbacks, abort: Abort
             on_chunk: cb.on_chunk.clone(),
             on_step_finish: cb.on_step_finish.clone(),
         };
-        let outcome = run(cfg, &JsEnv, &sink, &abort).await;
+        let outcome = run(cfg, &JsEnv, &sink, &host, &approvals, &abort).await;
+        done();
         if let Some((signal, f)) = &listener {
             let _ = Reflect::get(signal, &"removeEventListener".into())
                 .ok()

@@ -15,6 +15,8 @@ struct Inner {
     aborted: bool,
     reason: Option<String>,
     wakers: Vec<Waker>,
+    /// Run once when the flag is set (e.g. abort the tools' `AbortSignal`).
+    on_abort: Vec<Box<dyn FnOnce()>>,
 }
 
 impl AbortFlag {
@@ -25,19 +27,32 @@ impl AbortFlag {
     /// Sets the flag (the first reason wins) and wakes every waiter. Returns whether this call
     /// was the one that aborted.
     pub fn abort(&self, reason: Option<String>) -> bool {
-        let wakers = {
+        let (wakers, callbacks) = {
             let mut inner = self.0.borrow_mut();
             if inner.aborted {
                 return false;
             }
             inner.aborted = true;
             inner.reason = reason;
-            std::mem::take(&mut inner.wakers)
+            (std::mem::take(&mut inner.wakers), std::mem::take(&mut inner.on_abort))
         };
+        // Called outside the borrow: a callback may run code that looks at this flag.
+        for f in callbacks {
+            f();
+        }
         for w in wakers {
             w.wake();
         }
         true
+    }
+
+    /// Runs `f` when the flag is set (at once if it already is).
+    pub fn on_abort(&self, f: Box<dyn FnOnce()>) {
+        if self.is_aborted() {
+            f();
+        } else {
+            self.0.borrow_mut().on_abort.push(f);
+        }
     }
 
     pub fn is_aborted(&self) -> bool {

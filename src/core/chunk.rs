@@ -23,6 +23,14 @@ pub enum Chunk {
     ToolCallDelta { tool_call_id: String, tool_name: String, args_text_delta: String },
     ToolCallInputStreamingEnd { tool_call_id: String },
     ToolCall(ToolCall),
+    ToolResult { call: ToolCall, result: Value, is_error: bool },
+    ToolError { call: ToolCall, message: String },
+    /// A value a running tool wrote with `writer.write` (`from: 'USER'`).
+    ToolOutput { tool_call_id: String, tool_name: String, output: Value },
+    ToolCallApproval { call: ToolCall },
+    ToolOutputDenied { call: ToolCall, reason: Option<String> },
+    /// A custom `data-*` chunk from `writer.custom`, sent as given (no envelope).
+    Data { kind: String, data: Value, id: Option<String>, transient: bool },
     /// The end of one step; carries that step and the usage of all steps so far.
     StepFinish { step: Box<StepResult>, is_continued: bool, total_usage: Usage },
     Finish { reason: FinishReason, usage: Usage, total_usage: Usage, model_id: Option<String> },
@@ -32,7 +40,19 @@ pub enum Chunk {
     Raw(String),
 }
 
+/// What `tool-call-approval` says the resume data looks like (a JSON Schema, as text).
+pub const APPROVAL_RESUME_SCHEMA: &str =
+    r#"{"type":"object","properties":{"approved":{"type":"boolean"},"reason":{"type":"string"}},"required":["approved"]}"#;
+
 impl Chunk {
+    /// Who the chunk is from: tool output written by a tool is the user's code.
+    pub fn from(&self) -> &'static str {
+        match self {
+            Chunk::ToolOutput { .. } => "USER",
+            _ => "AGENT",
+        }
+    }
+
     /// The chunk's `type`.
     pub fn type_name(&self) -> &'static str {
         match self {
@@ -48,6 +68,12 @@ impl Chunk {
             Chunk::ToolCallDelta { .. } => "tool-call-delta",
             Chunk::ToolCallInputStreamingEnd { .. } => "tool-call-input-streaming-end",
             Chunk::ToolCall(_) => "tool-call",
+            Chunk::ToolResult { .. } => "tool-result",
+            Chunk::ToolError { .. } => "tool-error",
+            Chunk::ToolOutput { .. } => "tool-output",
+            Chunk::ToolCallApproval { .. } => "tool-call-approval",
+            Chunk::ToolOutputDenied { .. } => "tool-output-denied",
+            Chunk::Data { .. } => "data",
             Chunk::StepFinish { .. } => "step-finish",
             Chunk::Finish { .. } => "finish",
             Chunk::Error(_) => "error",
@@ -79,6 +105,37 @@ impl Chunk {
             }),
             Chunk::ToolCallInputStreamingEnd { tool_call_id } => json!({ "toolCallId": tool_call_id }),
             Chunk::ToolCall(call) => call.to_json(),
+            Chunk::ToolResult { call, result, is_error } => {
+                let mut v = call.to_json();
+                v["result"] = result.clone();
+                if *is_error {
+                    v["isError"] = Value::Bool(true);
+                }
+                v
+            }
+            Chunk::ToolError { call, message } => {
+                let mut v = call.to_json();
+                v["error"] = json!({ "name": "ToolError", "message": message });
+                v
+            }
+            Chunk::ToolOutput { tool_call_id, tool_name, output } => {
+                json!({ "toolCallId": tool_call_id, "toolName": tool_name, "output": output })
+            }
+            Chunk::ToolCallApproval { call } => {
+                let mut v = call.to_json();
+                v["resumeSchema"] = Value::String(APPROVAL_RESUME_SCHEMA.into());
+                v
+            }
+            Chunk::ToolOutputDenied { call, reason } => {
+                let mut v = call.to_json();
+                let mut approval = json!({ "id": call.tool_call_id, "approved": false });
+                if let Some(r) = reason {
+                    approval["reason"] = Value::String(r.clone());
+                }
+                v["approval"] = approval;
+                v
+            }
+            Chunk::Data { data, .. } => data.clone(),
             Chunk::StepFinish { step, is_continued, total_usage } => json!({
                 "messageId": step.message_id,
                 "stepResult": {

@@ -9,4 +9,6 @@ pub mod input;
 pub mod model;
 pub mod options;
 pub mod run;
+pub mod schema;
 pub mod step;
+pub mod tools;

@@ -7,8 +7,11 @@
 use serde_json::{Map, Value};
 
 use super::error::AgentError;
-use super::input::{check_header, join, kind, opt_bool, opt_object, opt_str, opt_u64, parse_instructions, parse_messages, parse_model_settings};
-use super::model::{ModelMessage, ModelRequest, ModelSettings};
+use super::input::{
+    check_header, join, kind, opt_array, opt_bool, opt_object, opt_str, opt_u64, parse_instructions, parse_messages,
+    parse_model_settings, parse_tool_choice,
+};
+use super::model::{ModelMessage, ModelRequest, ModelSettings, ToolChoice};
 
 /// The model part of the agent config: `'provider/model'` or `{ id, url, apiKey, headers, api }`.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -133,6 +136,11 @@ pub struct StreamOptions {
     pub run_id: Option<String>,
     pub include_raw_chunks: bool,
     pub max_steps: Option<u32>,
+    pub active_tools: Option<Vec<String>>,
+    pub tool_choice: Option<ToolChoice>,
+    pub require_tool_approval: bool,
+    /// `toolCallConcurrency` (default 10).
+    pub tool_call_concurrency: Option<usize>,
 }
 
 pub fn parse_stream_options(v: &Value, field: &str) -> Result<StreamOptions, AgentError> {
@@ -176,7 +184,44 @@ pub fn parse_stream_options(v: &Value, field: &str) -> Result<StreamOptions, Age
         Some(n) => Some(n.min(u32::MAX as u64) as u32),
         None => None,
     };
-    Ok(StreamOptions { instructions, system, context, model_settings, provider_options, run_id, include_raw_chunks, max_steps })
+    let active_tools = match opt_array(v, "activeTools", field)? {
+        None => None,
+        Some(items) => Some(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    t.as_str().map(str::to_owned).ok_or_else(|| {
+                        AgentError::invalid(join(&join(field, "activeTools"), i), format!("expected a tool name, got {}", kind(t)))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+    };
+    let tool_choice = match v.get("toolChoice") {
+        None | Some(Value::Null) => None,
+        Some(c) => Some(parse_tool_choice(c, &join(field, "toolChoice"))?),
+    };
+    let require_tool_approval = opt_bool(v, "requireToolApproval", field)?.unwrap_or(false);
+    let tool_call_concurrency = match opt_u64(v, "toolCallConcurrency", field)? {
+        Some(0) => return Err(AgentError::invalid(join(field, "toolCallConcurrency"), "expected an integer of at least 1, got 0")),
+        Some(n) => Some(n.min(1000) as usize),
+        None => None,
+    };
+    Ok(StreamOptions {
+        instructions,
+        system,
+        context,
+        model_settings,
+        provider_options,
+        run_id,
+        include_raw_chunks,
+        max_steps,
+        active_tools,
+        tool_choice,
+        require_tool_approval,
+        tool_call_concurrency,
+    })
 }
 
 /// `defaultOptions` under `options`: a key of the call wins; `modelSettings` and

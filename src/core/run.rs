@@ -2,12 +2,17 @@
 //! retried, stop on abort. Runtime-free: everything it waits on comes through `Env`, so native
 //! tests drive it with scripted responses and a fake clock.
 
+use std::cell::RefCell;
+
+use serde_json::Value;
+
 use super::abort::AbortFlag;
 use super::chunk::Chunk;
 use super::env::{Env, HttpResponse, LocalFuture};
 use super::error::AgentError;
-use super::model::{FinishReason, ModelMessage, ModelRequest, Usage};
-use super::step::{IdSource, StepBuilder, StepResult};
+use super::model::{FinishReason, ModelMessage, ModelRequest, ModelSettings, ToolChoice, Usage, UserPart};
+use super::step::{messages_json, IdSource, StepBuilder, StepResult};
+use super::tools::{run_call, run_limited, Approvals, Outcome, ToolCtx, ToolDef, ToolHost, ToolResult};
 use crate::providers::{self, Endpoint, HttpRequest};
 
 /// Everything one run needs, already validated.
@@ -19,6 +24,14 @@ pub struct RunConfig {
     pub max_retries: u32,
     pub include_raw: bool,
     pub max_steps: u32,
+    pub tools: Vec<ToolDef>,
+    /// `activeTools`: the tools the model may call (all when `None`).
+    pub active_tools: Option<Vec<String>>,
+    pub tool_choice: Option<ToolChoice>,
+    /// `requireToolApproval`: every call waits for a decision.
+    pub require_tool_approval: bool,
+    pub tool_call_concurrency: usize,
+    pub stop_when: Vec<StopCondition>,
 }
 
 /// Where the chunks of a run go.
@@ -63,7 +76,7 @@ impl RunOutcome {
         self.steps.iter().map(|s| s.reasoning.as_str()).collect()
     }
 
-    /// The messages the run added (one assistant message per step).
+    /// The messages the run added (per step: the assistant message, then the tool results).
     pub fn response_messages(&self) -> Vec<ModelMessage> {
         self.steps.iter().flat_map(|s| s.response_messages()).collect()
     }
@@ -75,17 +88,87 @@ enum Stop {
     Failed(AgentError),
 }
 
+/// What `prepareStep` may change for one step.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepOverrides {
+    pub settings: Option<ModelSettings>,
+    pub active_tools: Option<Vec<String>>,
+    pub tool_choice: Option<ToolChoice>,
+    /// Replaces the system messages at the head of the prompt.
+    pub system: Option<Vec<String>>,
+}
+
+/// What `onIterationComplete` decided.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IterationDecision {
+    pub stop: bool,
+    /// Added to the conversation as a user message, and the loop goes on for it.
+    pub feedback: Option<String>,
+}
+
+/// A built-in stop condition (`stepCountIs`, `hasToolCall`); others are asked of the host.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StopCondition {
+    StepCount(usize),
+    HasToolCall(String),
+    /// The host's predicate number `n` (`Hooks::stop_when`).
+    Custom(usize),
+}
+
+/// The loop's callbacks into its host, besides the tools.
+pub trait Hooks: ToolHost {
+    /// `prepareStep`, before each step (numbered from 0).
+    fn prepare_step<'a>(&'a self, _step: usize, _steps: &'a [StepResult]) -> LocalFuture<'a, Result<Option<StepOverrides>, AgentError>> {
+        Box::pin(async { Ok(None) })
+    }
+    /// The custom stop condition `n` of `stopWhen`, over the steps so far.
+    fn stop_when<'a>(&'a self, _n: usize, _steps: &'a [StepResult]) -> LocalFuture<'a, bool> {
+        Box::pin(async { false })
+    }
+    /// `onIterationComplete`, after each step; `is_final` when the loop would stop on its own.
+    fn iteration_complete<'a>(&'a self, _steps: &'a [StepResult], _is_final: bool) -> LocalFuture<'a, IterationDecision> {
+        Box::pin(async { IterationDecision::default() })
+    }
+}
+
+/// A host without tools or hooks.
+pub struct NoHooks;
+
+impl ToolHost for NoHooks {
+    fn execute<'a>(&'a self, _ctx: ToolCtx<'a>) -> LocalFuture<'a, Result<Value, String>> {
+        Box::pin(async { Err("no tools here".into()) })
+    }
+}
+
+impl Hooks for NoHooks {}
+
 /// Runs the loop to its end. Every chunk, including the final `finish`, `error` or `abort`,
 /// goes to `sink`; the outcome carries the aggregates.
-// `ids` carries over to the next step once steps can continue (tools).
-#[allow(unused_assignments, clippy::never_loop)]
-pub async fn run(cfg: RunConfig, env: &dyn Env, sink: &dyn Sink, abort: &AbortFlag) -> RunOutcome {
+pub async fn run(
+    cfg: RunConfig,
+    env: &dyn Env,
+    sink: &dyn Sink,
+    hooks: &dyn Hooks,
+    approvals: &Approvals,
+    abort: &AbortFlag,
+) -> RunOutcome {
     let message_id = env.new_id();
     let mut outcome = RunOutcome { message_id: message_id.clone(), ..Default::default() };
     sink.emit(Chunk::Start { message_id: message_id.clone() });
     let mut ids = IdSource::new(message_id.clone());
-    let request = cfg.request.clone();
-    for _ in 0..cfg.max_steps.max(1) {
+    let mut messages = cfg.request.messages.clone();
+    let max_steps = cfg.max_steps.max(1) as usize;
+    loop {
+        let step_number = outcome.steps.len();
+        let overrides = match abort.race(hooks.prepare_step(step_number, &outcome.steps)).await {
+            Some(Ok(o)) => o.unwrap_or_default(),
+            Some(Err(e)) => {
+                fail(&mut outcome, sink, e);
+                return outcome;
+            }
+            None => return aborted(outcome, sink, abort, None),
+        };
+        let request = step_request(&cfg, &messages, &overrides);
         let (http, warnings) = match providers::build_request(&cfg.endpoint, &request) {
             Ok(r) => r,
             Err(e) => {
@@ -101,29 +184,69 @@ pub async fn run(cfg: RunConfig, env: &dyn Env, sink: &dyn Sink, abort: &AbortFl
         for c in out {
             sink.emit(c);
         }
-        let (next_ids, result) = step.into_parts();
+        let (next_ids, mut result) = step.into_parts();
         ids = next_ids;
         match streamed {
             Ok(()) => {}
-            Err(Stop::Aborted) => {
-                outcome.partial = Some(result);
-                let reason = abort.reason();
-                sink.emit(Chunk::Abort { reason: reason.clone() });
-                outcome.aborted = Some(reason);
-                return outcome;
-            }
+            Err(Stop::Aborted) => return aborted(outcome, sink, abort, Some(result)),
             Err(Stop::Failed(e)) => {
                 outcome.partial = Some(result);
                 fail(&mut outcome, sink, redact(e, cfg.endpoint.api_key.as_deref()));
                 return outcome;
             }
         }
+        if !result.tool_calls.is_empty() {
+            let data = RefCell::new(Vec::new());
+            let emit = |c: Chunk| {
+                if let Chunk::Data { kind, data: d, id, transient: false } = &c {
+                    data.borrow_mut().push(serde_json::json!({ "type": kind, "data": d, "id": id }));
+                }
+                sink.emit(c);
+            };
+            let prompt_json = messages_json(&request.messages);
+            let calls: Vec<LocalFuture<'_, Option<ToolResult>>> = result
+                .tool_calls
+                .iter()
+                .map(|call| {
+                    let tool = cfg.tools.iter().find(|t| t.name == call.tool_name && is_active(&cfg, &overrides, &t.name));
+                    let fut = run_call(call, tool, cfg.require_tool_approval, hooks, approvals, abort, &prompt_json, &emit);
+                    Box::pin(fut) as LocalFuture<'_, Option<ToolResult>>
+                })
+                .collect();
+            let done = run_limited(calls, cfg.tool_call_concurrency).await;
+            if done.len() < result.tool_calls.len() || abort.is_aborted() {
+                return aborted(outcome, sink, abort, Some(result));
+            }
+            result.tool_results = done.into_iter().flatten().collect();
+            result.data_parts = data.into_inner();
+        }
         outcome.total_usage = outcome.total_usage.add(&result.usage);
-        sink.emit(Chunk::StepFinish { step: Box::new(result.clone()), is_continued: false, total_usage: outcome.total_usage });
-        sink.step_finished(&result).await;
+        let answered = !result.tool_results.is_empty()
+            && result.tool_results.iter().all(|r| !matches!(r.outcome, Outcome::Client));
+        messages.extend(result.response_messages());
         outcome.steps.push(result);
-        // Tool execution, and with it a reason to run another step, comes with the tools module.
-        break;
+        let mut go_on = answered && outcome.steps.len() < max_steps;
+        if go_on {
+            go_on = !stop_condition_met(&cfg.stop_when, hooks, &outcome.steps, abort).await;
+        }
+        let decision = match abort.race(hooks.iteration_complete(&outcome.steps, !go_on)).await {
+            Some(d) => d,
+            None => return aborted(outcome, sink, abort, None),
+        };
+        if decision.stop {
+            go_on = false;
+        } else if let Some(feedback) = decision.feedback {
+            if outcome.steps.len() < max_steps {
+                messages.push(ModelMessage::User(vec![UserPart::Text(feedback)]));
+                go_on = true;
+            }
+        }
+        let last = outcome.steps.last().expect("a step was just pushed");
+        sink.emit(Chunk::StepFinish { step: Box::new(last.clone()), is_continued: go_on, total_usage: outcome.total_usage });
+        sink.step_finished(last).await;
+        if !go_on {
+            break;
+        }
     }
     let last = outcome.steps.last();
     sink.emit(Chunk::Finish {
@@ -133,6 +256,55 @@ pub async fn run(cfg: RunConfig, env: &dyn Env, sink: &dyn Sink, abort: &AbortFl
         model_id: last.and_then(|s| s.response.model_id.clone()),
     });
     outcome
+}
+
+fn aborted(mut outcome: RunOutcome, sink: &dyn Sink, abort: &AbortFlag, partial: Option<StepResult>) -> RunOutcome {
+    outcome.partial = partial;
+    let reason = abort.reason();
+    sink.emit(Chunk::Abort { reason: reason.clone() });
+    outcome.aborted = Some(reason);
+    outcome
+}
+
+fn is_active(cfg: &RunConfig, overrides: &StepOverrides, name: &str) -> bool {
+    match overrides.active_tools.as_ref().or(cfg.active_tools.as_ref()) {
+        Some(active) => active.iter().any(|a| a == name),
+        None => true,
+    }
+}
+
+/// The request of one step: the conversation so far, the tools active for it, and what
+/// `prepareStep` changed.
+fn step_request(cfg: &RunConfig, messages: &[ModelMessage], overrides: &StepOverrides) -> ModelRequest {
+    let mut request = cfg.request.clone();
+    request.messages = match &overrides.system {
+        Some(system) => system
+            .iter()
+            .map(|s| ModelMessage::System(s.clone()))
+            .chain(messages.iter().skip_while(|m| matches!(m, ModelMessage::System(_))).cloned())
+            .collect(),
+        None => messages.to_vec(),
+    };
+    if let Some(settings) = &overrides.settings {
+        request.settings = settings.clone();
+    }
+    request.tools = cfg.tools.iter().filter(|t| is_active(cfg, overrides, &t.name)).map(ToolDef::spec).collect();
+    request.tool_choice = overrides.tool_choice.clone().or_else(|| cfg.tool_choice.clone());
+    request
+}
+
+async fn stop_condition_met(conditions: &[StopCondition], hooks: &dyn Hooks, steps: &[StepResult], abort: &AbortFlag) -> bool {
+    for c in conditions {
+        let met = match c {
+            StopCondition::StepCount(n) => steps.len() >= *n,
+            StopCondition::HasToolCall(name) => steps.last().is_some_and(|s| s.tool_calls.iter().any(|t| &t.tool_name == name)),
+            StopCondition::Custom(n) => abort.race(hooks.stop_when(*n, steps)).await.unwrap_or(true),
+        };
+        if met {
+            return true;
+        }
+    }
+    false
 }
 
 /// Removes the API key from an error's text: a runtime's own error messages may quote a header
@@ -314,7 +486,7 @@ impl RunOutcome {
             "totalUsage": usage_json(&self.total_usage),
             "steps": self.steps.iter().map(StepResult::to_json).collect::<Vec<_>>(),
             "toolCalls": self.steps.iter().flat_map(|s| s.tool_calls.iter().map(ToolCall::to_json)).collect::<Vec<_>>(),
-            "toolResults": [],
+            "toolResults": self.steps.iter().flat_map(|s| s.tool_results.iter().filter_map(super::tools::ToolResult::to_json)).collect::<Vec<_>>(),
             "warnings": warnings_json(&warnings),
             "response": {
                 "id": last.and_then(|s| s.response.id.clone()),

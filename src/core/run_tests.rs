@@ -11,17 +11,24 @@ use std::task::{Context, Poll, Waker};
 use super::*;
 use crate::core::env::{Body, Env, HttpResponse, LocalFuture};
 use crate::core::model::{FinishReason, ModelMessage, UserPart};
+use crate::core::tools::Approvals;
 use crate::providers::{Api, Endpoint};
 
 /// Polls a future to completion. Scripted futures are ready at once (or wait on the abort flag,
 /// which the script itself sets), so a bounded busy loop is enough.
 fn block_on<F: Future>(f: F) -> F::Output {
+    block_on_ticking(f, |_| {})
+}
+
+/// `block_on` that calls `tick` between polls, for tests that act while the run waits.
+fn block_on_ticking<F: Future>(f: F, mut tick: impl FnMut(u32)) -> F::Output {
     let mut f = pin!(f);
     let mut cx = Context::from_waker(Waker::noop());
-    for _ in 0..100_000 {
+    for i in 0..100_000 {
         if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
             return v;
         }
+        tick(i);
     }
     panic!("the run did not finish");
 }
@@ -169,6 +176,12 @@ fn config(max_retries: u32, include_raw: bool) -> RunConfig {
         max_retries,
         include_raw,
         max_steps: 5,
+        tools: vec![],
+        active_tools: None,
+        tool_choice: None,
+        require_tool_approval: false,
+        tool_call_concurrency: 10,
+        stop_when: vec![],
     }
 }
 
@@ -176,7 +189,7 @@ fn run_script(replies: Vec<Reply>, cfg: RunConfig) -> (Rc<Script>, Collect, RunO
     let script = Rc::new(Script { replies: RefCell::new(replies.into()), ..Default::default() });
     let sink = Collect::default();
     let abort = script.abort.clone();
-    let outcome = block_on(run(cfg, &script, &sink, &abort));
+    let outcome = block_on(run(cfg, &script, &sink, &NoHooks, &Approvals::default(), &abort));
     (script, sink, outcome)
 }
 
@@ -237,15 +250,18 @@ fn streamed_tool_calls_become_tool_call_chunks() {
         let head = if head { r#""id":"call_1","type":"function","function":{"name":"weather","arguments":"#.to_string() } else { r#""function":{"arguments":"#.into() };
         format!(r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,{head}{}}}}}]}}}}]}}"#, serde_json::Value::from(args))
     };
+    let mut cfg = config(0, false);
+    cfg.max_steps = 1;
     let (_, sink, out) = run_script(
         vec![ok_stream(&[call("", true), call("{\"ci", false), call("ty\":\"Paris\"}", false), finish("tool_calls")])],
-        config(0, false),
+        cfg,
     );
+    // No tool of that name exists here: the call ends in a tool-error the model would be told.
     assert_eq!(
         sink.types(),
         [
             "start", "step-start", "tool-call-input-streaming-start", "tool-call-delta", "tool-call-delta",
-            "tool-call-input-streaming-end", "tool-call", "step-finish", "finish"
+            "tool-call-input-streaming-end", "tool-call", "tool-error", "step-finish", "finish"
         ]
     );
     assert_eq!(out.finish_reason(), FinishReason::ToolCalls);
@@ -380,3 +396,7 @@ fn an_api_key_quoted_by_an_error_is_redacted() {
     assert!(!err.to_string().contains("sk-secret") && !err.body().unwrap().contains("sk-secret"), "{err}");
     assert!(!format!("{:?}", sink.chunks.borrow()).contains("sk-secret"));
 }
+
+#[cfg(test)]
+#[path = "run_tools_tests.rs"]
+mod tools;

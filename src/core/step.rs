@@ -7,7 +7,8 @@ use serde_json::{json, Value};
 
 use super::chunk::Chunk;
 use super::error::AgentError;
-use super::model::{AssistantPart, FinishReason, ModelEvent, ModelMessage, Usage, Warning};
+use super::model::{AssistantPart, FinishReason, ModelEvent, ModelMessage, ToolResultPart, Usage, Warning};
+use super::tools::ToolResult;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolCall {
@@ -44,6 +45,11 @@ pub struct StepResult {
     pub response: ResponseInfo,
     /// The parts of the assistant message, in the order they streamed.
     pub parts: Vec<AssistantPart>,
+    /// The calls' outcomes, in call order.
+    pub tool_results: Vec<ToolResult>,
+    /// Non-transient `data-*` chunks the tools wrote: `{ type, data, id }`, kept on the
+    /// step's assistant message.
+    pub data_parts: Vec<Value>,
 }
 
 impl StepResult {
@@ -52,17 +58,28 @@ impl StepResult {
         if self.parts.is_empty() {
             return Vec::new();
         }
-        vec![ModelMessage::Assistant(self.parts.clone())]
+        let mut out = vec![ModelMessage::Assistant(self.parts.clone())];
+        let results: Vec<ToolResultPart> = self
+            .tool_results
+            .iter()
+            .filter_map(|r| {
+                let (result, is_error) = r.model_result()?;
+                Some(ToolResultPart { tool_call_id: r.call.tool_call_id.clone(), tool_name: r.call.tool_name.clone(), result, is_error })
+            })
+            .collect();
+        if !results.is_empty() {
+            out.push(ModelMessage::Tool(results));
+        }
+        out
     }
 
     /// The step as `steps[i]` of the output.
     pub fn to_json(&self) -> Value {
         json!({
-            "stepType": "initial",
             "text": self.text,
             "reasoningText": if self.reasoning.is_empty() { Value::Null } else { self.reasoning.clone().into() },
             "toolCalls": self.tool_calls.iter().map(ToolCall::to_json).collect::<Vec<_>>(),
-            "toolResults": [],
+            "toolResults": self.tool_results.iter().filter_map(ToolResult::to_json).collect::<Vec<_>>(),
             "finishReason": self.finish_reason.as_str(),
             "usage": super::chunk::usage_json(&self.usage),
             "warnings": super::chunk::warnings_json(&self.warnings),
@@ -155,6 +172,8 @@ impl StepBuilder {
                 request_body,
                 response: ResponseInfo { timestamp_ms: now_ms, ..Default::default() },
                 parts: Vec::new(),
+                tool_results: Vec::new(),
+                data_parts: Vec::new(),
             },
             finished: false,
         }

@@ -1,0 +1,216 @@
+//! The loop's host for one run: the tools' JavaScript functions and the loop callbacks
+//! (`prepareStep`, `stopWhen`, `onIterationComplete`, `hooks`).
+
+use std::cell::RefCell;
+
+use js_sys::{Array, Function, Object, Reflect};
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+
+use super::convert::{from_json, to_json};
+use super::tools::{call_async, execute, needs_approval, standard_validate, thrown_message, JsTool, ToolEnv};
+use crate::core::env::LocalFuture;
+use crate::core::error::AgentError;
+use crate::core::input::{parse_instructions, parse_model_settings, parse_tool_choice};
+use crate::core::options::merge_options;
+use crate::core::run::{Hooks, IterationDecision, StepOverrides};
+use crate::core::step::{StepResult, ToolCall};
+use crate::core::tools::{Outcome, ToolCtx, ToolHost, ToolResult};
+
+pub struct JsHost {
+    pub tools: Vec<JsTool>,
+    pub env: ToolEnv,
+    pub before_tool_call: Option<Function>,
+    pub after_tool_call: Option<Function>,
+    pub prepare_step: Option<Function>,
+    /// The custom predicates of `stopWhen`, by index.
+    pub stop_fns: Vec<Function>,
+    pub on_iteration_complete: Option<Function>,
+    pub max_steps: usize,
+    /// The call's `modelSettings` (JSON), under which `prepareStep` settings merge.
+    pub base_settings: Value,
+    /// Arguments as a Standard Schema parsed them (transforms applied), by tool call id.
+    parsed: RefCell<Vec<(String, JsValue)>>,
+}
+
+impl JsHost {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(tools: Vec<JsTool>, env: ToolEnv, hooks: &JsValue, prepare_step: Option<Function>, stop_fns: Vec<Function>,
+        on_iteration_complete: Option<Function>, max_steps: usize, base_settings: Value) -> Self {
+        let hook = |name: &str| {
+            if !hooks.is_object() {
+                return None;
+            }
+            Reflect::get(hooks, &name.into()).ok().and_then(|f| f.dyn_into::<Function>().ok())
+        };
+        JsHost {
+            tools,
+            env,
+            before_tool_call: hook("beforeToolCall"),
+            after_tool_call: hook("afterToolCall"),
+            prepare_step,
+            stop_fns,
+            on_iteration_complete,
+            max_steps,
+            base_settings,
+            parsed: RefCell::new(Vec::new()),
+        }
+    }
+
+    fn tool(&self, name: &str) -> Option<&JsTool> {
+        self.tools.iter().rev().find(|t| t.def.name == name)
+    }
+}
+
+fn obj(pairs: &[(&str, JsValue)]) -> JsValue {
+    let o = Object::new();
+    for (k, v) in pairs {
+        let _ = Reflect::set(&o, &JsValue::from_str(k), v);
+    }
+    o.into()
+}
+
+fn steps_js(steps: &[StepResult]) -> JsValue {
+    let arr = Array::new();
+    for s in steps {
+        arr.push(&from_json(&s.to_json()));
+    }
+    arr.into()
+}
+
+fn call_js(call: &ToolCall) -> [(&'static str, JsValue); 4] {
+    let args = from_json(&call.args);
+    [
+        ("toolCallId", JsValue::from_str(&call.tool_call_id)),
+        ("toolName", JsValue::from_str(&call.tool_name)),
+        ("args", args.clone()),
+        ("input", args),
+    ]
+}
+
+impl ToolHost for JsHost {
+    fn execute<'a>(&'a self, ctx: ToolCtx<'a>) -> LocalFuture<'a, Result<Value, String>> {
+        Box::pin(async move {
+            let Some(tool) = self.tool(&ctx.call.tool_name) else { return Err(format!("Tool '{}' is not available", ctx.call.tool_name)) };
+            let parsed = {
+                let mut p = self.parsed.borrow_mut();
+                p.iter().position(|(id, _)| *id == ctx.call.tool_call_id).map(|i| p.remove(i).1)
+            };
+            let input = parsed.unwrap_or_else(|| from_json(&ctx.call.args));
+            execute(tool, input, &self.env, ctx).await
+        })
+    }
+
+    fn validate<'a>(&'a self, call: &'a ToolCall) -> LocalFuture<'a, Result<Value, String>> {
+        Box::pin(async move {
+            let Some(tool) = self.tool(&call.tool_name) else { return Err(format!("Tool '{}' is not available", call.tool_name)) };
+            let parsed = standard_validate(tool, &call.args).await?;
+            // The arguments the stream reports stay JSON; `execute` gets the parsed value.
+            let as_json = to_json(&parsed, "input").unwrap_or_else(|_| call.args.clone());
+            self.parsed.borrow_mut().push((call.tool_call_id.clone(), parsed));
+            Ok(as_json)
+        })
+    }
+
+    fn needs_approval<'a>(&'a self, call: &'a ToolCall) -> LocalFuture<'a, bool> {
+        Box::pin(async move {
+            match self.tool(&call.tool_name) {
+                Some(tool) => needs_approval(tool, &call.args).await,
+                None => false,
+            }
+        })
+    }
+
+    fn before_tool_call<'a>(&'a self, call: &'a ToolCall) -> LocalFuture<'a, Option<Value>> {
+        Box::pin(async move {
+            let f = self.before_tool_call.as_ref()?;
+            let ret = call_async(f, &JsValue::UNDEFINED, &[&obj(&call_js(call))]).await.ok()?;
+            let proceed = Reflect::get(&ret, &"proceed".into()).ok()?;
+            if proceed.as_bool() == Some(false) {
+                let output = Reflect::get(&ret, &"output".into()).unwrap_or(JsValue::UNDEFINED);
+                return Some(to_json(&output, "output").unwrap_or(Value::Null));
+            }
+            None
+        })
+    }
+
+    fn after_tool_call<'a>(&'a self, result: &'a ToolResult) -> LocalFuture<'a, ()> {
+        Box::pin(async move {
+            let Some(f) = &self.after_tool_call else { return };
+            let [a, b, c, d] = call_js(&result.call);
+            let (res, err) = match &result.outcome {
+                Outcome::Result { result, .. } => (from_json(result), JsValue::UNDEFINED),
+                Outcome::Error(m) => (JsValue::UNDEFINED, js_sys::Error::new(m).into()),
+                Outcome::Denied { .. } | Outcome::Client => (JsValue::UNDEFINED, JsValue::UNDEFINED),
+            };
+            let _ = call_async(f, &JsValue::UNDEFINED, &[&obj(&[a, b, c, d, ("result", res), ("error", err)])]).await;
+        })
+    }
+}
+
+impl Hooks for JsHost {
+    fn prepare_step<'a>(&'a self, step: usize, steps: &'a [StepResult]) -> LocalFuture<'a, Result<Option<StepOverrides>, AgentError>> {
+        Box::pin(async move {
+            let Some(f) = &self.prepare_step else { return Ok(None) };
+            const F: &str = "prepareStep()";
+            let arg = obj(&[("stepNumber", JsValue::from(step as u32)), ("steps", steps_js(steps)), ("runId", JsValue::from_str(&self.env.run_id))]);
+            let ret = call_async(f, &JsValue::UNDEFINED, &[&arg])
+                .await
+                .map_err(|e| AgentError::Validation { message: format!("prepareStep threw: {}", thrown_message(&e)) })?;
+            if ret.is_undefined() || ret.is_null() {
+                return Ok(None);
+            }
+            let v = to_json(&ret, F)?;
+            let mut o = StepOverrides::default();
+            if let Some(ms) = v.get("modelSettings").filter(|m| !m.is_null()) {
+                let merged = merge_options(&serde_json::json!({ "modelSettings": self.base_settings }), &serde_json::json!({ "modelSettings": ms }));
+                o.settings = Some(parse_model_settings(&merged["modelSettings"], &format!("{F}.modelSettings"))?);
+            }
+            if let Some(tc) = v.get("toolChoice").filter(|m| !m.is_null()) {
+                o.tool_choice = Some(parse_tool_choice(tc, &format!("{F}.toolChoice"))?);
+            }
+            if let Some(s) = v.get("system").filter(|m| !m.is_null()) {
+                o.system = Some(parse_instructions(s, &format!("{F}.system"))?);
+            }
+            if let Some(at) = v.get("activeTools").filter(|m| !m.is_null()) {
+                let names = at.as_array().ok_or_else(|| AgentError::invalid(format!("{F}.activeTools"), "expected an array of tool names"))?;
+                o.active_tools = Some(names.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect());
+            }
+            Ok(Some(o))
+        })
+    }
+
+    fn stop_when<'a>(&'a self, n: usize, steps: &'a [StepResult]) -> LocalFuture<'a, bool> {
+        Box::pin(async move {
+            let Some(f) = self.stop_fns.get(n) else { return false };
+            // A throwing predicate stops the loop rather than letting it run on unchecked.
+            call_async(f, &JsValue::UNDEFINED, &[&obj(&[("steps", steps_js(steps))])]).await.map(|v| v.is_truthy()).unwrap_or(true)
+        })
+    }
+
+    fn iteration_complete<'a>(&'a self, steps: &'a [StepResult], is_final: bool) -> LocalFuture<'a, IterationDecision> {
+        Box::pin(async move {
+            let Some(f) = &self.on_iteration_complete else { return IterationDecision::default() };
+            let Some(last) = steps.last() else { return IterationDecision::default() };
+            let j = last.to_json();
+            let arg = obj(&[
+                ("iteration", JsValue::from(steps.len() as u32)),
+                ("maxIterations", JsValue::from(self.max_steps as u32)),
+                ("text", JsValue::from_str(&last.text)),
+                ("toolCalls", from_json(&j["toolCalls"])),
+                ("toolResults", from_json(&j["toolResults"])),
+                ("finishReason", JsValue::from_str(last.finish_reason.as_str())),
+                ("isFinal", JsValue::from_bool(is_final)),
+                ("runId", JsValue::from_str(&self.env.run_id)),
+                ("agentId", JsValue::from_str(&self.env.agent_id)),
+            ]);
+            let Ok(ret) = call_async(f, &JsValue::UNDEFINED, &[&arg]).await else { return IterationDecision::default() };
+            if !ret.is_object() {
+                return IterationDecision::default();
+            }
+            let cont = Reflect::get(&ret, &"continue".into()).unwrap_or(JsValue::UNDEFINED);
+            let feedback = Reflect::get(&ret, &"feedback".into()).ok().and_then(|f| f.as_string()).filter(|f| !f.is_empty());
+            IterationDecision { stop: cont.as_bool() == Some(false), feedback }
+        })
+    }
+}

@@ -1,0 +1,308 @@
+//! Tools as the loop knows them, and what happens to one tool call: checks, approval, hooks,
+//! execution. The JavaScript side (or a native test) supplies the behaviour through `ToolHost`;
+//! the rules — what the model is told, which chunks appear, in which order — live here.
+
+use std::cell::RefCell;
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::task::Poll;
+
+use serde_json::{json, Value};
+
+use super::abort::AbortFlag;
+use super::chunk::Chunk;
+use super::env::LocalFuture;
+use super::model::ToolSpec;
+use super::schema;
+use super::step::ToolCall;
+
+/// How a tool's arguments are checked before it runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Validation {
+    /// Against `ToolDef::parameters` by the core's JSON Schema validator.
+    JsonSchema,
+    /// By the host (a Standard Schema such as zod, which validates itself).
+    Host,
+}
+
+/// Whether a call waits for the user's decision.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Approval {
+    Never,
+    Always,
+    /// The host decides per call (a `requireApproval` function).
+    Host,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolDef {
+    /// The name the model calls it by (its key in `tools`).
+    pub name: String,
+    pub description: Option<String>,
+    /// JSON Schema of the arguments, sent to the model.
+    pub parameters: Value,
+    pub validation: Validation,
+    pub approval: Approval,
+    /// A client tool has no `execute`: the run stops at its call for the page to answer.
+    pub client: bool,
+}
+
+impl ToolDef {
+    pub fn spec(&self) -> ToolSpec {
+        ToolSpec { name: self.name.clone(), description: self.description.clone(), parameters: self.parameters.clone() }
+    }
+}
+
+/// How one call ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// The result goes to the model; `is_error` when it reports a failure the model should see.
+    Result { result: Value, is_error: bool },
+    /// The tool failed (threw, bad arguments, unknown tool): a `tool-error`, and the model is
+    /// told the message.
+    Error(String),
+    /// The user declined the call.
+    Denied { reason: Option<String> },
+    /// A client tool: no result in this run.
+    Client,
+}
+
+/// A tool call with its outcome, as steps and the output report it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolResult {
+    pub call: ToolCall,
+    pub outcome: Outcome,
+}
+
+impl ToolResult {
+    /// What the model receives for this call (`None` for a client tool, which has no result).
+    pub fn model_result(&self) -> Option<(Value, bool)> {
+        match &self.outcome {
+            Outcome::Result { result, is_error } => Some((result.clone(), *is_error)),
+            Outcome::Error(message) => Some((Value::String(message.clone()), true)),
+            Outcome::Denied { reason } => Some((
+                Value::String(match reason {
+                    Some(r) => format!("The user declined this tool call: {r}"),
+                    None => "The user declined this tool call.".into(),
+                }),
+                true,
+            )),
+            Outcome::Client => None,
+        }
+    }
+
+    /// `toolResults[i]`: `{ toolCallId, toolName, args, result, isError? }`.
+    pub fn to_json(&self) -> Option<Value> {
+        let (result, is_error) = self.model_result()?;
+        let mut v = json!({
+            "toolCallId": self.call.tool_call_id, "toolName": self.call.tool_name, "args": self.call.args, "result": result,
+        });
+        if is_error {
+            v["isError"] = Value::Bool(true);
+        }
+        Some(v)
+    }
+}
+
+/// The user's decision on a call that waits for approval.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decision {
+    Approve,
+    Decline { reason: Option<String> },
+}
+
+/// Calls waiting for approval in one run, and decisions that arrived.
+#[derive(Default)]
+pub struct Approvals {
+    waiting: RefCell<Vec<(String, Option<Decision>, Option<std::task::Waker>)>>,
+}
+
+impl Approvals {
+    /// Records the decision for `tool_call_id`; `false` when no such call is waiting.
+    pub fn decide(&self, tool_call_id: &str, decision: Decision) -> bool {
+        let waker = {
+            let mut w = self.waiting.borrow_mut();
+            let Some(entry) = w.iter_mut().find(|(id, d, _)| id == tool_call_id && d.is_none()) else { return false };
+            entry.1 = Some(decision);
+            entry.2.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+        true
+    }
+
+    pub fn is_waiting(&self, tool_call_id: &str) -> bool {
+        self.waiting.borrow().iter().any(|(id, d, _)| id == tool_call_id && d.is_none())
+    }
+
+    async fn wait(&self, tool_call_id: &str) -> Decision {
+        self.waiting.borrow_mut().push((tool_call_id.to_string(), None, None));
+        poll_fn(|cx| {
+            let mut w = self.waiting.borrow_mut();
+            let Some(pos) = w.iter().position(|(id, _, _)| id == tool_call_id) else { return Poll::Pending };
+            if let Some(d) = w[pos].1.clone() {
+                w.remove(pos);
+                return Poll::Ready(d);
+            }
+            w[pos].2 = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+/// What a running tool may do besides returning: emit `tool-output` and `data-*` chunks.
+pub struct ToolCtx<'a> {
+    pub call: &'a ToolCall,
+    /// The conversation sent to the model for this step (AI SDK message JSON).
+    pub messages: &'a Value,
+    pub emit: &'a dyn Fn(Chunk),
+}
+
+/// The behaviour behind the tools: implemented by the JavaScript bindings, and by native tests.
+pub trait ToolHost {
+    /// Runs the tool. `Err` is the message of what it threw.
+    fn execute<'a>(&'a self, ctx: ToolCtx<'a>) -> LocalFuture<'a, Result<Value, String>>;
+    /// Validates with the tool's own schema (`Validation::Host`): the parsed arguments, or the
+    /// message that says what is wrong.
+    fn validate<'a>(&'a self, _call: &'a ToolCall) -> LocalFuture<'a, Result<Value, String>> {
+        Box::pin(async { Err("this tool has no validator".into()) })
+    }
+    /// Whether this call needs approval (`Approval::Host`).
+    fn needs_approval<'a>(&'a self, _call: &'a ToolCall) -> LocalFuture<'a, bool> {
+        Box::pin(async { true })
+    }
+    /// `hooks.beforeToolCall`: `Some(output)` skips `execute` and uses that output.
+    fn before_tool_call<'a>(&'a self, _call: &'a ToolCall) -> LocalFuture<'a, Option<Value>> {
+        Box::pin(async { None })
+    }
+    /// `hooks.afterToolCall`.
+    fn after_tool_call<'a>(&'a self, _result: &'a ToolResult) -> LocalFuture<'a, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// Runs one call to its outcome, emitting its chunks. `None` when the run was aborted meanwhile.
+#[allow(clippy::too_many_arguments)]
+pub async fn run_call(
+    call: &ToolCall,
+    tool: Option<&ToolDef>,
+    require_approval: bool,
+    host: &dyn ToolHost,
+    approvals: &Approvals,
+    abort: &AbortFlag,
+    messages: &Value,
+    emit: &dyn Fn(Chunk),
+) -> Option<ToolResult> {
+    let outcome = abort.race(outcome_of(call, tool, require_approval, host, approvals, messages, emit)).await?;
+    let result = ToolResult { call: call.clone(), outcome };
+    match &result.outcome {
+        Outcome::Result { result: r, is_error } => emit(Chunk::ToolResult { call: call.clone(), result: r.clone(), is_error: *is_error }),
+        Outcome::Error(message) => emit(Chunk::ToolError { call: call.clone(), message: message.clone() }),
+        Outcome::Denied { reason } => emit(Chunk::ToolOutputDenied { call: call.clone(), reason: reason.clone() }),
+        Outcome::Client => {}
+    }
+    if !matches!(result.outcome, Outcome::Client) {
+        abort.race(host.after_tool_call(&result)).await?;
+    }
+    Some(result)
+}
+
+async fn outcome_of(
+    call: &ToolCall,
+    tool: Option<&ToolDef>,
+    require_approval: bool,
+    host: &dyn ToolHost,
+    approvals: &Approvals,
+    messages: &Value,
+    emit: &dyn Fn(Chunk),
+) -> Outcome {
+    let Some(tool) = tool else {
+        return Outcome::Error(format!("Tool '{}' does not exist here. Call one of the tools you were given.", call.tool_name));
+    };
+    let mut call = call.clone();
+    if let Value::String(raw) = &call.args {
+        return Outcome::Error(format!(
+            "The arguments for tool '{}' are not valid JSON ({raw}). Call the tool again with a JSON object.",
+            tool.name
+        ));
+    }
+    match tool.validation {
+        Validation::JsonSchema => {
+            let errors = schema::validate(&tool.parameters, &call.args);
+            if !errors.is_empty() {
+                return Outcome::Error(schema::describe(&tool.name, &errors));
+            }
+        }
+        Validation::Host => match host.validate(&call).await {
+            Ok(args) => call.args = args,
+            Err(message) => return Outcome::Error(message),
+        },
+    }
+    if tool.client {
+        return Outcome::Client;
+    }
+    let ask = require_approval
+        || match tool.approval {
+            Approval::Never => false,
+            Approval::Always => true,
+            Approval::Host => host.needs_approval(&call).await,
+        };
+    if ask {
+        emit(Chunk::ToolCallApproval { call: call.clone() });
+        if let Decision::Decline { reason } = approvals.wait(&call.tool_call_id).await {
+            return Outcome::Denied { reason };
+        }
+    }
+    if let Some(output) = host.before_tool_call(&call).await {
+        return Outcome::Result { result: output, is_error: false };
+    }
+    match host.execute(ToolCtx { call: &call, messages, emit }).await {
+        Ok(result) => Outcome::Result { result, is_error: false },
+        Err(message) => Outcome::Error(message),
+    }
+}
+
+/// Runs `futures` with at most `limit` in flight, starting them in order; results in order.
+pub async fn run_limited<'a, T>(futures: Vec<LocalFuture<'a, T>>, limit: usize) -> Vec<T> {
+    let limit = limit.max(1);
+    let total = futures.len();
+    let mut queue = futures.into_iter();
+    let mut active: Vec<(usize, Pin<Box<dyn Future<Output = T> + 'a>>)> = Vec::new();
+    let mut done: Vec<Option<T>> = (0..total).map(|_| None).collect();
+    let mut next = 0;
+    poll_fn(|cx| {
+        loop {
+            while active.len() < limit {
+                match queue.next() {
+                    Some(f) => {
+                        active.push((next, f));
+                        next += 1;
+                    }
+                    None => break,
+                }
+            }
+            let mut progressed = false;
+            let mut i = 0;
+            while i < active.len() {
+                if let Poll::Ready(v) = active[i].1.as_mut().poll(cx) {
+                    let (idx, _) = active.remove(i);
+                    done[idx] = Some(v);
+                    progressed = true;
+                } else {
+                    i += 1;
+                }
+            }
+            if active.is_empty() && next == total {
+                return Poll::Ready(());
+            }
+            // A finished call frees a slot: start the next one now.
+            if !progressed {
+                return Poll::Pending;
+            }
+        }
+    })
+    .await;
+    done.into_iter().flatten().collect()
+}
