@@ -28,6 +28,7 @@ export interface AgentConfig {
   /** Model-call retries (default 0). */
   maxRetries?: number;
   defaultOptions?: StreamOptions;
+  tools?: Record<string, Tool>;
 }
 
 export type TextPart = { type: 'text'; text: string };
@@ -68,7 +69,72 @@ export interface Usage {
 
 export interface Warning { type: 'unsupported-setting' | 'other'; setting?: string; details?: string }
 
+/** A JSON Schema object, or a Standard Schema value (zod 4 and others expose `~standard`). */
+export type ToolInputSchema = Record<string, unknown> | { '~standard': { validate(value: unknown): unknown } };
+
+export interface ToolWriter {
+  /** Emits a `tool-output` chunk. */
+  write(value: unknown): Promise<void>;
+  /** Emits a `data-*` chunk as given; kept on the step's message unless `transient`. */
+  custom(chunk: { type: `data-${string}`; data: unknown; id?: string; transient?: boolean }): Promise<void>;
+}
+
+export interface ToolExecutionContext {
+  toolCallId: string;
+  runId: string;
+  agentId: string;
+  threadId?: string;
+  resourceId?: string;
+  messages: ModelMessage[];
+  /** Aborts when the run is aborted or its stream cancelled. */
+  abortSignal: AbortSignal;
+  requestContext?: unknown;
+  writer: ToolWriter;
+  agent: { agentId: string; toolCallId: string; threadId?: string; resourceId?: string; messages: ModelMessage[] };
+}
+
+export interface Tool<Input = any, Output = unknown> {
+  id?: string;
+  description?: string;
+  inputSchema?: ToolInputSchema;
+  outputSchema?: ToolInputSchema;
+  /** Absent only for client tools (`clientTools`), whose calls the page answers. */
+  execute?: (input: Input, context: ToolExecutionContext) => Output | Promise<Output>;
+  requireApproval?: boolean | ((input: Input) => boolean | Promise<boolean>);
+}
+
+export type StopCondition = (options: { steps: StepResult[] }) => boolean | Promise<boolean>;
+export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'tool'; toolName: string };
+
 export interface StreamOptions {
+  /** Model calls per run (default 5). */
+  maxSteps?: number;
+  stopWhen?: StopCondition | StopCondition[];
+  /** Tools added for this call, by set name. */
+  toolsets?: Record<string, Record<string, Tool>>;
+  /** Tools without execute: the run stops at their call with finish reason 'tool-calls'. */
+  clientTools?: Record<string, Tool>;
+  activeTools?: string[];
+  toolChoice?: ToolChoice;
+  /** Parallel tool calls of one step (default 10). */
+  toolCallConcurrency?: number;
+  /** Every call waits for `agent.approveToolCall` / `agent.declineToolCall`. */
+  requireToolApproval?: boolean;
+  prepareStep?: (options: { stepNumber: number; steps: StepResult[]; runId: string }) =>
+    | { toolChoice?: ToolChoice; activeTools?: string[]; system?: SystemInstructions; modelSettings?: ModelSettings }
+    | undefined
+    | Promise<{ toolChoice?: ToolChoice; activeTools?: string[]; system?: SystemInstructions; modelSettings?: ModelSettings } | undefined>;
+  onIterationComplete?: (context: {
+    iteration: number; maxIterations: number; text: string; toolCalls: ToolCallPayload[]; toolResults: ToolResultPayload[];
+    finishReason: FinishReason; isFinal: boolean; runId: string; agentId: string;
+  }) => { continue?: boolean; feedback?: string } | void | Promise<{ continue?: boolean; feedback?: string } | void>;
+  hooks?: {
+    beforeToolCall?: (call: { toolCallId: string; toolName: string; args: unknown; input: unknown }) =>
+      { proceed?: boolean; output?: unknown } | void | Promise<{ proceed?: boolean; output?: unknown } | void>;
+    afterToolCall?: (call: { toolCallId: string; toolName: string; args: unknown; input: unknown; result?: unknown; error?: Error }) => void | Promise<void>;
+  };
+  /** Passed to every tool's `context.requestContext`. */
+  requestContext?: unknown;
   instructions?: SystemInstructions;
   system?: SystemInstructions;
   /** Messages sent to the model before the input, never stored. */
@@ -76,7 +142,6 @@ export interface StreamOptions {
   modelSettings?: ModelSettings;
   /** Passed through to the provider, keyed by provider prefix (`openai`, `groq`, ...). */
   providerOptions?: Record<string, Record<string, unknown>>;
-  maxSteps?: number;
   runId?: string;
   includeRawChunks?: boolean;
   abortSignal?: AbortSignal;
@@ -88,6 +153,7 @@ export interface StreamOptions {
 }
 
 export interface ToolCallPayload { toolCallId: string; toolName: string; args: unknown }
+export interface ToolResultPayload { toolCallId: string; toolName: string; args: unknown; result: unknown; isError?: boolean }
 
 export interface ResponseInfo { id?: string; modelId?: string; timestamp?: number; messages: ModelMessage[] }
 
@@ -95,7 +161,7 @@ export interface StepResult {
   text: string;
   reasoningText?: string;
   toolCalls: ToolCallPayload[];
-  toolResults: unknown[];
+  toolResults: ToolResultPayload[];
   finishReason: FinishReason;
   usage: Usage;
   warnings: Warning[];
@@ -112,7 +178,7 @@ export interface FullOutput {
   totalUsage: Usage;
   steps: StepResult[];
   toolCalls: ToolCallPayload[];
-  toolResults: unknown[];
+  toolResults: ToolResultPayload[];
   warnings: Warning[];
   response: ResponseInfo;
   messages: ModelMessage[];
@@ -130,6 +196,12 @@ export type ChunkType =
   | Envelope<'tool-call-delta', { toolCallId: string; toolName: string; argsTextDelta: string }>
   | Envelope<'tool-call-input-streaming-end', { toolCallId: string }>
   | Envelope<'tool-call', ToolCallPayload>
+  | Envelope<'tool-result', ToolResultPayload>
+  | Envelope<'tool-error', ToolCallPayload & { error: { name: 'ToolError'; message: string } }>
+  | Envelope<'tool-output', { toolCallId: string; toolName: string; output: unknown }>
+  | Envelope<'tool-call-approval', ToolCallPayload & { resumeSchema: string }>
+  | Envelope<'tool-output-denied', ToolCallPayload & { approval: { id: string; approved: false; reason?: string } }>
+  | { type: `data-${string}`; data: unknown; id?: string; transient?: boolean }
   | Envelope<'step-finish', {
       messageId: string;
       stepResult: { reason: FinishReason; isContinued: boolean; warnings: Warning[] };

@@ -268,7 +268,7 @@ impl AgentStreamOutput {
         self.shared.promise("toolCalls")
     }
 
-    #[wasm_bindgen(getter = toolResults, unchecked_return_type = "Promise<unknown[]>")]
+    #[wasm_bindgen(getter = toolResults, unchecked_return_type = "Promise<ToolResultPayload[]>")]
     pub fn tool_results(&self) -> Promise {
         self.shared.promise("toolResults")
     }

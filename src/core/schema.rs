@@ -26,8 +26,10 @@ pub struct SchemaError {
 }
 
 const MAX_ERRORS: usize = 20;
-/// Nested checks (sub-schemas, `$ref` hops); bounds recursion through `{"$ref": "#"}` loops.
-const MAX_DEPTH: u32 = 128;
+/// Nested checks (sub-schemas, `$ref` hops); bounds recursion through `{"$ref": "#"}` loops. A
+/// zod-style recursive tree spends 3 per level (property, items, `$ref`), so this allows ~85
+/// levels, deeper than serde_json's parser allows values to nest (128 levels).
+const MAX_DEPTH: u32 = 256;
 /// Sub-schema checks and item comparisons per call; bounds nested `anyOf` blow-ups.
 const MAX_STEPS: u32 = 50_000;
 

@@ -435,7 +435,7 @@ fn recursive_refs_follow_the_value() {
     ok(tree_schema(), json!({"name": "root", "children": [leaf("a"), {"name": "b", "children": [leaf("c")]}]}));
     assert_eq!(
         check(tree_schema(), json!({"name": "root", "children": [leaf("a"), {"name": "b", "children": [leaf("c"), {"name": 5, "children": [], "x": 1}]}]})),
-        "$.children[1].children[1]: unexpected property 'x'; $.children[1].children[1].name: expected a string, got a number"
+        "$.children[1].children[1].name: expected a string, got a number; $.children[1].children[1]: unexpected property 'x'"
     );
 }
 
@@ -466,8 +466,13 @@ fn ref_loops_give_up_instead_of_recursing_forever() {
 
 #[test]
 fn exponential_schemas_give_up_on_the_step_budget() {
-    let schema = json!({"anyOf": [{"type": "string"}, {"allOf": [{"$ref": "#"}, {"$ref": "#"}]}]});
-    assert_eq!(check(schema, json!(1)), "$: is too complex to validate");
+    // Both shapes match at every level, so oneOf walks 2^30 paths through a 30-deep array.
+    let schema = json!({"oneOf": [{"items": {"$ref": "#"}}, {"items": {"$ref": "#"}}]});
+    let mut v = json!([]);
+    for _ in 0..30 {
+        v = json!([v]);
+    }
+    assert_eq!(check(schema, v), "$: is too complex to validate");
 }
 
 #[test]
@@ -855,7 +860,7 @@ fn check_schema_names_the_bad_keyword() {
 #[test]
 fn check_schema_refuses_absurd_nesting() {
     let mut schema = json!({});
-    for _ in 0..200 {
+    for _ in 0..300 {
         schema = json!({"not": schema});
     }
     assert_eq!(bad_schema(schema).split(": ").last(), Some("the schema nests too deeply"));
@@ -1045,10 +1050,11 @@ fn validate_never_panics_on_random_schemas_and_values() {
             invalid += 1
         }
 
-        if gave_up(&errors) {
+        // The combinators mean what they say, whatever the schema. (Wrapping moves the root, so
+        // schemas with `$ref`s are left out.)
+        if gave_up(&errors) || schema.to_string().contains("$ref") {
             continue;
         }
-        // The combinators mean what they say, whatever the schema.
         let not_not = validate(&json!({"not": {"not": schema}}), &value);
         let all_of = validate(&json!({"allOf": [schema]}), &value);
         let any_of = validate(&json!({"anyOf": [schema, false]}), &value);
