@@ -6,6 +6,7 @@ pub mod chunk;
 pub mod env;
 pub mod error;
 pub mod input;
+pub mod memory;
 pub mod model;
 pub mod options;
 pub mod run;

@@ -10,6 +10,7 @@ use super::abort::AbortFlag;
 use super::chunk::Chunk;
 use super::env::{Env, HttpResponse, LocalFuture};
 use super::error::AgentError;
+use super::memory::{MemoryRun, Session};
 use super::model::{FinishReason, ModelMessage, ModelRequest, ModelSettings, ToolChoice, Usage, UserPart};
 use super::step::{messages_json, IdSource, StepBuilder, StepResult};
 use super::tools::{run_call, run_limited, Approvals, Outcome, ToolCtx, ToolDef, ToolHost, ToolResult};
@@ -32,6 +33,9 @@ pub struct RunConfig {
     pub require_tool_approval: bool,
     pub tool_call_concurrency: usize,
     pub stop_when: Vec<StopCondition>,
+    /// Where the caller's input starts in `request.messages` (memory history goes before it).
+    pub input_start: usize,
+    pub memory: Option<MemoryRun>,
 }
 
 /// Where the chunks of a run go.
@@ -155,30 +159,123 @@ pub async fn run(
     let message_id = env.new_id();
     let mut outcome = RunOutcome { message_id: message_id.clone(), ..Default::default() };
     sink.emit(Chunk::Start { message_id: message_id.clone() });
-    let mut ids = IdSource::new(message_id.clone());
     let mut messages = cfg.request.messages.clone();
+    let mut session = None;
+    if let Some(mem) = &cfg.memory {
+        match open_memory(mem, &cfg, &mut messages, env, sink, abort, &message_id).await {
+            Ok(s) => session = s,
+            Err(stop) => {
+                stop.record(&mut outcome, abort);
+                return finish(outcome, sink);
+            }
+        }
+    }
+    if let Err(stop) = run_steps(&cfg, env, sink, hooks, approvals, abort, &mut outcome, messages, &mut session).await {
+        stop.record(&mut outcome, abort);
+    }
+    if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
+        // Also after an abort or a failure: complete steps and what the user saw are kept.
+        let partial = if outcome.aborted.is_some() || outcome.error.is_some() { outcome.partial.as_ref() } else { None };
+        if let Err(e) = mem.save_assistant(s, &outcome.steps, partial, env.now_ms()).await {
+            sink.emit(Chunk::Error(e));
+        }
+    }
+    finish(outcome, sink)
+}
+
+/// Emits the run's last chunk: `error`, `abort` or `finish`.
+fn finish(outcome: RunOutcome, sink: &dyn Sink) -> RunOutcome {
+    if let Some(e) = &outcome.error {
+        sink.emit(Chunk::Error(e.clone()));
+    } else if let Some(reason) = &outcome.aborted {
+        sink.emit(Chunk::Abort { reason: reason.clone() });
+    } else {
+        let last = outcome.steps.last();
+        sink.emit(Chunk::Finish {
+            reason: outcome.finish_reason(),
+            usage: last.map(|s| s.usage).unwrap_or_default(),
+            total_usage: outcome.total_usage,
+            model_id: last.and_then(|s| s.response.model_id.clone()),
+        });
+    }
+    outcome
+}
+
+/// Opens the thread, puts its history before the input and saves the input. A thread of
+/// another resource fails the run; a storage failure shows as an `error` chunk and the run goes
+/// on without memory.
+#[allow(clippy::too_many_arguments)]
+async fn open_memory(
+    mem: &MemoryRun,
+    cfg: &RunConfig,
+    messages: &mut Vec<ModelMessage>,
+    env: &dyn Env,
+    sink: &dyn Sink,
+    abort: &AbortFlag,
+    message_id: &str,
+) -> Result<Option<Session>, Stop> {
+    let opened = abort.race(mem.open(env.now_ms(), message_id.to_string())).await.ok_or(Stop::Aborted)?;
+    let mut session = match opened {
+        Ok(s) => s,
+        Err(e @ AgentError::Storage { .. }) => {
+            sink.emit(Chunk::Error(e));
+            return Ok(None);
+        }
+        Err(e) => return Err(Stop::Failed(e)),
+    };
+    let at = cfg.input_start.min(messages.len());
+    match abort.race(mem.history(&mut session)).await.ok_or(Stop::Aborted)? {
+        Ok(history) => {
+            messages.splice(at..at, history);
+        }
+        Err(e) => sink.emit(Chunk::Error(e)),
+    }
+    let input = &cfg.request.messages[at..];
+    let saved = abort.race(mem.save_input(&mut session, input, env.now_ms(), &mut || env.new_id())).await.ok_or(Stop::Aborted)?;
+    if let Err(e) = saved {
+        sink.emit(Chunk::Error(e));
+    }
+    Ok(Some(session))
+}
+
+impl Stop {
+    fn record(self, outcome: &mut RunOutcome, abort: &AbortFlag) {
+        match self {
+            Stop::Aborted => outcome.aborted = Some(abort.reason()),
+            Stop::Failed(e) => outcome.error = Some(e),
+        }
+    }
+}
+
+/// The steps of the run. Returns how the run stopped early, if it did; a step cut short is
+/// left in `outcome.partial`.
+#[allow(clippy::too_many_arguments)]
+async fn run_steps(
+    cfg: &RunConfig,
+    env: &dyn Env,
+    sink: &dyn Sink,
+    hooks: &dyn Hooks,
+    approvals: &Approvals,
+    abort: &AbortFlag,
+    outcome: &mut RunOutcome,
+    mut messages: Vec<ModelMessage>,
+    session: &mut Option<Session>,
+) -> Result<(), Stop> {
+    let message_id = outcome.message_id.clone();
+    let mut ids = IdSource::new(message_id.clone());
     let max_steps = cfg.max_steps.max(1) as usize;
     loop {
         let step_number = outcome.steps.len();
         let overrides = match abort.race(hooks.prepare_step(step_number, &outcome.steps)).await {
             Some(Ok(o)) => o.unwrap_or_default(),
-            Some(Err(e)) => {
-                fail(&mut outcome, sink, e);
-                return outcome;
-            }
-            None => return aborted(outcome, sink, abort, None),
+            Some(Err(e)) => return Err(Stop::Failed(e)),
+            None => return Err(Stop::Aborted),
         };
-        let request = step_request(&cfg, &messages, &overrides);
-        let (http, warnings) = match providers::build_request(&cfg.endpoint, &request) {
-            Ok(r) => r,
-            Err(e) => {
-                fail(&mut outcome, sink, e);
-                return outcome;
-            }
-        };
+        let request = step_request(cfg, &messages, &overrides);
+        let (http, warnings) = providers::build_request(&cfg.endpoint, &request).map_err(Stop::Failed)?;
         sink.emit(Chunk::StepStart { message_id: message_id.clone(), request_body: http.body.clone(), warnings: warnings.clone() });
         let mut step = StepBuilder::new(ids, message_id.clone(), http.body.clone(), warnings, env.now_ms());
-        let streamed = stream_step(&cfg, env, sink, abort, &http, &mut step).await;
+        let streamed = stream_step(cfg, env, sink, abort, &http, &mut step).await;
         let mut out = Vec::new();
         step.close(&mut out, streamed.is_ok());
         for c in out {
@@ -186,14 +283,12 @@ pub async fn run(
         }
         let (next_ids, mut result) = step.into_parts();
         ids = next_ids;
-        match streamed {
-            Ok(()) => {}
-            Err(Stop::Aborted) => return aborted(outcome, sink, abort, Some(result)),
-            Err(Stop::Failed(e)) => {
-                outcome.partial = Some(result);
-                fail(&mut outcome, sink, redact(e, cfg.endpoint.api_key.as_deref()));
-                return outcome;
-            }
+        if let Err(stop) = streamed {
+            outcome.partial = Some(result);
+            return Err(match stop {
+                Stop::Failed(e) => Stop::Failed(redact(e, cfg.endpoint.api_key.as_deref())),
+                aborted => aborted,
+            });
         }
         if !result.tool_calls.is_empty() {
             let data = RefCell::new(Vec::new());
@@ -208,14 +303,15 @@ pub async fn run(
                 .tool_calls
                 .iter()
                 .map(|call| {
-                    let tool = cfg.tools.iter().find(|t| t.name == call.tool_name && is_active(&cfg, &overrides, &t.name));
+                    let tool = cfg.tools.iter().find(|t| t.name == call.tool_name && is_active(cfg, &overrides, &t.name));
                     let fut = run_call(call, tool, cfg.require_tool_approval, hooks, approvals, abort, &prompt_json, &emit);
                     Box::pin(fut) as LocalFuture<'_, Option<ToolResult>>
                 })
                 .collect();
             let done = run_limited(calls, cfg.tool_call_concurrency).await;
             if done.len() < result.tool_calls.len() || abort.is_aborted() {
-                return aborted(outcome, sink, abort, Some(result));
+                outcome.partial = Some(result);
+                return Err(Stop::Aborted);
             }
             result.tool_results = done.into_iter().flatten().collect();
             result.data_parts = data.into_inner();
@@ -229,10 +325,7 @@ pub async fn run(
         if go_on {
             go_on = !stop_condition_met(&cfg.stop_when, hooks, &outcome.steps, abort).await;
         }
-        let decision = match abort.race(hooks.iteration_complete(&outcome.steps, !go_on)).await {
-            Some(d) => d,
-            None => return aborted(outcome, sink, abort, None),
-        };
+        let decision = abort.race(hooks.iteration_complete(&outcome.steps, !go_on)).await.ok_or(Stop::Aborted)?;
         if decision.stop {
             go_on = false;
         } else if let Some(feedback) = decision.feedback {
@@ -244,26 +337,17 @@ pub async fn run(
         let last = outcome.steps.last().expect("a step was just pushed");
         sink.emit(Chunk::StepFinish { step: Box::new(last.clone()), is_continued: go_on, total_usage: outcome.total_usage });
         sink.step_finished(last).await;
+        if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
+            if mem.save_per_step && go_on {
+                if let Err(e) = mem.save_assistant(s, &outcome.steps, None, env.now_ms()).await {
+                    sink.emit(Chunk::Error(e));
+                }
+            }
+        }
         if !go_on {
-            break;
+            return Ok(());
         }
     }
-    let last = outcome.steps.last();
-    sink.emit(Chunk::Finish {
-        reason: outcome.finish_reason(),
-        usage: last.map(|s| s.usage).unwrap_or_default(),
-        total_usage: outcome.total_usage,
-        model_id: last.and_then(|s| s.response.model_id.clone()),
-    });
-    outcome
-}
-
-fn aborted(mut outcome: RunOutcome, sink: &dyn Sink, abort: &AbortFlag, partial: Option<StepResult>) -> RunOutcome {
-    outcome.partial = partial;
-    let reason = abort.reason();
-    sink.emit(Chunk::Abort { reason: reason.clone() });
-    outcome.aborted = Some(reason);
-    outcome
 }
 
 fn is_active(cfg: &RunConfig, overrides: &StepOverrides, name: &str) -> bool {
@@ -321,11 +405,6 @@ fn redact(e: AgentError, key: Option<&str>) -> AgentError {
         },
         e => e,
     }
-}
-
-fn fail(outcome: &mut RunOutcome, sink: &dyn Sink, e: AgentError) {
-    sink.emit(Chunk::Error(e.clone()));
-    outcome.error = Some(e);
 }
 
 /// Sends one step's request and streams its response into `step`, emitting chunks as they form.

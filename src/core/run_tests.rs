@@ -53,6 +53,8 @@ struct Script {
     sleeps: RefCell<Vec<u64>>,
     ids: Cell<u32>,
     abort: AbortFlag,
+    /// Called with the request number as each request is sent.
+    on_fetch: RefCell<Option<Box<dyn Fn(usize)>>>,
 }
 
 struct ScriptBody {
@@ -76,6 +78,9 @@ impl Body for ScriptBody {
 impl Env for Rc<Script> {
     fn fetch(&self, req: crate::providers::HttpRequest) -> LocalFuture<'static, Result<HttpResponse, AgentError>> {
         self.requests.borrow_mut().push(req);
+        if let Some(f) = self.on_fetch.borrow().as_ref() {
+            f(self.requests.borrow().len() - 1);
+        }
         let reply = self.replies.borrow_mut().pop_front().expect("a scripted reply for every request");
         let abort = self.abort.clone();
         Box::pin(async move {
@@ -97,8 +102,10 @@ impl Env for Rc<Script> {
         1_700_000_000_000.0
     }
     fn new_id(&self) -> String {
+        // Unique across runs too, as real ids are: memory tests store several runs' messages.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         self.ids.set(self.ids.get() + 1);
-        format!("id{}", self.ids.get())
+        format!("id{}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
     }
 }
 
@@ -182,6 +189,8 @@ fn config(max_retries: u32, include_raw: bool) -> RunConfig {
         require_tool_approval: false,
         tool_call_concurrency: 10,
         stop_when: vec![],
+        input_start: 0,
+        memory: None,
     }
 }
 
@@ -282,15 +291,18 @@ fn raw_chunks_only_when_asked() {
 #[test]
 fn every_split_of_the_body_gives_the_same_chunks() {
     let body = sse(&[&delta("content", "héllo 🌍"), &delta("content", " wörld"), &finish("stop"), "[DONE]"]);
+    // Chunks as text with the run's message id taken out (each run gets a fresh one).
+    let shown = |sink: &Collect, out: &RunOutcome| format!("{:?}", sink.chunks.borrow()).replace(&out.message_id, "ID");
     let whole = {
         let reply = Reply::Http { status: 200, headers: vec![], reads: vec![Read::Bytes(body.clone())] };
-        run_script(vec![reply], config(0, false)).1.chunks.into_inner()
+        let (_, sink, out) = run_script(vec![reply], config(0, false));
+        shown(&sink, &out)
     };
     for cut in 1..body.len() {
         let reads = vec![Read::Bytes(body[..cut].to_vec()), Read::Bytes(body[cut..].to_vec())];
         let (_, sink, out) = run_script(vec![Reply::Http { status: 200, headers: vec![], reads }], config(0, false));
         assert_eq!(out.text(), "héllo 🌍 wörld", "split at {cut}");
-        assert_eq!(*sink.chunks.borrow(), whole, "split at {cut}");
+        assert_eq!(shown(&sink, &out), whole, "split at {cut}");
     }
 }
 
@@ -400,3 +412,7 @@ fn an_api_key_quoted_by_an_error_is_redacted() {
 #[cfg(test)]
 #[path = "run_tools_tests.rs"]
 mod tools;
+
+#[cfg(test)]
+#[path = "run_memory_tests.rs"]
+mod memory;

@@ -10,25 +10,25 @@ use crate::core::run::{Hooks, IterationDecision, StepOverrides};
 use crate::core::tools::{Approval, Approvals, Decision, ToolCtx, ToolDef, ToolHost, Validation};
 
 /// A tool call event in Chat Completions form (the whole call in one chunk).
-fn tool_call_event(index: u32, id: &str, name: &str, args: &str) -> String {
+pub(super) fn tool_call_event(index: u32, id: &str, name: &str, args: &str) -> String {
     format!(
         r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":{index},"id":"{id}","type":"function","function":{{"name":"{name}","arguments":{}}}}}]}}}}]}}"#,
         Value::from(args)
     )
 }
 
-fn calls_reply(calls: &[(&str, &str, &str)]) -> Reply {
+pub(super) fn calls_reply(calls: &[(&str, &str, &str)]) -> Reply {
     let mut events: Vec<String> =
         calls.iter().enumerate().map(|(i, (id, name, args))| tool_call_event(i as u32, id, name, args)).collect();
     events.push(finish("tool_calls"));
     ok_stream(&events)
 }
 
-fn text_reply(text: &str) -> Reply {
+pub(super) fn text_reply(text: &str) -> Reply {
     ok_stream(&[delta("content", text), finish("stop")])
 }
 
-fn tool(name: &str) -> ToolDef {
+pub(super) fn tool(name: &str) -> ToolDef {
     ToolDef {
         name: name.into(),
         description: Some(format!("the {name} tool")),
@@ -42,7 +42,7 @@ fn tool(name: &str) -> ToolDef {
 /// Tools that answer `{ tool, args }` after `delay` polls each (a call whose args carry
 /// `"fail": true` throws), recording how many ran at once.
 #[derive(Default)]
-struct TestHost {
+pub(super) struct TestHost {
     delay: Vec<u32>,
     started: RefCell<Vec<String>>,
     in_flight: Cell<usize>,
@@ -104,28 +104,28 @@ impl Hooks for TestHost {
 
 use crate::core::step::ToolCall;
 
-fn with_tools(tools: Vec<ToolDef>) -> RunConfig {
+pub(super) fn with_tools(tools: Vec<ToolDef>) -> RunConfig {
     let mut cfg = config(0, false);
     cfg.tools = tools;
     cfg
 }
 
-struct Run {
-    script: Rc<Script>,
-    sink: Collect,
-    out: RunOutcome,
+pub(super) struct Run {
+    pub(super) script: Rc<Script>,
+    pub(super) sink: Collect,
+    pub(super) out: RunOutcome,
 }
 
 impl Run {
-    fn body(&self, i: usize) -> Value {
+    pub(super) fn body(&self, i: usize) -> Value {
         serde_json::from_str(&self.script.requests.borrow()[i].body).unwrap()
     }
-    fn requests(&self) -> usize {
+    pub(super) fn requests(&self) -> usize {
         self.script.requests.borrow().len()
     }
 }
 
-fn run_with(replies: Vec<Reply>, cfg: RunConfig, host: &TestHost, approvals: &Approvals, tick: impl FnMut(u32, &Collect)) -> Run {
+pub(super) fn run_with(replies: Vec<Reply>, cfg: RunConfig, host: &TestHost, approvals: &Approvals, tick: impl FnMut(u32, &Collect)) -> Run {
     let script = Rc::new(Script { replies: RefCell::new(replies.into()), ..Default::default() });
     let sink = Collect::default();
     let abort = script.abort.clone();
@@ -134,7 +134,7 @@ fn run_with(replies: Vec<Reply>, cfg: RunConfig, host: &TestHost, approvals: &Ap
     Run { script, sink, out }
 }
 
-fn simple(replies: Vec<Reply>, cfg: RunConfig, host: &TestHost) -> Run {
+pub(super) fn simple(replies: Vec<Reply>, cfg: RunConfig, host: &TestHost) -> Run {
     run_with(replies, cfg, host, &Approvals::default(), |_, _| {})
 }
 

@@ -632,7 +632,7 @@ fn check_shape(root: &Value, schema: &Value, path: &str, depth: u32) -> Result<(
                 (!v.as_f64().is_some_and(|n| n >= 0.0 && n.trunc() == n)).then_some("a non-negative integer")
             }
             "minimum" | "maximum" => (!v.is_number()).then_some("a number"),
-            "exclusiveMinimum" | "exclusiveMaximum" => (!v.is_number() && !v.is_boolean()).then_some("a number"),
+            "exclusiveMinimum" | "exclusiveMaximum" => (!v.is_number() && !v.is_boolean()).then_some("a number or a boolean"),
             "multipleOf" => (!v.as_f64().is_some_and(|m| m > 0.0)).then_some("a number greater than 0"),
             "uniqueItems" | "nullable" => (!v.is_boolean()).then_some("true or false"),
             "format" | "pattern" => (!v.is_string()).then_some("a string"),

@@ -843,7 +843,7 @@ fn check_schema_names_the_bad_keyword() {
     );
     assert_eq!(bad_schema(json!({"enum": "a"})), "#/enum: must be an array");
     assert_eq!(bad_schema(json!({"minimum": "0"})), "#/minimum: must be a number");
-    assert_eq!(bad_schema(json!({"exclusiveMaximum": null})), "#/exclusiveMaximum: must be a number");
+    assert_eq!(bad_schema(json!({"exclusiveMaximum": null})), "#/exclusiveMaximum: must be a number or a boolean");
     assert_eq!(bad_schema(json!({"multipleOf": 0})), "#/multipleOf: must be a number greater than 0");
     assert_eq!(bad_schema(json!({"uniqueItems": "yes"})), "#/uniqueItems: must be true or false");
     assert_eq!(bad_schema(json!({"nullable": 1})), "#/nullable: must be true or false");

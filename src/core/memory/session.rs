@@ -1,0 +1,188 @@
+//! Memory in a run (`memory: { thread, resource }`): find or create the thread, load the recent
+//! history, save the new input before the model is called, and save the run's assistant message
+//! after each step or at the end — including what an interrupted step had shown.
+
+use std::rc::Rc;
+
+use serde_json::Value;
+
+use super::{assistant_message, input_messages, iso_time, stored_to_model, MessageQuery, Store, Thread};
+use crate::core::error::AgentError;
+use crate::core::model::ModelMessage;
+use crate::core::step::StepResult;
+
+/// `MemoryConfig` (the `Memory`'s options under the call's `memory.options`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemoryConfig {
+    /// How many earlier messages go into the prompt (`lastMessages`, default 10; 0 for none).
+    pub last_messages: usize,
+    pub read_only: bool,
+    pub filter_incomplete_tool_calls: bool,
+    pub working_memory: Option<WorkingMemory>,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig { last_messages: 10, read_only: false, filter_incomplete_tool_calls: true, working_memory: None }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkingMemory {
+    pub template: Option<String>,
+    /// `true`: kept on the resource (shared by its threads); `false`: on the thread.
+    pub resource_scope: bool,
+}
+
+/// What a run knows of its memory.
+pub struct MemoryRun {
+    pub store: Rc<dyn Store>,
+    pub thread_id: String,
+    pub resource_id: String,
+    /// Title and metadata for a thread created by this run.
+    pub title: Option<String>,
+    pub metadata: Option<Value>,
+    pub config: MemoryConfig,
+    /// Save after each step (`savePerStep`) rather than at the end.
+    pub save_per_step: bool,
+}
+
+/// The memory state of a run in progress.
+pub struct Session {
+    pub thread: Thread,
+    /// The thread did not exist before this run.
+    pub created: bool,
+    /// Ids and times of messages this run writes, handed out in order.
+    last_time: f64,
+    pub assistant_id: String,
+    assistant_at: Option<String>,
+}
+
+impl MemoryRun {
+    fn writes(&self) -> bool {
+        !self.config.read_only
+    }
+
+    /// Opens the thread for the run. A thread of another resource is refused before anything
+    /// is read or written.
+    pub async fn open(&self, now_ms: f64, assistant_id: String) -> Result<Session, AgentError> {
+        let existing = self.store.get_thread_by_id(&self.thread_id).await?;
+        let (thread, created) = match existing {
+            Some(t) if t.resource_id != self.resource_id => {
+                return Err(AgentError::Validation {
+                    message: format!(
+                        "Thread '{}' belongs to another resource than '{}'; pass that thread's own resource, or a new thread id",
+                        self.thread_id, self.resource_id
+                    ),
+                })
+            }
+            Some(t) => (t, false),
+            None => {
+                let at = iso_time(now_ms);
+                let t = Thread {
+                    id: self.thread_id.clone(),
+                    resource_id: self.resource_id.clone(),
+                    title: self.title.clone(),
+                    metadata: self.metadata.clone(),
+                    created_at: at.clone(),
+                    updated_at: at,
+                };
+                if self.writes() {
+                    self.store.save_thread(&t).await?;
+                }
+                (t, true)
+            }
+        };
+        Ok(Session { thread, created, last_time: 0.0, assistant_id, assistant_at: None })
+    }
+
+    /// The last `lastMessages` messages as prompt history, and the time of the newest one (new
+    /// messages are written after it, so the order holds even with a skewed clock).
+    pub async fn history(&self, session: &mut Session) -> Result<Vec<ModelMessage>, AgentError> {
+        if self.config.last_messages == 0 {
+            return Ok(Vec::new());
+        }
+        let q = MessageQuery { thread_id: self.thread_id.clone(), last: Some(self.config.last_messages), before: None };
+        let stored = self.store.list_messages(&q).await?;
+        if let Some(last) = stored.last() {
+            session.last_time = session.last_time.max(parse_iso(&last.created_at));
+        }
+        Ok(stored_to_model(&stored, self.config.filter_incomplete_tool_calls))
+    }
+
+    /// Saves the caller's new messages (before the model is called).
+    pub async fn save_input(&self, session: &mut Session, input: &[ModelMessage], now_ms: f64, new_id: &mut dyn FnMut() -> String) -> Result<(), AgentError> {
+        if !self.writes() {
+            return Ok(());
+        }
+        let thread = session.thread.clone();
+        let mut next = || (new_id(), session.next_time(now_ms));
+        let msgs = input_messages(input, &thread, &mut next);
+        if msgs.is_empty() {
+            return Ok(());
+        }
+        self.store.save_messages(&msgs).await?;
+        self.touch(session, now_ms).await
+    }
+
+    /// Saves the run's assistant message as it stands (replacing the earlier save of this run).
+    pub async fn save_assistant(&self, session: &mut Session, steps: &[StepResult], partial: Option<&StepResult>, now_ms: f64) -> Result<(), AgentError> {
+        if !self.writes() {
+            return Ok(());
+        }
+        let at = session.assistant_time(now_ms);
+        let Some(msg) = assistant_message(session.assistant_id.clone(), &session.thread, at, steps, partial) else { return Ok(()) };
+        self.store.save_messages(std::slice::from_ref(&msg)).await?;
+        self.touch(session, now_ms).await
+    }
+
+    async fn touch(&self, session: &mut Session, now_ms: f64) -> Result<(), AgentError> {
+        session.thread.updated_at = iso_time(now_ms.max(session.last_time));
+        self.store.save_thread(&session.thread).await
+    }
+}
+
+impl Session {
+    /// A creation time after every message this run has seen or written.
+    fn next_time(&mut self, now_ms: f64) -> String {
+        self.last_time = if now_ms > self.last_time { now_ms } else { self.last_time + 1.0 };
+        iso_time(self.last_time)
+    }
+
+    /// The assistant message keeps the time it got at its first save.
+    fn assistant_time(&mut self, now_ms: f64) -> String {
+        if self.assistant_at.is_none() {
+            self.assistant_at = Some(self.next_time(now_ms));
+        }
+        self.assistant_at.clone().unwrap_or_default()
+    }
+}
+
+/// Milliseconds of an ISO time written by `iso_time` (0 when it is not one).
+fn parse_iso(s: &str) -> f64 {
+    let b = s.as_bytes();
+    let num = |from: usize, len: usize| -> Option<i64> {
+        let part = b.get(from..from + len)?;
+        part.iter().try_fold(0i64, |acc, c| c.is_ascii_digit().then(|| acc * 10 + (c - b'0') as i64))
+    };
+    let parsed = (|| {
+        let (y, mo, d) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+        let (h, mi, sec) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
+        let ms = num(20, 3).unwrap_or(0);
+        let (y, mo) = if mo <= 2 { (y - 1, mo + 12) } else { (y, mo) };
+        let days = 365 * y + y / 4 - y / 100 + y / 400 + (153 * (mo - 3) + 2) / 5 + d - 719_469;
+        Some((((days * 24 + h) * 60 + mi) * 60 + sec) as f64 * 1000.0 + ms as f64)
+    })();
+    parsed.unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn parse_iso_reads_what_iso_time_writes() {
+        for ms in [0.0, 1.0, 951_782_400_000.0, 1_796_052_000_123.0, 4_102_444_799_999.0] {
+            assert_eq!(super::parse_iso(&super::iso_time(ms)), ms);
+        }
+        assert_eq!(super::parse_iso("garbage"), 0.0);
+    }
+}

@@ -1,0 +1,100 @@
+//! `InMemoryStore`: the storage of runtimes without IndexedDB, and the reference the other
+//! backends are tested against. Messages are kept per thread in time order, so loading the last
+//! N messages reads N records.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use super::{MessageQuery, Resource, StoredMessage, Store, Thread};
+use crate::core::env::LocalFuture;
+use crate::core::error::AgentError;
+
+#[derive(Default)]
+pub struct InMemoryStore {
+    threads: RefCell<BTreeMap<String, Thread>>,
+    /// Thread id → messages sorted by (createdAt, id).
+    messages: RefCell<BTreeMap<String, Vec<StoredMessage>>>,
+    resources: RefCell<BTreeMap<String, Resource>>,
+}
+
+impl InMemoryStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn upsert(list: &mut Vec<StoredMessage>, m: StoredMessage) {
+        if let Some(pos) = list.iter().position(|x| x.id == m.id) {
+            list.remove(pos);
+        }
+        let at = list.partition_point(|x| (x.created_at.as_str(), x.id.as_str()) <= (m.created_at.as_str(), m.id.as_str()));
+        list.insert(at, m);
+    }
+}
+
+fn ready<'a, T: 'a>(v: T) -> LocalFuture<'a, T> {
+    Box::pin(std::future::ready(v))
+}
+
+impl Store for InMemoryStore {
+    fn get_thread_by_id<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<Thread>, AgentError>> {
+        ready(Ok(self.threads.borrow().get(id).cloned()))
+    }
+
+    fn save_thread<'a>(&'a self, thread: &'a Thread) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.threads.borrow_mut().insert(thread.id.clone(), thread.clone());
+        ready(Ok(()))
+    }
+
+    fn delete_thread<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.threads.borrow_mut().remove(id);
+        self.messages.borrow_mut().remove(id);
+        ready(Ok(()))
+    }
+
+    fn list_threads<'a>(&'a self, resource_id: &'a str) -> LocalFuture<'a, Result<Vec<Thread>, AgentError>> {
+        let mut out: Vec<Thread> = self.threads.borrow().values().filter(|t| t.resource_id == resource_id).cloned().collect();
+        out.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+        ready(Ok(out))
+    }
+
+    fn list_messages<'a>(&'a self, q: &'a MessageQuery) -> LocalFuture<'a, Result<Vec<StoredMessage>, AgentError>> {
+        let all = self.messages.borrow();
+        let list = all.get(&q.thread_id).map(Vec::as_slice).unwrap_or(&[]);
+        let end = match &q.before {
+            Some(b) => list.partition_point(|m| m.created_at < *b),
+            None => list.len(),
+        };
+        let start = q.last.map_or(0, |n| end.saturating_sub(n));
+        ready(Ok(list[start..end].to_vec()))
+    }
+
+    fn save_messages<'a>(&'a self, messages: &'a [StoredMessage]) -> LocalFuture<'a, Result<(), AgentError>> {
+        let mut all = self.messages.borrow_mut();
+        for m in messages {
+            // A message moved to another thread leaves its old one.
+            for (tid, list) in all.iter_mut() {
+                if *tid != m.thread_id {
+                    list.retain(|x| x.id != m.id);
+                }
+            }
+            Self::upsert(all.entry(m.thread_id.clone()).or_default(), m.clone());
+        }
+        ready(Ok(()))
+    }
+
+    fn delete_messages<'a>(&'a self, ids: &'a [String]) -> LocalFuture<'a, Result<(), AgentError>> {
+        for list in self.messages.borrow_mut().values_mut() {
+            list.retain(|m| !ids.contains(&m.id));
+        }
+        ready(Ok(()))
+    }
+
+    fn get_resource<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<Resource>, AgentError>> {
+        ready(Ok(self.resources.borrow().get(id).cloned()))
+    }
+
+    fn save_resource<'a>(&'a self, resource: &'a Resource) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.resources.borrow_mut().insert(resource.id.clone(), resource.clone());
+        ready(Ok(()))
+    }
+}

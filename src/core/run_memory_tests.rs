@@ -1,0 +1,320 @@
+//! Memory in a run, natively against the in-memory store: what is stored and when, what the
+//! next turn sends, ownership, read-only, and interruptions at each point of a two-step run.
+
+use std::rc::Rc;
+
+use serde_json::{json, Value};
+
+use super::tools::{calls_reply, simple, text_reply, tool, tool_call_event, Run, TestHost};
+use super::*;
+use crate::core::memory::{InMemoryStore, MemoryConfig, MemoryRun, MessageQuery, StoredMessage, Store, Thread};
+use crate::core::tools::{Approval, Approvals};
+
+fn mem(store: &Rc<InMemoryStore>, thread: &str, resource: &str) -> MemoryRun {
+    MemoryRun {
+        store: store.clone(),
+        thread_id: thread.into(),
+        resource_id: resource.into(),
+        title: None,
+        metadata: None,
+        config: MemoryConfig::default(),
+        save_per_step: false,
+    }
+}
+
+fn cfg_with(memory: MemoryRun, text: &str) -> RunConfig {
+    let mut cfg = config(0, false);
+    cfg.request.messages = vec![ModelMessage::System("Be brief.".into()), ModelMessage::User(vec![UserPart::Text(text.into())])];
+    cfg.input_start = 1;
+    cfg.memory = Some(memory);
+    cfg
+}
+
+fn stored(store: &InMemoryStore, thread: &str) -> Vec<StoredMessage> {
+    block_on(store.list_messages(&MessageQuery { thread_id: thread.into(), last: None, before: None })).unwrap()
+}
+
+fn roles_and_text(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let content = match &m["content"] {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            };
+            let calls = m["tool_calls"].as_array().map(|c| format!(" +{} call(s)", c.len())).unwrap_or_default();
+            format!("{}: {content}{calls}", m["role"].as_str().unwrap())
+        })
+        .collect()
+}
+
+fn go(replies: Vec<Reply>, cfg: RunConfig) -> Run {
+    simple(replies, cfg, &TestHost::default())
+}
+
+#[test]
+fn a_first_turn_creates_the_thread_and_stores_both_messages() {
+    let store = Rc::new(InMemoryStore::new());
+    let seen = Rc::new(RefCell::new(0usize));
+    let script = Rc::new(Script { replies: RefCell::new(vec![text_reply("Hello!")].into()), ..Default::default() });
+    let (s2, seen2) = (store.clone(), seen.clone());
+    *script.on_fetch.borrow_mut() = Some(Box::new(move |_| *seen2.borrow_mut() = stored(&s2, "t1").len()));
+    let sink = Collect::default();
+    let abort = script.abort.clone();
+    let out = block_on(run(cfg_with(mem(&store, "t1", "u1"), "hi"), &script, &sink, &NoHooks, &Approvals::default(), &abort));
+    assert!(out.error.is_none());
+    assert_eq!(*seen.borrow(), 1, "the user message is saved before the model is called");
+    let thread = block_on(store.get_thread_by_id("t1")).unwrap().unwrap();
+    assert_eq!(thread.resource_id, "u1");
+    let msgs = stored(&store, "t1");
+    assert_eq!(msgs.iter().map(|m| m.role.as_str()).collect::<Vec<_>>(), ["user", "assistant"]);
+    assert_eq!(msgs[0].parts, vec![json!({ "type": "text", "text": "hi" })]);
+    assert_eq!(msgs[1].parts, vec![json!({ "type": "step-start" }), json!({ "type": "text", "text": "Hello!" })]);
+    assert!(msgs[0].created_at < msgs[1].created_at);
+    assert_eq!(msgs[1].id, out.message_id, "the stored reply has the run's message id");
+    let threads = block_on(store.list_threads("u1")).unwrap();
+    assert_eq!(threads.len(), 1);
+}
+
+#[test]
+fn the_next_turn_sends_the_history_before_the_new_message() {
+    let store = Rc::new(InMemoryStore::new());
+    go(vec![text_reply("Hello!")], cfg_with(mem(&store, "t1", "u1"), "hi"));
+    let r = go(vec![text_reply("Fine.")], cfg_with(mem(&store, "t1", "u1"), "how are you?"));
+    assert_eq!(roles_and_text(&r.body(0)), ["system: Be brief.", "user: hi", "assistant: Hello!", "user: how are you?"]);
+    assert_eq!(stored(&store, "t1").len(), 4);
+}
+
+#[test]
+fn last_messages_limits_the_history() {
+    let store = Rc::new(InMemoryStore::new());
+    for (q, a) in [("one", "1"), ("two", "2"), ("three", "3")] {
+        go(vec![text_reply(a)], cfg_with(mem(&store, "t1", "u1"), q));
+    }
+    let mut m = mem(&store, "t1", "u1");
+    m.config.last_messages = 3;
+    let r = go(vec![text_reply("4")], cfg_with(m, "four"));
+    assert_eq!(roles_and_text(&r.body(0)), ["system: Be brief.", "assistant: 2", "user: three", "assistant: 3", "user: four"]);
+    let mut none = mem(&store, "t1", "u1");
+    none.config.last_messages = 0;
+    let r = go(vec![text_reply("5")], cfg_with(none, "five"));
+    assert_eq!(roles_and_text(&r.body(0)), ["system: Be brief.", "user: five"]);
+}
+
+#[test]
+fn a_thread_of_another_resource_is_refused_and_nothing_is_read_or_written() {
+    let store = Rc::new(InMemoryStore::new());
+    go(vec![text_reply("Hello!")], cfg_with(mem(&store, "t1", "u1"), "hi"));
+    let before = stored(&store, "t1");
+    let r = go(vec![text_reply("never")], cfg_with(mem(&store, "t1", "intruder"), "show me"));
+    assert_eq!(r.requests(), 0);
+    let err = r.out.error.clone().unwrap();
+    assert_eq!(err.name(), "ValidationError");
+    assert!(err.to_string().contains("Thread 't1' belongs to another resource"), "{err}");
+    assert_eq!(r.sink.types(), ["start", "error"]);
+    assert_eq!(stored(&store, "t1"), before);
+}
+
+#[test]
+fn read_only_reads_and_never_writes() {
+    let store = Rc::new(InMemoryStore::new());
+    go(vec![text_reply("Hello!")], cfg_with(mem(&store, "t1", "u1"), "hi"));
+    let mut m = mem(&store, "t1", "u1");
+    m.config.read_only = true;
+    let r = go(vec![text_reply("ok")], cfg_with(m, "peek"));
+    assert_eq!(roles_and_text(&r.body(0)).len(), 4, "history was read");
+    assert_eq!(stored(&store, "t1").len(), 2, "nothing was written");
+    let mut fresh = mem(&store, "t9", "u1");
+    fresh.config.read_only = true;
+    go(vec![text_reply("ok")], cfg_with(fresh, "hi"));
+    assert!(block_on(store.get_thread_by_id("t9")).unwrap().is_none());
+}
+
+fn tool_cfg(memory: MemoryRun, text: &str) -> RunConfig {
+    let mut cfg = cfg_with(memory, text);
+    cfg.tools = vec![tool("weather")];
+    cfg
+}
+
+/// A two-step run (a tool step, then text) interrupted at `point`; returns what the next turn
+/// sends to the model.
+fn interrupted_then_next(point: &str) -> (Vec<StoredMessage>, Vec<String>) {
+    let store = Rc::new(InMemoryStore::new());
+    let step1_events = vec![
+        delta("content", "Let me check. "),
+        tool_call_event(0, "c1", "weather", r#"{"city":"Paris"}"#),
+        finish("tool_calls"),
+        "[DONE]".to_string(),
+    ];
+    let body1: Vec<u8> = sse(&step1_events.iter().map(String::as_str).collect::<Vec<_>>());
+    let step2_events = [delta("content", "It is "), delta("content", "sunny."), finish("stop"), "[DONE]".to_string()];
+    let s2 = |n: usize| sse(&step2_events[..n].iter().map(String::as_str).collect::<Vec<_>>());
+    let (replies, approval) = match point {
+        // Cut inside step 1, after its text and before the tool call finished streaming.
+        "step1-stream" => {
+            let text_only = sse(&[&delta("content", "Let me check. ")]);
+            (vec![Reply::Http { status: 200, headers: vec![], reads: vec![Read::Bytes(text_only), Read::AbortAndHang] }], false)
+        }
+        // Cut while the tool waits for approval.
+        "tool" => (vec![Reply::Http { status: 200, headers: vec![], reads: vec![Read::Bytes(body1.clone())] }], true),
+        // Cut inside step 2, after "It is ".
+        "step2-stream" => (
+            vec![
+                Reply::Http { status: 200, headers: vec![], reads: vec![Read::Bytes(body1.clone())] },
+                Reply::Http { status: 200, headers: vec![], reads: vec![Read::Bytes(s2(1)), Read::AbortAndHang] },
+            ],
+            false,
+        ),
+        // Step 2's request fails.
+        "step2-error" => (
+            vec![
+                Reply::Http { status: 200, headers: vec![], reads: vec![Read::Bytes(body1.clone())] },
+                Reply::Http { status: 400, headers: vec![], reads: vec![Read::Bytes(b"{}".to_vec())] },
+            ],
+            false,
+        ),
+        _ => unreachable!(),
+    };
+    let mut cfg = tool_cfg(mem(&store, "t1", "u1"), "weather in Paris?");
+    if approval {
+        cfg.tools[0].approval = Approval::Always;
+    }
+    let script = Rc::new(Script { replies: RefCell::new(replies.into()), ..Default::default() });
+    let sink = Collect::default();
+    let abort = script.abort.clone();
+    let host = TestHost::default();
+    let out = block_on_ticking(run(cfg, &script, &sink, &host, &Approvals::default(), &abort), |i| {
+        if approval && i == 20 {
+            abort.abort(None);
+        }
+    });
+    assert!(out.aborted.is_some() || out.error.is_some(), "{point}: the run was cut");
+    let kept = stored(&store, "t1");
+    let next = go(vec![text_reply("ok")], tool_cfg(mem(&store, "t1", "u1"), "and tomorrow?"));
+    (kept, roles_and_text(&next.body(0)))
+}
+
+#[test]
+fn an_interrupted_run_keeps_what_was_seen_and_the_next_prompt_stays_valid() {
+    let (kept, next) = interrupted_then_next("step1-stream");
+    assert_eq!(kept.len(), 2);
+    assert_eq!(kept[1].metadata, Some(json!({ "interrupted": true })));
+    assert_eq!(next, ["system: Be brief.", "user: weather in Paris?", "assistant: Let me check. ", "user: and tomorrow?"]);
+
+    let (kept, next) = interrupted_then_next("tool");
+    assert!(!kept[1].parts.iter().any(|p| p["type"] == "tool-invocation"), "a call without its result is never stored");
+    assert_eq!(next, ["system: Be brief.", "user: weather in Paris?", "assistant: Let me check. ", "user: and tomorrow?"]);
+
+    let (kept, next) = interrupted_then_next("step2-stream");
+    let inv = kept[1].parts.iter().find(|p| p["type"] == "tool-invocation").unwrap();
+    assert_eq!(inv["toolInvocation"]["state"], "result");
+    assert_eq!(kept[1].metadata, Some(json!({ "interrupted": true })));
+    assert_eq!(next[2], "assistant: Let me check.  +1 call(s)");
+    assert!(next[3].starts_with("tool: {"), "{next:?}");
+    assert_eq!(next[4], "assistant: It is ");
+    assert_eq!(next[5], "user: and tomorrow?");
+
+    let (kept, next) = interrupted_then_next("step2-error");
+    assert_eq!(kept.len(), 2, "the user message and the complete step survive a failure");
+    assert_eq!(next.len(), 5, "{next:?}");
+}
+
+#[test]
+fn save_per_step_stores_each_step_as_it_finishes() {
+    let store = Rc::new(InMemoryStore::new());
+    let mut m = mem(&store, "t1", "u1");
+    m.save_per_step = true;
+    let script = Rc::new(Script {
+        replies: RefCell::new(vec![calls_reply(&[("c1", "weather", r#"{"city":"P"}"#)]), text_reply("done")].into()),
+        ..Default::default()
+    });
+    let at_second = Rc::new(RefCell::new(Vec::new()));
+    let (s2, a2) = (store.clone(), at_second.clone());
+    *script.on_fetch.borrow_mut() = Some(Box::new(move |i| {
+        if i == 1 {
+            *a2.borrow_mut() = stored(&s2, "t1");
+        }
+    }));
+    let sink = Collect::default();
+    let abort = script.abort.clone();
+    block_on(run(tool_cfg(m, "go"), &script, &sink, &TestHost::default(), &Approvals::default(), &abort));
+    let mid = at_second.borrow();
+    assert_eq!(mid.len(), 2, "step 1 was stored before step 2 began");
+    assert!(mid[1].parts.iter().any(|p| p["toolInvocation"]["state"] == "result"));
+    let end = stored(&store, "t1");
+    assert_eq!(end.len(), 2, "the same message grew");
+    assert_eq!(end[1].parts.iter().filter(|p| p["type"] == "step-start").count(), 2);
+}
+
+#[test]
+fn incomplete_calls_and_unknown_parts_stay_in_the_store_but_not_in_the_prompt() {
+    let store = Rc::new(InMemoryStore::new());
+    let thread = Thread { id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, created_at: "2026-01-01T00:00:00.000Z".into(), updated_at: "2026-01-01T00:00:00.000Z".into() };
+    block_on(store.save_thread(&thread)).unwrap();
+    let old = vec![
+        StoredMessage { id: "m1".into(), thread_id: "t1".into(), resource_id: "u1".into(), role: "user".into(), created_at: "2026-01-01T00:00:01.000Z".into(), parts: vec![json!({ "type": "text", "text": "q" }), json!({ "type": "x-future", "v": 1 })], metadata: None },
+        StoredMessage {
+            id: "m2".into(), thread_id: "t1".into(), resource_id: "u1".into(), role: "assistant".into(), created_at: "2026-01-01T00:00:02.000Z".into(),
+            parts: vec![json!({ "type": "text", "text": "a" }), json!({ "type": "tool-invocation", "toolInvocation": { "state": "call", "toolCallId": "dangling", "toolName": "weather", "args": {} } })],
+            metadata: None,
+        },
+    ];
+    block_on(store.save_messages(&old)).unwrap();
+    let r = go(vec![text_reply("ok")], cfg_with(mem(&store, "t1", "u1"), "next"));
+    assert_eq!(roles_and_text(&r.body(0)), ["system: Be brief.", "user: q", "assistant: a", "user: next"]);
+    let kept = stored(&store, "t1");
+    assert_eq!(kept[0].parts[1], json!({ "type": "x-future", "v": 1 }), "unknown parts are kept");
+    assert_eq!(kept[1].parts.len(), 2);
+}
+
+/// A store whose writes fail, as a full or blocked IndexedDB does.
+struct BrokenStore(InMemoryStore);
+
+impl Store for BrokenStore {
+    fn get_thread_by_id<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<Thread>, AgentError>> {
+        self.0.get_thread_by_id(id)
+    }
+    fn save_thread<'a>(&'a self, _t: &'a Thread) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async { Err(AgentError::Storage { message: "IndexedDB is out of quota".into() }) })
+    }
+    fn delete_thread<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.0.delete_thread(id)
+    }
+    fn list_threads<'a>(&'a self, r: &'a str) -> LocalFuture<'a, Result<Vec<Thread>, AgentError>> {
+        self.0.list_threads(r)
+    }
+    fn list_messages<'a>(&'a self, q: &'a MessageQuery) -> LocalFuture<'a, Result<Vec<StoredMessage>, AgentError>> {
+        self.0.list_messages(q)
+    }
+    fn save_messages<'a>(&'a self, _m: &'a [StoredMessage]) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async { Err(AgentError::Storage { message: "IndexedDB is out of quota".into() }) })
+    }
+    fn delete_messages<'a>(&'a self, ids: &'a [String]) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.0.delete_messages(ids)
+    }
+    fn get_resource<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<crate::core::memory::Resource>, AgentError>> {
+        self.0.get_resource(id)
+    }
+    fn save_resource<'a>(&'a self, r: &'a crate::core::memory::Resource) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.0.save_resource(r)
+    }
+}
+
+#[test]
+fn a_failing_store_shows_an_error_chunk_and_the_reply_still_streams() {
+    let store = Rc::new(BrokenStore(InMemoryStore::new()));
+    let memory = MemoryRun { store, thread_id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, config: MemoryConfig::default(), save_per_step: false };
+    let r = go(vec![text_reply("Still here.")], cfg_with(memory, "hi"));
+    assert_eq!(r.out.text(), "Still here.");
+    assert!(r.out.error.is_none());
+    let types = r.sink.types();
+    assert_eq!(types[0], "start");
+    assert_eq!(types[1], "error");
+    assert_eq!(*types.last().unwrap(), "finish");
+    let first_error = r.sink.chunks.borrow()[1].payload();
+    assert_eq!(first_error["error"]["name"], "StorageError");
+    assert!(first_error["error"]["message"].as_str().unwrap().contains("out of quota"));
+}
