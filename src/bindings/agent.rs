@@ -10,6 +10,8 @@ use wasm_bindgen::prelude::*;
 
 use super::convert::{error_to_js, js_kind, pick_json, to_json, type_error};
 use super::host::JsHost;
+use super::memory::{lookup_memory, MemoryInner};
+use crate::core::memory::{parse_memory_options, MemoryRun};
 use super::output::{AgentStreamOutput, Shared};
 use super::run::{spawn_run, Callbacks};
 use super::tools::{parse_tools, JsTool, ToolEnv};
@@ -49,6 +51,7 @@ struct Inner {
     /// `defaultOptions` as given, for its callbacks and `abortSignal`.
     default_options: JsValue,
     tools: Vec<JsTool>,
+    memory: Option<Rc<MemoryInner>>,
     /// Runs in progress, for `approveToolCall` / `declineToolCall`.
     runs: RefCell<Vec<(String, Rc<Approvals>)>>,
 }
@@ -82,8 +85,14 @@ impl Agent {
             registry::resolve(&m.id, m.url.clone(), m.api_key.clone(), m.headers.clone(), &crate::platform::env_var, "config.model")
                 .map_err(|e| error_to_js(&e))?;
         let tools = parse_tools(&Reflect::get(&config, &"tools".into()).unwrap_or(JsValue::UNDEFINED), "config.tools", false)?;
+        let memory_js = Reflect::get(&config, &"memory".into()).unwrap_or(JsValue::UNDEFINED);
+        let memory = if memory_js.is_undefined() || memory_js.is_null() {
+            None
+        } else {
+            Some(lookup_memory(&memory_js).ok_or_else(|| type_error("config.memory", &format!("expected a Memory (new Memory({{ storage }})), got {}", js_kind(&memory_js))))?)
+        };
         let runs = RefCell::new(Vec::new());
-        Ok(Agent { inner: Rc::new(Inner { config: parsed, endpoint, model_name, default_options, tools, runs }) })
+        Ok(Agent { inner: Rc::new(Inner { config: parsed, endpoint, model_name, default_options, tools, memory, runs }) })
     }
 
     /// Runs a call that waits for approval. Returns whether such a call was waiting.
@@ -129,6 +138,44 @@ impl Agent {
 }
 
 impl Agent {
+    /// `memory: { thread, resource, options? }` of a call.
+    fn memory_run(&self, v: &JsValue, save_per_step: &JsValue) -> Result<Option<MemoryRun>, JsValue> {
+        const F: &str = "options.memory";
+        if v.is_undefined() || v.is_null() {
+            return Ok(None);
+        }
+        let data = to_json(v, F).map_err(|e| error_to_js(&e))?;
+        if !data.is_object() {
+            return Err(type_error(F, &format!("expected {{ thread, resource }}, got {}", js_kind(v))));
+        }
+        let Some(mem) = &self.inner.memory else {
+            return Err(type_error(F, "this agent has no memory: create it with new Agent({ memory: new Memory() })"));
+        };
+        let (thread_id, title, metadata) = match data.get("thread") {
+            Some(Value::String(s)) if !s.is_empty() => (s.clone(), None, None),
+            Some(t @ Value::Object(_)) => match t.get("id") {
+                Some(Value::String(id)) if !id.is_empty() => (
+                    id.clone(),
+                    t.get("title").and_then(Value::as_str).map(str::to_owned),
+                    t.get("metadata").filter(|m| !m.is_null()).cloned(),
+                ),
+                other => return Err(type_error("options.memory.thread.id", &format!("expected a non-empty string, got {}", other.map_or("undefined", crate::core::input::kind)))),
+            },
+            other => return Err(type_error("options.memory.thread", &format!("expected a thread id (a non-empty string) or {{ id, title?, metadata? }}, got {}", other.map_or("undefined", crate::core::input::kind)))),
+        };
+        let resource_id = match data.get("resource") {
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            other => return Err(type_error("options.memory.resource", &format!("expected a resource id (a non-empty string, e.g. the user's id), got {}", other.map_or("undefined", crate::core::input::kind)))),
+        };
+        let config = parse_memory_options(data.get("options").unwrap_or(&Value::Null), &mem.options, "options.memory.options").map_err(|e| error_to_js(&e))?;
+        let save_per_step = match save_per_step.as_bool() {
+            Some(b) => b,
+            None if save_per_step.is_undefined() || save_per_step.is_null() => false,
+            None => return Err(type_error("options.savePerStep", &format!("expected a boolean, got {}", js_kind(save_per_step)))),
+        };
+        Ok(Some(MemoryRun { store: mem.store.clone(), thread_id, resource_id, title, metadata, config, save_per_step }))
+    }
+
     fn decide(&self, args: &JsValue, method: &str, decision: Decision) -> Result<bool, JsValue> {
         let read = |k: &str| {
             let v = if args.is_object() { Reflect::get(args, &k.into()).unwrap_or(JsValue::UNDEFINED) } else { JsValue::UNDEFINED };
@@ -180,7 +227,10 @@ impl Agent {
         if !(hooks.is_undefined() || hooks.is_null() || hooks.is_object()) {
             return Err(type_error("options.hooks", "expected an object like { beforeToolCall, afterToolCall }"));
         }
+        let memory = self.memory_run(&opt("memory"), &opt("savePerStep"))?;
+        let input_len = input.len();
         let prompt = build_prompt(&inner.config.instructions, &opts, input);
+        let input_start = prompt.len() - input_len;
         let request = build_request(&inner.model_name, prompt, &opts, &inner.endpoint.provider);
         let max_retries = opts.model_settings.max_retries.unwrap_or(inner.config.max_retries);
         let max_steps = opts.max_steps.unwrap_or(5);
@@ -211,6 +261,8 @@ impl Agent {
             require_tool_approval: opts.require_tool_approval,
             tool_call_concurrency: opts.tool_call_concurrency.unwrap_or(10),
             stop_when,
+            input_start,
+            memory,
         };
         let shared = Shared::new(run_id.clone(), abort.clone());
         let approvals = Rc::new(Approvals::default());

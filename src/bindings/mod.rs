@@ -4,6 +4,7 @@ pub mod agent;
 pub mod chunk_js;
 pub mod convert;
 pub mod host;
+pub mod memory;
 pub mod output;
 pub mod run;
 pub mod tools;

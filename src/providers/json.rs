@@ -226,6 +226,11 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// A shape error just after the value last read, for checks the reader does not make itself.
+    pub fn error(&self, what: &'static str) -> Error {
+        Error { at: self.pos, what, syntax: false }
+    }
+
     // -----------------------------------------------------------------------------------------
 
     fn byte(&self) -> Option<u8> {
@@ -420,7 +425,7 @@ impl<'a> Reader<'a> {
                 let high = self.hex4(i + 2)?;
                 let (code, next) = match high {
                     0xD800..=0xDBFF => {
-                        if bytes.get(i + 6..i + 8) != Some(b"\\u") {
+                        if bytes.get(i + 6..i + 8) != Some(&b"\\u"[..]) {
                             return Err(Error { at: i, what: "unpaired surrogate in a \\u escape", syntax: true });
                         }
                         let low = self.hex4(i + 8)?;

@@ -3,6 +3,7 @@
 //! no JavaScript. The provider table (`registry`) maps `'provider/model'` strings to an API, a
 //! base URL and the environment variables that hold its key and URL.
 
+pub mod json;
 pub mod openai_chat;
 pub mod registry;
 pub mod sse;
@@ -11,6 +12,8 @@ pub mod sse;
 mod tests_chat_request;
 #[cfg(test)]
 mod tests_chat_stream;
+#[cfg(test)]
+mod tests_json;
 #[cfg(test)]
 mod tests_sse;
 

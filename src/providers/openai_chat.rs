@@ -2,14 +2,15 @@
 //! it: the request builder and the stream decoder.
 //!
 //! Pure translation between `core::model` and the wire format; it never does I/O and never sees
-//! JavaScript. The decoder is on the hot path of every reply, so it parses chunks into borrowed,
-//! typed structs and allocates only the strings it hands out.
+//! JavaScript. The decoder is on the hot path of every reply, so it reads each chunk with the
+//! `json` pull reader into a small struct that borrows from the event text, and allocates only
+//! the strings it hands out.
 
 use std::borrow::Cow;
 
-use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use super::json::{self, Reader};
 use super::sse::{SseDecoder, SseEvent};
 use super::{Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
@@ -285,27 +286,27 @@ impl ChatDecoder {
             return Ok(());
         }
         let raw_at = out.len();
-        let parsed = serde_json::from_str::<Chunk>(&data);
-        let result = match parsed {
-            Ok(chunk) if chunk.error.is_some() => {
-                let message = error_message(chunk.error.as_ref());
-                drop(chunk);
-                self.saw_error = true;
-                // The raw event is wanted twice only when raw events are on.
-                let body = if self.include_raw { data.clone() } else { std::mem::take(&mut data) };
-                out.push(ModelEvent::Error { message, body: Some(body) });
-                Ok(())
-            }
+        let result = match parse_chunk(&data) {
+            Ok(Chunk { error: Some(error), .. }) => match serde_json::from_str::<Value>(error) {
+                Ok(error) => {
+                    let message = error_message(Some(&error));
+                    self.saw_error = true;
+                    // The raw event is wanted twice only when raw events are on.
+                    let body = if self.include_raw { data.clone() } else { std::mem::take(&mut data) };
+                    out.push(ModelEvent::Error { message, body: Some(body) });
+                    Ok(())
+                }
+                // Only a number beyond f64 gets here (see `json`); serde_json calls that malformed.
+                Err(_) => Err(not_json(&data)),
+            },
             Ok(chunk) => {
                 self.chunk(chunk, out);
                 Ok(())
             }
+            // A shape error is only reported as such for an event that is JSON all through.
+            Err(e) if e.syntax || json::validate(&data).is_err() => Err(not_json(&data)),
             Err(e) => Err(AgentError::api(
-                if e.is_data() {
-                    format!("The model's stream sent an event this client does not understand ({e}): {}", head(&data))
-                } else {
-                    format!("The model's stream sent an event that is not valid JSON: {}", head(&data))
-                },
+                format!("The model's stream sent an event this client does not understand ({e}): {}", head(&data)),
                 false,
             )),
         };
@@ -317,45 +318,37 @@ impl ChatDecoder {
     }
 
     fn chunk(&mut self, chunk: Chunk<'_>, out: &mut Vec<ModelEvent>) {
-        if !self.metadata_sent && (chunk.id.is_some() || chunk.model.is_some() || chunk.created.is_some()) {
+        if !self.metadata_sent && (chunk.id.is_some() || chunk.model.is_some() || chunk.has_created) {
             self.metadata_sent = true;
             out.push(ModelEvent::ResponseMetadata {
-                id: chunk.id.map(Text::owned),
-                model_id: chunk.model.map(Text::owned),
-                created: chunk.created.and_then(count),
+                id: chunk.id.map(Cow::into_owned),
+                model_id: chunk.model.map(Cow::into_owned),
+                created: chunk.created,
             });
         }
         // Only the first choice: the agent never asks for `n > 1`.
-        if let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) {
-            if let Some(delta) = choice.delta {
-                let reasoning =
-                    [delta.reasoning_content, delta.reasoning].into_iter().flatten().find(|t| !t.0.is_empty());
-                if let Some(reasoning) = reasoning {
-                    out.push(ModelEvent::ReasoningDelta(reasoning.owned()));
-                }
-                if let Some(text) = delta.content.filter(|t| !t.0.is_empty()) {
-                    out.push(ModelEvent::TextDelta(text.owned()));
-                }
-                for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
-                    let (name, args) = match call.function {
-                        Some(f) => (f.name, f.arguments),
-                        None => (None, None),
-                    };
-                    out.push(ModelEvent::ToolCallDelta {
-                        index: call.index.unwrap_or(position as u32),
-                        // Some servers repeat `"name": ""` on later pieces; that is not a name.
-                        id: call.id.and_then(Text::non_empty),
-                        name: name.and_then(Text::non_empty),
-                        args_delta: args.map(Text::owned).unwrap_or_default(),
-                    });
-                }
-            }
-            if let Some(reason) = choice.finish_reason {
-                self.finish_reason = Some(finish_reason(&reason.0));
-            }
+        let delta = chunk.delta;
+        let reasoning = [delta.reasoning_content, delta.reasoning].into_iter().flatten().find(|t| !t.is_empty());
+        if let Some(reasoning) = reasoning {
+            out.push(ModelEvent::ReasoningDelta(reasoning.into_owned()));
         }
-        if let Some(usage) = chunk.usage.or(chunk.x_groq.and_then(|x| x.usage)) {
-            self.usage = Some(usage.into_usage());
+        if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+            out.push(ModelEvent::TextDelta(text.into_owned()));
+        }
+        for (position, call) in delta.tool_calls.into_iter().enumerate() {
+            out.push(ModelEvent::ToolCallDelta {
+                index: call.index.unwrap_or(position as u32),
+                // Some servers repeat `"name": ""` on later pieces; that is not a name.
+                id: call.id.and_then(non_empty),
+                name: call.name.and_then(non_empty),
+                args_delta: call.arguments.map(Cow::into_owned).unwrap_or_default(),
+            });
+        }
+        if let Some(reason) = chunk.finish_reason {
+            self.finish_reason = Some(finish_reason(&reason));
+        }
+        if let Some(usage) = chunk.usage.or(chunk.groq_usage) {
+            self.usage = Some(usage);
         }
     }
 
@@ -427,6 +420,10 @@ fn error_message(error: Option<&Value>) -> String {
     }
 }
 
+fn not_json(data: &str) -> AgentError {
+    AgentError::api(format!("The model's stream sent an event that is not valid JSON: {}", head(data)), false)
+}
+
 /// The first 200 characters of an event, for error messages.
 fn head(data: &str) -> &str {
     match data.char_indices().nth(200) {
@@ -435,114 +432,159 @@ fn head(data: &str) -> &str {
     }
 }
 
-/// Token counts arrive as JSON numbers; a few servers write them as floats (`12.0`).
-fn count(n: f64) -> Option<u64> {
-    (n.is_finite() && n >= 0.0).then_some(n as u64)
+fn non_empty(text: Cow<'_, str>) -> Option<String> {
+    (!text.is_empty()).then(|| text.into_owned())
 }
 
-// Wire shapes of one chunk. Unknown fields are skipped; strings borrow from the event text unless
-// they contain escapes.
+// One chunk, as far as the decoder reads it. Unknown fields are skipped (and checked); strings
+// borrow from the event text unless they contain escapes. Of `choices`, only the first is read:
+// the others are checked as JSON but not for their shape.
 
-/// A JSON string, borrowed from the event text when it has no escapes.
-#[derive(Deserialize)]
-struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
-
-impl Text<'_> {
-    fn owned(self) -> String {
-        self.0.into_owned()
-    }
-
-    fn non_empty(self) -> Option<String> {
-        (!self.0.is_empty()).then(|| self.owned())
-    }
-}
-
-#[derive(Deserialize)]
+#[derive(Default)]
 struct Chunk<'a> {
-    #[serde(borrow)]
-    id: Option<Text<'a>>,
-    #[serde(borrow)]
-    model: Option<Text<'a>>,
-    created: Option<f64>,
-    #[serde(borrow)]
-    choices: Option<Vec<Choice<'a>>>,
-    usage: Option<UsageWire>,
-    x_groq: Option<XGroq>,
-    error: Option<Value>,
+    id: Option<Cow<'a, str>>,
+    model: Option<Cow<'a, str>>,
+    created: Option<u64>,
+    /// `created` was there and not `null`, even if it was no usable time.
+    has_created: bool,
+    /// `choices[0].delta`
+    delta: Delta<'a>,
+    /// `choices[0].finish_reason`
+    finish_reason: Option<Cow<'a, str>>,
+    usage: Option<Usage>,
+    /// `x_groq.usage`, where Groq used to put it.
+    groq_usage: Option<Usage>,
+    /// The text of a non-null `error`.
+    error: Option<&'a str>,
 }
 
-#[derive(Deserialize)]
-struct Choice<'a> {
-    #[serde(borrow)]
-    delta: Option<Delta<'a>>,
-    #[serde(borrow)]
-    finish_reason: Option<Text<'a>>,
-}
-
-#[derive(Deserialize)]
+#[derive(Default)]
 struct Delta<'a> {
-    #[serde(borrow)]
-    content: Option<Text<'a>>,
-    #[serde(borrow)]
-    reasoning_content: Option<Text<'a>>,
+    content: Option<Cow<'a, str>>,
+    reasoning_content: Option<Cow<'a, str>>,
     /// Groq and OpenRouter spell `reasoning_content` this way.
-    #[serde(borrow)]
-    reasoning: Option<Text<'a>>,
-    #[serde(borrow)]
-    tool_calls: Option<Vec<ToolCallWire<'a>>>,
+    reasoning: Option<Cow<'a, str>>,
+    tool_calls: Vec<ToolCall<'a>>,
 }
 
-#[derive(Deserialize)]
-struct ToolCallWire<'a> {
+#[derive(Default)]
+struct ToolCall<'a> {
     index: Option<u32>,
-    #[serde(borrow)]
-    id: Option<Text<'a>>,
-    #[serde(borrow)]
-    function: Option<FunctionWire<'a>>,
+    id: Option<Cow<'a, str>>,
+    /// `function.name`
+    name: Option<Cow<'a, str>>,
+    /// `function.arguments`
+    arguments: Option<Cow<'a, str>>,
 }
 
-#[derive(Deserialize)]
-struct FunctionWire<'a> {
-    #[serde(borrow)]
-    name: Option<Text<'a>>,
-    #[serde(borrow)]
-    arguments: Option<Text<'a>>,
-}
-
-#[derive(Deserialize)]
-struct XGroq {
-    usage: Option<UsageWire>,
-}
-
-#[derive(Deserialize)]
-struct UsageWire {
-    prompt_tokens: Option<f64>,
-    completion_tokens: Option<f64>,
-    total_tokens: Option<f64>,
-    prompt_tokens_details: Option<PromptDetails>,
-    completion_tokens_details: Option<CompletionDetails>,
-}
-
-#[derive(Deserialize)]
-struct PromptDetails {
-    cached_tokens: Option<f64>,
-}
-
-#[derive(Deserialize)]
-struct CompletionDetails {
-    reasoning_tokens: Option<f64>,
-}
-
-impl UsageWire {
-    fn into_usage(self) -> Usage {
-        Usage {
-            input_tokens: self.prompt_tokens.and_then(count),
-            output_tokens: self.completion_tokens.and_then(count),
-            total_tokens: self.total_tokens.and_then(count),
-            reasoning_tokens: self.completion_tokens_details.and_then(|d| d.reasoning_tokens).and_then(count),
-            cached_input_tokens: self.prompt_tokens_details.and_then(|d| d.cached_tokens).and_then(count),
+fn parse_chunk(text: &str) -> json::Result<Chunk<'_>> {
+    let mut chunk = Chunk::default();
+    let mut r = Reader::new(text);
+    r.object(&mut |r, key| {
+        match key {
+            "id" => chunk.id = r.opt_string()?,
+            "model" => chunk.model = r.opt_string()?,
+            "created" => {
+                chunk.has_created = !r.is_null();
+                chunk.created = r.opt_count()?;
+            }
+            "choices" if !r.is_null() => r.array(&mut |r, i| if i == 0 { choice(r, &mut chunk) } else { Ok(()) })?,
+            "usage" => chunk.usage = usage(r)?,
+            "x_groq" if !r.is_null() => r.object(&mut |r, key| {
+                if key == "usage" {
+                    chunk.groq_usage = usage(r)?;
+                }
+                Ok(())
+            })?,
+            "error" if !r.is_null() => chunk.error = Some(r.raw()?),
+            _ => {}
         }
+        Ok(())
+    })?;
+    r.end()?;
+    Ok(chunk)
+}
+
+fn choice<'a>(r: &mut Reader<'a>, chunk: &mut Chunk<'a>) -> json::Result<()> {
+    r.object(&mut |r, key| {
+        match key {
+            "delta" if !r.is_null() => r.object(&mut |r, key| {
+                let delta = &mut chunk.delta;
+                match key {
+                    "content" => delta.content = r.opt_string()?,
+                    "reasoning_content" => delta.reasoning_content = r.opt_string()?,
+                    "reasoning" => delta.reasoning = r.opt_string()?,
+                    "tool_calls" if !r.is_null() => r.array(&mut |r, _| {
+                        let call = tool_call(r)?;
+                        delta.tool_calls.push(call);
+                        Ok(())
+                    })?,
+                    _ => {}
+                }
+                Ok(())
+            })?,
+            "finish_reason" => chunk.finish_reason = r.opt_string()?,
+            _ => {}
+        }
+        Ok(())
+    })
+}
+
+fn tool_call<'a>(r: &mut Reader<'a>) -> json::Result<ToolCall<'a>> {
+    let mut call = ToolCall::default();
+    r.object(&mut |r, key| {
+        match key {
+            "index" => {
+                call.index = match r.opt_u64()? {
+                    Some(n) => Some(u32::try_from(n).map_err(|_| r.error("tool call index out of range"))?),
+                    None => None,
+                }
+            }
+            "id" => call.id = r.opt_string()?,
+            "function" if !r.is_null() => r.object(&mut |r, key| {
+                match key {
+                    "name" => call.name = r.opt_string()?,
+                    "arguments" => call.arguments = r.opt_string()?,
+                    _ => {}
+                }
+                Ok(())
+            })?,
+            _ => {}
+        }
+        Ok(())
+    })?;
+    Ok(call)
+}
+
+/// `usage`, or `None` for `null`. Token counts arrive as JSON numbers; a few servers write them as
+/// floats (`12.0`).
+fn usage(r: &mut Reader<'_>) -> json::Result<Option<Usage>> {
+    if r.is_null() {
+        return Ok(None);
     }
+    let mut usage = Usage::default();
+    r.object(&mut |r, key| {
+        match key {
+            "prompt_tokens" => usage.input_tokens = r.opt_count()?,
+            "completion_tokens" => usage.output_tokens = r.opt_count()?,
+            "total_tokens" => usage.total_tokens = r.opt_count()?,
+            "prompt_tokens_details" if !r.is_null() => r.object(&mut |r, key| {
+                if key == "cached_tokens" {
+                    usage.cached_input_tokens = r.opt_count()?;
+                }
+                Ok(())
+            })?,
+            "completion_tokens_details" if !r.is_null() => r.object(&mut |r, key| {
+                if key == "reasoning_tokens" {
+                    usage.reasoning_tokens = r.opt_count()?;
+                }
+                Ok(())
+            })?,
+            _ => {}
+        }
+        Ok(())
+    })?;
+    Ok(Some(usage))
 }
 
 #[cfg(test)]
@@ -552,11 +594,11 @@ mod tests {
     #[test]
     fn strings_without_escapes_are_borrowed_from_the_event() {
         let data = r#"{"id":"c1","choices":[{"delta":{"content":"plain","reasoning":"a\nb"},"finish_reason":null}]}"#;
-        let chunk: Chunk = serde_json::from_str(data).unwrap();
-        assert!(matches!(chunk.id, Some(Text(Cow::Borrowed("c1")))));
-        let delta = chunk.choices.unwrap().into_iter().next().unwrap().delta.unwrap();
-        assert!(matches!(delta.content, Some(Text(Cow::Borrowed("plain")))));
-        assert!(matches!(delta.reasoning, Some(Text(Cow::Owned(ref s))) if s == "a\nb"));
+        let chunk = parse_chunk(data).unwrap();
+        assert!(matches!(chunk.id, Some(Cow::Borrowed("c1"))));
+        assert!(matches!(chunk.delta.content, Some(Cow::Borrowed("plain"))));
+        assert!(matches!(chunk.delta.reasoning, Some(Cow::Owned(ref s)) if s == "a\nb"));
+        assert!(chunk.finish_reason.is_none());
     }
 
     #[test]

@@ -186,3 +186,46 @@ mod tests {
         assert_eq!(super::parse_iso("garbage"), 0.0);
     }
 }
+
+/// Reads memory options (`new Memory({ options })`, then a call's `memory.options` over them).
+/// Unknown keys are ignored, as the reference ignores options it does not know.
+pub fn parse_memory_options(v: &Value, base: &MemoryConfig, field: &str) -> Result<MemoryConfig, AgentError> {
+    use crate::core::input::{join, kind, opt_bool, opt_str};
+    let mut c = base.clone();
+    if v.is_null() {
+        return Ok(c);
+    }
+    if !v.is_object() {
+        return Err(AgentError::invalid(field, format!("expected an object of memory options, got {}", kind(v))));
+    }
+    match v.get("lastMessages") {
+        None | Some(Value::Null) => {}
+        Some(Value::Bool(false)) => c.last_messages = 0,
+        Some(Value::Number(n)) if n.as_u64().is_some() => c.last_messages = n.as_u64().unwrap_or(0) as usize,
+        Some(other) => {
+            return Err(AgentError::invalid(join(field, "lastMessages"), format!("expected a non-negative integer or false, got {}", kind(other))))
+        }
+    }
+    if let Some(b) = opt_bool(v, "readOnly", field)? {
+        c.read_only = b;
+    }
+    if let Some(b) = opt_bool(v, "filterIncompleteToolCalls", field)? {
+        c.filter_incomplete_tool_calls = b;
+    }
+    match v.get("workingMemory") {
+        None | Some(Value::Null) => {}
+        Some(w @ Value::Object(_)) => {
+            let path = join(field, "workingMemory");
+            let enabled = opt_bool(w, "enabled", &path)?.unwrap_or(false);
+            let template = opt_str(w, "template", &path)?.map(str::to_owned);
+            let resource_scope = match opt_str(w, "scope", &path)? {
+                None | Some("resource") => true,
+                Some("thread") => false,
+                Some(other) => return Err(AgentError::invalid(join(&path, "scope"), format!("expected 'resource' or 'thread', got '{other}'"))),
+            };
+            c.working_memory = enabled.then_some(WorkingMemory { template, resource_scope });
+        }
+        Some(other) => return Err(AgentError::invalid(join(field, "workingMemory"), format!("expected an object like {{ enabled: true }}, got {}", kind(other)))),
+    }
+    Ok(c)
+}

@@ -1,0 +1,372 @@
+//! `Memory`, `InMemoryStore`, and user storage objects as stores.
+//!
+//! A store class made here is found again from its JavaScript object through a registry of
+//! weak references keyed by the id the object reports, so `new Memory({ storage })` can use the
+//! Rust store behind it without taking the JavaScript object apart.
+
+use std::cell::{Cell, RefCell};
+use std::rc::{Rc, Weak};
+
+use js_sys::{Function, Promise, Reflect};
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+use super::convert::{error_to_js, from_json, js_kind, to_json, type_error};
+use super::tools::{call_async, thrown_message};
+use crate::core::env::LocalFuture;
+use crate::core::error::AgentError;
+use crate::core::memory::{
+    parse_memory_options, stored_to_ui, InMemoryStore as CoreInMemoryStore, MemoryConfig, MessageQuery, Resource, StoredMessage, Store, Thread,
+};
+
+thread_local! {
+    static STORES: RefCell<Vec<(u32, Weak<dyn Store>)>> = const { RefCell::new(Vec::new()) };
+    static NEXT_STORE: Cell<u32> = const { Cell::new(1) };
+}
+
+/// Registers a store made here; returns the id its JavaScript object reports.
+pub fn register_store(store: &Rc<dyn Store>) -> u32 {
+    let id = NEXT_STORE.with(|n| {
+        let id = n.get();
+        n.set(id + 1);
+        id
+    });
+    STORES.with(|s| {
+        let mut s = s.borrow_mut();
+        s.retain(|(_, w)| w.strong_count() > 0);
+        s.push((id, Rc::downgrade(store)));
+    });
+    id
+}
+
+fn lookup_store(obj: &JsValue) -> Option<Rc<dyn Store>> {
+    let f = Reflect::get(obj, &"__storeId".into()).ok()?.dyn_into::<Function>().ok()?;
+    let id = f.call0(obj).ok()?.as_f64()? as u32;
+    STORES.with(|s| s.borrow().iter().find(|(i, _)| *i == id).and_then(|(_, w)| w.upgrade()))
+}
+
+/// Keeps conversations in memory: the default where there is no IndexedDB.
+#[wasm_bindgen(js_name = InMemoryStore)]
+pub struct JsInMemoryStore {
+    _store: Rc<dyn Store>,
+    id: u32,
+}
+
+#[wasm_bindgen(js_class = InMemoryStore)]
+impl JsInMemoryStore {
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> JsInMemoryStore {
+        let store: Rc<dyn Store> = Rc::new(CoreInMemoryStore::new());
+        let id = register_store(&store);
+        JsInMemoryStore { _store: store, id }
+    }
+
+    #[doc(hidden)]
+    #[wasm_bindgen(js_name = __storeId)]
+    pub fn store_id(&self) -> u32 {
+        self.id
+    }
+}
+
+impl Default for JsInMemoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The storage methods a user object must have, with the argument each takes.
+const STORE_METHODS: &[&str] = &[
+    "getThreadById",
+    "saveThread",
+    "deleteThread",
+    "listThreads",
+    "listMessages",
+    "saveMessages",
+    "deleteMessages",
+    "getResource",
+    "saveResource",
+];
+
+/// A JavaScript object with the storage methods (a Worker's KV, D1 or Durable Object adapter).
+/// Every method takes one object argument and may return a promise.
+pub struct JsStore {
+    obj: JsValue,
+}
+
+impl JsStore {
+    pub fn new(obj: JsValue, field: &str) -> Result<JsStore, JsValue> {
+        let missing: Vec<&str> = STORE_METHODS
+            .iter()
+            .copied()
+            .filter(|m| !Reflect::get(&obj, &JsValue::from_str(m)).map(|f| f.is_function()).unwrap_or(false))
+            .collect();
+        if !missing.is_empty() {
+            return Err(type_error(
+                field,
+                &format!("is missing the storage method{} {}; a storage object needs {}", if missing.len() > 1 { "s" } else { "" }, missing.join(", "), STORE_METHODS.join(", ")),
+            ));
+        }
+        Ok(JsStore { obj })
+    }
+
+    async fn call(&self, method: &str, arg: Value) -> Result<JsValue, AgentError> {
+        let f: Function = Reflect::get(&self.obj, &JsValue::from_str(method))
+            .ok()
+            .and_then(|f| f.dyn_into().ok())
+            .ok_or_else(|| AgentError::Storage { message: format!("storage.{method} is not a function") })?;
+        call_async(&f, &self.obj, &[&from_json(&arg)])
+            .await
+            .map_err(|e| AgentError::Storage { message: format!("storage.{method} failed: {}", thrown_message(&e)) })
+    }
+
+    async fn call_json(&self, method: &str, arg: Value) -> Result<Value, AgentError> {
+        let v = self.call(method, arg).await?;
+        to_json(&v, &format!("storage.{method}() result")).map_err(|e| AgentError::Storage { message: e.to_string() })
+    }
+
+    fn list_of<T>(v: Value, method: &str, read: impl Fn(&Value, &str) -> Result<T, AgentError>) -> Result<Vec<T>, AgentError> {
+        let what = format!("storage.{method}");
+        match v {
+            Value::Null => Ok(Vec::new()),
+            Value::Array(items) => items.iter().map(|i| read(i, &what)).collect(),
+            // `{ messages: [...] }` or `{ threads: [...] }`, as some adapters answer.
+            Value::Object(o) => match o.values().find(|x| x.is_array()) {
+                Some(Value::Array(items)) => items.iter().map(|i| read(i, &what)).collect(),
+                _ => Err(AgentError::Storage { message: format!("{what} returned an object without an array") }),
+            },
+            _ => Err(AgentError::Storage { message: format!("{what} returned something that is not an array") }),
+        }
+    }
+}
+
+impl Store for JsStore {
+    fn get_thread_by_id<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<Thread>, AgentError>> {
+        Box::pin(async move {
+            match self.call_json("getThreadById", serde_json::json!({ "threadId": id })).await? {
+                Value::Null => Ok(None),
+                v => Thread::from_json(&v, "storage.getThreadById").map(Some),
+            }
+        })
+    }
+    fn save_thread<'a>(&'a self, thread: &'a Thread) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move { self.call("saveThread", serde_json::json!({ "thread": thread.to_json() })).await.map(drop) })
+    }
+    fn delete_thread<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move { self.call("deleteThread", serde_json::json!({ "threadId": id })).await.map(drop) })
+    }
+    fn list_threads<'a>(&'a self, resource_id: &'a str) -> LocalFuture<'a, Result<Vec<Thread>, AgentError>> {
+        Box::pin(async move {
+            let v = self.call_json("listThreads", serde_json::json!({ "resourceId": resource_id })).await?;
+            Self::list_of(v, "listThreads", Thread::from_json)
+        })
+    }
+    fn list_messages<'a>(&'a self, q: &'a MessageQuery) -> LocalFuture<'a, Result<Vec<StoredMessage>, AgentError>> {
+        Box::pin(async move {
+            let mut arg = serde_json::json!({ "threadId": q.thread_id });
+            if let Some(n) = q.last {
+                arg["last"] = n.into();
+            }
+            if let Some(b) = &q.before {
+                arg["before"] = b.as_str().into();
+            }
+            let v = self.call_json("listMessages", arg).await?;
+            let mut msgs = Self::list_of(v, "listMessages", StoredMessage::from_json)?;
+            // Hold adapters to the contract: time order, and no more than asked for.
+            msgs.sort_by(|a, b| (a.created_at.as_str(), a.id.as_str()).cmp(&(b.created_at.as_str(), b.id.as_str())));
+            if let Some(n) = q.last {
+                let extra = msgs.len().saturating_sub(n);
+                msgs.drain(..extra);
+            }
+            Ok(msgs)
+        })
+    }
+    fn save_messages<'a>(&'a self, messages: &'a [StoredMessage]) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move {
+            let list: Vec<Value> = messages.iter().map(StoredMessage::to_json).collect();
+            self.call("saveMessages", serde_json::json!({ "messages": list })).await.map(drop)
+        })
+    }
+    fn delete_messages<'a>(&'a self, ids: &'a [String]) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move { self.call("deleteMessages", serde_json::json!({ "messageIds": ids })).await.map(drop) })
+    }
+    fn get_resource<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<Resource>, AgentError>> {
+        Box::pin(async move {
+            match self.call_json("getResource", serde_json::json!({ "resourceId": id })).await? {
+                Value::Null => Ok(None),
+                v => Resource::from_json(&v, "storage.getResource").map(Some),
+            }
+        })
+    }
+    fn save_resource<'a>(&'a self, resource: &'a Resource) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move { self.call("saveResource", serde_json::json!({ "resource": resource.to_json() })).await.map(drop) })
+    }
+}
+
+/// A store from `storage`: one of ours, a user object, or the default for this runtime.
+fn store_from(storage: &JsValue, field: &str) -> Result<Rc<dyn Store>, JsValue> {
+    if storage.is_undefined() || storage.is_null() {
+        return Ok(default_store());
+    }
+    if !storage.is_object() {
+        return Err(type_error(field, &format!("expected a store (new InMemoryStore(), new IndexedDBStore()) or an object with the storage methods, got {}", js_kind(storage))));
+    }
+    if let Some(store) = lookup_store(storage) {
+        return Ok(store);
+    }
+    Ok(Rc::new(JsStore::new(storage.clone(), field)?))
+}
+
+/// IndexedDB where the runtime has it, else memory.
+fn default_store() -> Rc<dyn Store> {
+    Rc::new(CoreInMemoryStore::new())
+}
+
+pub struct MemoryInner {
+    pub store: Rc<dyn Store>,
+    pub options: MemoryConfig,
+    /// The options as given, for settings read elsewhere (`generateTitle`).
+    pub options_json: Value,
+}
+
+thread_local! {
+    static MEMORIES: RefCell<Vec<(u32, Weak<MemoryInner>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The `Memory` behind a JavaScript `Memory` object (for `new Agent({ memory })`).
+pub fn lookup_memory(obj: &JsValue) -> Option<Rc<MemoryInner>> {
+    let f = Reflect::get(obj, &"__memoryId".into()).ok()?.dyn_into::<Function>().ok()?;
+    let id = f.call0(obj).ok()?.as_f64()? as u32;
+    MEMORIES.with(|m| m.borrow().iter().find(|(i, _)| *i == id).and_then(|(_, w)| w.upgrade()))
+}
+
+/// Conversation memory: threads and messages in a store.
+#[wasm_bindgen]
+pub struct Memory {
+    inner: Rc<MemoryInner>,
+    id: u32,
+}
+
+fn arg_str(arg: &JsValue, key: &str, method: &str) -> Result<String, JsValue> {
+    if let Some(s) = arg.as_string() {
+        return Ok(s);
+    }
+    let v = if arg.is_object() { Reflect::get(arg, &key.into()).unwrap_or(JsValue::UNDEFINED) } else { arg.clone() };
+    v.as_string().ok_or_else(|| type_error(&format!("memory.{method}(…).{key}"), &format!("expected a string, got {}", js_kind(&v))))
+}
+
+fn promise(fut: impl std::future::Future<Output = Result<JsValue, AgentError>> + 'static) -> Promise {
+    future_to_promise(async move { fut.await.map_err(|e| error_to_js(&e)) })
+}
+
+#[wasm_bindgen]
+impl Memory {
+    #[wasm_bindgen(constructor)]
+    pub fn new(#[wasm_bindgen(unchecked_param_type = "MemoryInit | undefined")] config: JsValue) -> Result<Memory, JsValue> {
+        if !(config.is_undefined() || config.is_null() || config.is_object()) {
+            return Err(type_error("new Memory(config)", "expected an object like { storage, options } or nothing"));
+        }
+        let get = |k: &str| if config.is_object() { Reflect::get(&config, &k.into()).unwrap_or(JsValue::UNDEFINED) } else { JsValue::UNDEFINED };
+        let store = store_from(&get("storage"), "new Memory(config).storage")?;
+        let options_json = to_json(&get("options"), "new Memory(config).options").map_err(|e| error_to_js(&e))?;
+        let options = parse_memory_options(&options_json, &MemoryConfig::default(), "new Memory(config).options").map_err(|e| error_to_js(&e))?;
+        let inner = Rc::new(MemoryInner { store, options, options_json });
+        let id = NEXT_STORE.with(|n| {
+            let id = n.get();
+            n.set(id + 1);
+            id
+        });
+        MEMORIES.with(|m| {
+            let mut m = m.borrow_mut();
+            m.retain(|(_, w)| w.strong_count() > 0);
+            m.push((id, Rc::downgrade(&inner)));
+        });
+        Ok(Memory { inner, id })
+    }
+
+    #[doc(hidden)]
+    #[wasm_bindgen(js_name = __memoryId)]
+    pub fn memory_id(&self) -> u32 {
+        self.id
+    }
+
+    /// `getThreadById({ threadId })` (or the id itself): the thread, or `null`.
+    #[wasm_bindgen(js_name = getThreadById, unchecked_return_type = "Promise<StorageThread | null>")]
+    pub fn get_thread_by_id(&self, arg: JsValue) -> Result<Promise, JsValue> {
+        let id = arg_str(&arg, "threadId", "getThreadById")?;
+        let store = self.inner.store.clone();
+        Ok(promise(async move { Ok(store.get_thread_by_id(&id).await?.map(|t| from_json(&t.to_json())).unwrap_or(JsValue::NULL)) }))
+    }
+
+    /// `listThreads({ resourceId })`: the resource's threads, most recently updated first.
+    #[wasm_bindgen(js_name = listThreads, unchecked_return_type = "Promise<StorageThread[]>")]
+    pub fn list_threads(&self, arg: JsValue) -> Result<Promise, JsValue> {
+        let id = arg_str(&arg, "resourceId", "listThreads")?;
+        let store = self.inner.store.clone();
+        Ok(promise(async move {
+            let threads = store.list_threads(&id).await?;
+            Ok(from_json(&Value::Array(threads.iter().map(Thread::to_json).collect())))
+        }))
+    }
+
+    /// `listMessages({ threadId, last?, before?, format? })`: stored messages in time order, or
+    /// with `format: 'ui'` the same as UI messages ready to render.
+    #[wasm_bindgen(js_name = listMessages, unchecked_return_type = "Promise<StorageMessage[] | UIMessage[]>")]
+    pub fn list_messages(&self, arg: JsValue) -> Result<Promise, JsValue> {
+        let thread_id = arg_str(&arg, "threadId", "listMessages")?;
+        let opts = if arg.is_object() { to_json(&arg, "memory.listMessages(…)").map_err(|e| error_to_js(&e))? } else { Value::Null };
+        let path = "memory.listMessages(…)";
+        let last = crate::core::input::opt_u64(&opts, "last", path).map_err(|e| error_to_js(&e))?.map(|n| n as usize);
+        let before = crate::core::input::opt_str(&opts, "before", path).map_err(|e| error_to_js(&e))?.map(str::to_owned);
+        let ui = match crate::core::input::opt_str(&opts, "format", path).map_err(|e| error_to_js(&e))? {
+            None | Some("v2") => false,
+            Some("ui") => true,
+            Some(other) => return Err(type_error("memory.listMessages(…).format", &format!("expected 'ui' or 'v2', got '{other}'"))),
+        };
+        let store = self.inner.store.clone();
+        Ok(promise(async move {
+            let msgs = store.list_messages(&MessageQuery { thread_id, last, before }).await?;
+            let out: Vec<Value> = msgs.iter().map(|m| if ui { stored_to_ui(m) } else { m.to_json() }).collect();
+            Ok(from_json(&Value::Array(out)))
+        }))
+    }
+
+    /// `updateThread({ id, title?, metadata? })`: the updated thread.
+    #[wasm_bindgen(js_name = updateThread, unchecked_return_type = "Promise<StorageThread>")]
+    pub fn update_thread(&self, arg: JsValue) -> Result<Promise, JsValue> {
+        let id = arg_str(&arg, "id", "updateThread")?;
+        let patch = to_json(&arg, "memory.updateThread(…)").map_err(|e| error_to_js(&e))?;
+        let title = crate::core::input::opt_str(&patch, "title", "memory.updateThread(…)").map_err(|e| error_to_js(&e))?.map(str::to_owned);
+        let metadata = patch.get("metadata").filter(|m| !m.is_null()).cloned();
+        let store = self.inner.store.clone();
+        Ok(promise(async move {
+            let mut t = store.get_thread_by_id(&id).await?.ok_or_else(|| AgentError::Storage { message: format!("There is no thread '{id}' to update") })?;
+            if title.is_some() {
+                t.title = title;
+            }
+            if metadata.is_some() {
+                t.metadata = metadata;
+            }
+            t.updated_at = crate::core::memory::iso_time(js_sys::Date::now());
+            store.save_thread(&t).await?;
+            Ok(from_json(&t.to_json()))
+        }))
+    }
+
+    /// `deleteThread(threadId)`: the thread and its messages.
+    #[wasm_bindgen(js_name = deleteThread, unchecked_return_type = "Promise<void>")]
+    pub fn delete_thread(&self, arg: JsValue) -> Result<Promise, JsValue> {
+        let id = arg_str(&arg, "threadId", "deleteThread")?;
+        let store = self.inner.store.clone();
+        Ok(promise(async move {
+            store.delete_thread(&id).await?;
+            Ok(JsValue::UNDEFINED)
+        }))
+    }
+}
+
+impl Memory {
+    pub fn inner(&self) -> &Rc<MemoryInner> {
+        &self.inner
+    }
+}
