@@ -524,5 +524,113 @@ export function builtinScripts() {
     },
   });
   add('replay', replayScript);
+  for (const [name, script] of extraToolScripts()) add(name, script);
   return scripts;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tool loops: scripts that call a named tool with given arguments, or keep calling tools, for
+// tests of maxSteps, stopWhen, hasToolCall and argument validation.
+
+/** Assistant turns with tool calls in the conversation so far (= tool steps already taken). */
+function toolTurns(body) {
+  return messagesOf(body).filter((m) => m?.role === 'assistant' && Array.isArray(m.tool_calls) && m.tool_calls.length > 0).length;
+}
+
+/** `<toolName>[:<json args>]` → a call (args `{}` when absent; a non-JSON rest is sent as is). */
+function namedCall(arg) {
+  const colon = arg.indexOf(':');
+  const name = (colon === -1 ? arg : arg.slice(0, colon)).trim() || 'weather';
+  const rest = colon === -1 ? '' : arg.slice(colon + 1);
+  let args = '{}';
+  if (rest !== '') {
+    try {
+      args = JSON.stringify(JSON.parse(rest));
+    } catch {
+      args = rest;
+    }
+  }
+  return { id: 'call_' + randomId(24), name, arguments: args };
+}
+
+/** A call of the request's tool `name`, its arguments made to fit that tool's schema. */
+function sampledCall(body, name, variant = 0) {
+  const tool = requestTools(body).find((t) => t.name === name);
+  const args = tool ? sampleObject(tool.parameters, variant) : {};
+  return { id: 'call_' + randomId(24), name, arguments: JSON.stringify(args) };
+}
+
+async function streamCalls(ex, calls) {
+  const chat = ex.chat();
+  chat.role();
+  calls.forEach((call, index) => {
+    for (const piece of callPieces(call, index)) chat.toolCall(piece);
+  });
+  await chat.complete('tool_calls');
+}
+
+function extraToolScripts() {
+  return [
+    [
+      'call',
+      {
+        description:
+          'call:<tool>[:<json args>] one call of <tool> with exactly those arguments (split at odd places); ' +
+          'answers "The tool said: …" once the conversation ends with tool results',
+        async run(ex) {
+          if (await answerToolResults(ex)) return;
+          await streamCalls(ex, [namedCall(ex.arg)]);
+        },
+      },
+    ],
+    [
+      'call-always',
+      {
+        description: 'call-always:<tool>[:<json args>] like call, but calls again on every request (never answers with text)',
+        run: (ex) => streamCalls(ex, [namedCall(ex.arg)]),
+      },
+    ],
+    [
+      'parallel',
+      {
+        description:
+          'parallel:<n> n calls (default 3) of the request\'s first tool in one response (args fit its schema, ' +
+          'one variant each); answers "The tool said: …" once the conversation ends with tool results',
+        async run(ex) {
+          if (await answerToolResults(ex)) return;
+          const n = Math.max(1, Math.min(50, Number.parseInt(ex.arg, 10) || 3));
+          await streamCalls(ex, plannedCalls(ex.body, n));
+        },
+      },
+    ],
+    [
+      'tools-then-text',
+      {
+        description:
+          'tools-then-text:<n> calls the request\'s first tool (one call per response) until the conversation ' +
+          'holds n tool-call turns (default 2), then answers "Done after <n> tool steps."',
+        async run(ex) {
+          const n = Math.max(0, Number.parseInt(ex.arg, 10) || (ex.arg.trim() === '0' ? 0 : 2));
+          const turns = toolTurns(ex.body);
+          if (turns >= n) return streamText(ex, `Done after ${turns} tool steps.`);
+          const [tool] = requestTools(ex.body);
+          await streamCalls(ex, [sampledCall(ex.body, tool ? tool.name : 'weather', turns)]);
+        },
+      },
+    ],
+    [
+      'sequence',
+      {
+        description:
+          'sequence:<a>,<b>,… step i calls tool i of the list (args fit that tool\'s schema); ' +
+          'after the list answers "Done after <n> tool steps."',
+        async run(ex) {
+          const names = ex.arg.split(',').map((s) => s.trim()).filter(Boolean);
+          const turns = toolTurns(ex.body);
+          if (turns >= names.length) return streamText(ex, `Done after ${turns} tool steps.`);
+          await streamCalls(ex, [sampledCall(ex.body, names[turns], turns)]);
+        },
+      },
+    ],
+  ];
 }

@@ -1,0 +1,122 @@
+// The README's tool examples, run as tests. Each example sits between `// README:<name>` and
+// `// END` exactly as the README shows it, except for two lines: the imports are comments here
+// (this file imports at the top) and `model:` points at the local model server instead of
+// 'openai/gpt-4o-mini'. `console.log` is captured so the test can check what the example prints.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { format } from 'node:util';
+import { z } from 'zod';
+import { Agent, T, noUnhandledRejections, useModelServer } from './helpers.mjs';
+import { createTool } from './tools-helpers.mjs';
+
+const server = useModelServer();
+
+/** A stand-in for `console` whose `log` lines are kept (and not printed). */
+function capture() {
+  const lines = [];
+  return { lines, log: (...args) => lines.push(format(...args)) };
+}
+
+test('README: a weather tool with a JSON Schema', T, async () => {
+  const console = capture();
+  const MODEL_URL = server.current.url;
+
+  // README:weather-tool
+  // import { Agent, createTool } from 'wasm-agent'
+
+  const weather = createTool({
+    id: 'weather',
+    description: 'Current weather for a city',
+    inputSchema: {
+      type: 'object',
+      properties: { city: { type: 'string', description: 'City name, e.g. Paris' } },
+      required: ['city'],
+    },
+    execute: async ({ city }, { abortSignal }) => {
+      // Call your weather service here; pass abortSignal to fetch so an abort stops it.
+      return { city, temperatureC: 18, conditions: 'sunny' }
+    },
+  })
+
+  const agent = new Agent({
+    id: 'forecaster',
+    instructions: 'Use the weather tool to answer.',
+    model: { id: 'openai/tool-call', url: MODEL_URL, apiKey: 'local' }, // README: model: 'openai/gpt-4o-mini',
+    tools: { weather },
+  })
+
+  const out = await agent.stream('What is the weather in Paris?')
+  for await (const chunk of out.fullStream) {
+    if (chunk.type === 'tool-call') console.log('calling', chunk.payload.toolName, chunk.payload.args)
+    if (chunk.type === 'tool-result') console.log('result', chunk.payload.result)
+  }
+  console.log(await out.text)
+  console.log((await out.steps).length, 'steps')
+  // END
+
+  assert.equal(console.lines.length, 4, console.lines.join('\n'));
+  assert.equal(console.lines[0], "calling weather { city: 'Paris' }");
+  assert.match(console.lines[1], /^result \{ city: 'Paris', (temperatureC: 18, conditions: 'sunny'|conditions: 'sunny', temperatureC: 18) \}$/);
+  assert.match(console.lines[2], /^The tool said: \{.*"city":"Paris".*\}$/);
+  assert.deepEqual(JSON.parse(console.lines[2].slice('The tool said: '.length)), { city: 'Paris', temperatureC: 18, conditions: 'sunny' });
+  assert.equal(console.lines[3], '2 steps');
+  // What the model was sent: the instructions, the tool, then the call and its result.
+  const [first, second] = server.current.requests.filter((r) => r.body?.tools?.[0]?.function?.name === 'weather').slice(-2).map((r) => r.body);
+  assert.deepEqual(first.messages[0], { role: 'system', content: 'Use the weather tool to answer.' });
+  assert.equal(first.tools[0].function.description, 'Current weather for a city');
+  assert.deepEqual(second.messages.map((m) => m.role), ['system', 'user', 'assistant', 'tool']);
+});
+
+test('README: a zod-typed tool', T, async () => {
+  const console = capture();
+  const MODEL_URL = server.current.url;
+
+  // README:zod-tool
+  // import { Agent, createTool } from 'wasm-agent'
+  // import { z } from 'zod'
+
+  const tasks = []
+  const addTask = createTool({
+    id: 'add-task',
+    description: 'Add a task to the to-do list',
+    inputSchema: z.object({
+      title: z.string().min(1).describe('What to do'),
+      due: z.iso.date().describe('Due date, YYYY-MM-DD'),
+      priority: z.enum(['low', 'normal', 'high']).default('normal'),
+    }),
+    // `task` is what zod parsed (defaults filled in). Arguments that fail the schema never get
+    // here: the model is told which field was wrong and can call again.
+    execute: async (task) => {
+      tasks.push(task)
+      return { added: task.title, open: tasks.length }
+    },
+  })
+
+  const agent = new Agent({
+    id: 'planner',
+    model: { id: 'openai/tool-call', url: MODEL_URL, apiKey: 'local' }, // README: model: 'openai/gpt-4o-mini',
+    tools: { addTask },
+  })
+
+  const out = await agent.stream('Remind me to file my taxes by 2025-04-15')
+  for await (const chunk of out.fullStream) {
+    if (chunk.type === 'tool-error') console.log('tool error:', chunk.payload.error.message)
+  }
+  console.log(tasks)
+  console.log(await out.text)
+  // END
+
+  assert.equal(console.lines.length, 2, console.lines.join('\n'));
+  assert.deepEqual(tasks, [{ title: 'example', due: '2025-01-01', priority: 'normal' }]);
+  assert.equal(console.lines[0], "[ { title: 'example', due: '2025-01-01', priority: 'normal' } ]");
+  assert.deepEqual(JSON.parse(console.lines[1].slice('The tool said: '.length)), { added: 'example', open: 1 });
+  // The model was shown the schema zod describes.
+  const request = server.current.requests.filter((r) => r.body?.tools?.[0]?.function?.name === 'addTask')[0].body;
+  const { parameters } = request.tools[0].function;
+  assert.deepEqual(parameters.required, ['title', 'due']);
+  assert.equal(parameters.properties.due.format, 'date');
+  assert.deepEqual(parameters.properties.priority.enum, ['low', 'normal', 'high']);
+});
+
+noUnhandledRejections();
