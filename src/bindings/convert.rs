@@ -67,7 +67,9 @@ pub fn to_json_strict(v: &JsValue, path: &str) -> Result<Value, AgentError> {
 
 fn to_json_at(v: &JsValue, path: &str, depth: u32, strict: bool) -> Result<Value, AgentError> {
     if depth > MAX_DEPTH {
-        return Err(AgentError::invalid(path, "is nested too deeply (is there a cycle?)"));
+        // The path of a cycle repeats itself: show where it starts, not all 64 levels.
+        let shown: String = path.chars().take(60).collect();
+        return Err(AgentError::invalid(format!("{shown}…"), "is nested too deeply (is there a cycle?)"));
     }
     if strict && v.is_function() {
         return Err(AgentError::invalid(path, "is a function, which cannot be serialised"));

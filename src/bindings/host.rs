@@ -7,7 +7,7 @@ use js_sys::{Array, Function, Object, Reflect};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
-use super::convert::{from_json, to_json};
+use super::convert::{from_json, to_json, to_json_strict};
 use super::tools::{call_async, execute, needs_approval, standard_validate, thrown_message, JsTool, ToolEnv};
 use crate::core::env::LocalFuture;
 use crate::core::error::AgentError;
@@ -121,16 +121,19 @@ impl ToolHost for JsHost {
         })
     }
 
-    fn before_tool_call<'a>(&'a self, call: &'a ToolCall) -> LocalFuture<'a, Option<Value>> {
+    fn before_tool_call<'a>(&'a self, call: &'a ToolCall) -> LocalFuture<'a, Result<Option<Value>, String>> {
         Box::pin(async move {
-            let f = self.before_tool_call.as_ref()?;
-            let ret = call_async(f, &JsValue::UNDEFINED, &[&obj(&call_js(call))]).await.ok()?;
-            let proceed = Reflect::get(&ret, &"proceed".into()).ok()?;
+            let Some(f) = self.before_tool_call.as_ref() else { return Ok(None) };
+            let ret = call_async(f, &JsValue::UNDEFINED, &[&obj(&call_js(call))]).await.map_err(|e| thrown_message(&e))?;
+            if !ret.is_object() {
+                return Ok(None);
+            }
+            let proceed = Reflect::get(&ret, &"proceed".into()).unwrap_or(JsValue::UNDEFINED);
             if proceed.as_bool() == Some(false) {
                 let output = Reflect::get(&ret, &"output".into()).unwrap_or(JsValue::UNDEFINED);
-                return Some(to_json(&output, "output").unwrap_or(Value::Null));
+                return to_json_strict(&output, "beforeToolCall(…).output").map(Some).map_err(|e| e.to_string());
             }
-            None
+            Ok(None)
         })
     }
 

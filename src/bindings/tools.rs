@@ -160,7 +160,7 @@ fn writer(call: &ToolCall, queue: &Rc<RefCell<WriterQueue>>) -> Object {
         }
     };
     let (q, id, name) = (queue.clone(), call.tool_call_id.clone(), call.tool_name.clone());
-    let write = Closure::<dyn FnMut(JsValue) -> Promise>::new(move |value: JsValue| match to_json(&value, "writer.write(value)") {
+    let write = Closure::<dyn FnMut(JsValue) -> Promise>::new(move |value: JsValue| match to_json_strict(&value, "writer.write(value)") {
         Ok(output) => {
             push(&q, Chunk::ToolOutput { tool_call_id: id.clone(), tool_name: name.clone(), output });
             Promise::resolve(&JsValue::UNDEFINED)

@@ -84,8 +84,13 @@ impl ToolHost for TestHost {
         })
     }
 
-    fn before_tool_call<'a>(&'a self, _call: &'a ToolCall) -> LocalFuture<'a, Option<Value>> {
-        Box::pin(async move { self.skip_with.clone() })
+    fn before_tool_call<'a>(&'a self, _call: &'a ToolCall) -> LocalFuture<'a, Result<Option<Value>, String>> {
+        Box::pin(async move {
+            match &self.skip_with {
+                Some(Value::String(s)) if s == "throw" => Err("not allowed for this user".into()),
+                other => Ok(other.clone()),
+            }
+        })
     }
 
     fn after_tool_call<'a>(&'a self, result: &'a crate::core::tools::ToolResult) -> LocalFuture<'a, ()> {
@@ -430,4 +435,12 @@ fn require_tool_approval_applies_to_every_call() {
     });
     assert_eq!(host.started.borrow().as_slice(), ["a"]);
     assert!(r.sink.types().contains(&"tool-call-approval"));
+}
+
+#[test]
+fn a_throwing_before_hook_fails_the_call_instead_of_letting_it_through() {
+    let host = TestHost { skip_with: Some(json!("throw")), ..Default::default() };
+    let r = simple(vec![calls_reply(&[("x", "weather", r#"{"city":"P"}"#)]), text_reply("ok")], with_tools(vec![tool("weather")]), &host);
+    assert!(host.started.borrow().is_empty());
+    assert!(matches!(&r.out.steps[0].tool_results[0].outcome, crate::core::tools::Outcome::Error(m) if m == "not allowed for this user"));
 }

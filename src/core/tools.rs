@@ -173,9 +173,10 @@ pub trait ToolHost {
     fn needs_approval<'a>(&'a self, _call: &'a ToolCall) -> LocalFuture<'a, bool> {
         Box::pin(async { true })
     }
-    /// `hooks.beforeToolCall`: `Some(output)` skips `execute` and uses that output.
-    fn before_tool_call<'a>(&'a self, _call: &'a ToolCall) -> LocalFuture<'a, Option<Value>> {
-        Box::pin(async { None })
+    /// `hooks.beforeToolCall`: `Ok(Some(output))` skips `execute` and uses that output; `Err`
+    /// (the hook threw) fails the call, since a failed check must not let it through.
+    fn before_tool_call<'a>(&'a self, _call: &'a ToolCall) -> LocalFuture<'a, Result<Option<Value>, String>> {
+        Box::pin(async { Ok(None) })
     }
     /// `hooks.afterToolCall`.
     fn after_tool_call<'a>(&'a self, _result: &'a ToolResult) -> LocalFuture<'a, ()> {
@@ -255,8 +256,10 @@ async fn outcome_of(
             return Outcome::Denied { reason };
         }
     }
-    if let Some(output) = host.before_tool_call(&call).await {
-        return Outcome::Result { result: output, is_error: false };
+    match host.before_tool_call(&call).await {
+        Ok(Some(output)) => return Outcome::Result { result: output, is_error: false },
+        Ok(None) => {}
+        Err(message) => return Outcome::Error(message),
     }
     match host.execute(ToolCtx { call: &call, messages, emit }).await {
         Ok(result) => Outcome::Result { result, is_error: false },
