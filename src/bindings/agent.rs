@@ -12,6 +12,7 @@ use super::convert::{error_to_js, js_kind, pick_json, to_json, type_error};
 use super::host::JsHost;
 use super::memory::{lookup_memory, MemoryInner};
 use crate::core::memory::{parse_memory_options, MemoryRun};
+use crate::core::run_memory::{TitleJob, DEFAULT_TITLE_INSTRUCTIONS};
 use super::output::{AgentStreamOutput, Shared};
 use super::run::{spawn_run, Callbacks};
 use super::tools::{parse_tools, JsTool, ToolEnv};
@@ -176,6 +177,33 @@ impl Agent {
         Ok(Some(MemoryRun { store: mem.store.clone(), thread_id, resource_id, title, metadata, config, save_per_step }))
     }
 
+    /// `generateTitle` (the call's memory options over the Memory's): `true` uses the agent's
+    /// model, `{ model?, instructions? }` another.
+    fn title_job(&self, memory_opt: &JsValue, max_retries: u32) -> Result<Option<TitleJob>, JsValue> {
+        let Some(mem) = &self.inner.memory else { return Ok(None) };
+        let call = Reflect::get(memory_opt, &"options".into()).ok().filter(|o| o.is_object()).and_then(|o| Reflect::get(&o, &"generateTitle".into()).ok());
+        let (setting, field) = match call.filter(|v| !v.is_undefined()) {
+            Some(v) => (to_json(&v, "options.memory.options.generateTitle").map_err(|e| error_to_js(&e))?, "options.memory.options.generateTitle"),
+            None => (mem.options_json.get("generateTitle").cloned().unwrap_or(Value::Null), "new Memory(config).options.generateTitle"),
+        };
+        let (model, instructions) = match &setting {
+            Value::Null | Value::Bool(false) => return Ok(None),
+            Value::Bool(true) => (None, None),
+            Value::Object(o) => (o.get("model").filter(|m| !m.is_null()).cloned(), o.get("instructions").and_then(Value::as_str).map(str::to_owned)),
+            other => return Err(type_error(field, &format!("expected true, false or {{ model?, instructions? }}, got {}", crate::core::input::kind(other)))),
+        };
+        let (endpoint, model) = match model {
+            None => (self.inner.endpoint.clone(), self.inner.model_name.clone()),
+            Some(m) => {
+                let path = format!("{field}.model");
+                let mc = crate::core::options::parse_model_config(&m, &path).map_err(|e| error_to_js(&e))?;
+                registry::resolve(&mc.id, mc.url, mc.api_key, mc.headers, &crate::platform::env_var, &path).map_err(|e| error_to_js(&e))?
+            }
+        };
+        let instructions = instructions.unwrap_or_else(|| DEFAULT_TITLE_INSTRUCTIONS.to_string());
+        Ok(Some(TitleJob { endpoint, model, instructions, max_retries }))
+    }
+
     fn decide(&self, args: &JsValue, method: &str, decision: Decision) -> Result<bool, JsValue> {
         let read = |k: &str| {
             let v = if args.is_object() { Reflect::get(args, &k.into()).unwrap_or(JsValue::UNDEFINED) } else { JsValue::UNDEFINED };
@@ -228,6 +256,11 @@ impl Agent {
             return Err(type_error("options.hooks", "expected an object like { beforeToolCall, afterToolCall }"));
         }
         let memory = self.memory_run(&opt("memory"), &opt("savePerStep"))?;
+        let title = match &memory {
+            Some(_) => self.title_job(&opt("memory"), max_retries_of(&opts, &inner.config))?,
+            None => None,
+        };
+        let on_title = Reflect::get(&opt("memory"), &"onTitleGenerated".into()).ok().and_then(|f| f.dyn_into::<Function>().ok());
         let input_len = input.len();
         let prompt = build_prompt(&inner.config.instructions, &opts, input);
         let input_start = prompt.len() - input_len;
@@ -238,7 +271,7 @@ impl Agent {
         let tool_abort = web_sys::AbortController::new()?;
         let tool_signal: JsValue = tool_abort.signal().into();
         abort.on_abort(Box::new(move || tool_abort.abort()));
-        let host = JsHost::new(
+        let mut host = JsHost::new(
             tools.clone(),
             ToolEnv { run_id: run_id.clone(), agent_id: inner.config.id.clone(), abort_signal: tool_signal, request_context: opt("requestContext") },
             &hooks,
@@ -248,6 +281,7 @@ impl Agent {
             max_steps as usize,
             merged.get("modelSettings").cloned().unwrap_or(Value::Null),
         );
+        host.on_title_generated = on_title;
         let cfg = RunConfig {
             run_id: run_id.clone(),
             endpoint: inner.endpoint.clone(),
@@ -263,6 +297,7 @@ impl Agent {
             stop_when,
             input_start,
             memory,
+            title,
         };
         let shared = Shared::new(run_id.clone(), abort.clone());
         let approvals = Rc::new(Approvals::default());
@@ -312,6 +347,10 @@ fn check_functions(options: &JsValue, path: &str) -> Result<(), JsValue> {
 pub(crate) fn callback(options: &JsValue, defaults: &JsValue, name: &str) -> Option<Function> {
     let v = option_or_default(options, defaults, name);
     v.dyn_into::<Function>().ok()
+}
+
+fn max_retries_of(opts: &crate::core::options::StreamOptions, config: &AgentConfig) -> u32 {
+    opts.model_settings.max_retries.unwrap_or(config.max_retries)
 }
 
 pub(crate) fn json_value(v: &Value) -> JsValue {

@@ -29,6 +29,8 @@ pub struct JsHost {
     pub max_steps: usize,
     /// The call's `modelSettings` (JSON), under which `prepareStep` settings merge.
     pub base_settings: Value,
+    /// `memory.onTitleGenerated`.
+    pub on_title_generated: Option<Function>,
     /// Arguments as a Standard Schema parsed them (transforms applied), by tool call id.
     parsed: RefCell<Vec<(String, JsValue)>>,
 }
@@ -53,6 +55,7 @@ impl JsHost {
             on_iteration_complete,
             max_steps,
             base_settings,
+            on_title_generated: None,
             parsed: RefCell::new(Vec::new()),
         }
     }
@@ -180,6 +183,15 @@ impl Hooks for JsHost {
                 o.active_tools = Some(names.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect());
             }
             Ok(Some(o))
+        })
+    }
+
+    fn title_generated<'a>(&'a self, thread_id: &'a str, title: &'a str) -> LocalFuture<'a, ()> {
+        Box::pin(async move {
+            if let Some(f) = &self.on_title_generated {
+                let arg = obj(&[("threadId", JsValue::from_str(thread_id)), ("title", JsValue::from_str(title))]);
+                let _ = call_async(f, &JsValue::UNDEFINED, &[&arg]).await;
+            }
         })
     }
 

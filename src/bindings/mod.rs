@@ -30,6 +30,7 @@ export interface AgentConfig {
   maxRetries?: number;
   defaultOptions?: StreamOptions;
   tools?: Record<string, Tool>;
+  memory?: Memory;
 }
 
 export type TextPart = { type: 'text'; text: string };
@@ -104,6 +105,65 @@ export interface Tool<Input = any, Output = unknown> {
   requireApproval?: boolean | ((input: Input) => boolean | Promise<boolean>);
 }
 
+export interface MemoryOptions {
+  /** Earlier messages loaded into the prompt (default 10; false for none). */
+  lastMessages?: number | false;
+  /** Read the thread, never write it. */
+  readOnly?: boolean;
+  /** Leave tool calls without results out of the prompt (default true). */
+  filterIncompleteToolCalls?: boolean;
+  /** Working memory: notes shown in the system prompt, replaced by the agent's `updateWorkingMemory` tool. */
+  workingMemory?: { enabled: boolean; template?: string; scope?: 'resource' | 'thread' };
+  /** Title a new thread after its first exchange (the agent's model, or another). */
+  generateTitle?: boolean | { model?: ModelConfig; instructions?: string };
+}
+
+export interface StorageThread {
+  id: string;
+  resourceId: string;
+  title?: string;
+  metadata?: Record<string, unknown>;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface StorageMessage {
+  id: string;
+  threadId: string;
+  resourceId: string;
+  role: 'user' | 'assistant' | 'system' | 'tool';
+  createdAt: string;
+  type: 'v2';
+  content: { format: 2; parts: { type: string; [k: string]: unknown }[]; metadata?: { interrupted?: boolean; [k: string]: unknown } };
+}
+
+export interface StorageResource { id: string; workingMemory?: string; metadata?: Record<string, unknown> }
+
+/**
+ * What a storage object passed as `new Memory({ storage })` must do: each method takes one
+ * object and may return a promise. Messages come back in time order (createdAt, then id).
+ */
+export interface StorageAdapter {
+  getThreadById(args: { threadId: string }): Promise<StorageThread | null> | StorageThread | null;
+  saveThread(args: { thread: StorageThread }): Promise<unknown> | unknown;
+  /** Deletes the thread and its messages. */
+  deleteThread(args: { threadId: string }): Promise<unknown> | unknown;
+  listThreads(args: { resourceId: string }): Promise<StorageThread[]> | StorageThread[];
+  /** `last`: only the newest n; `before`: only messages created before that ISO time. */
+  listMessages(args: { threadId: string; last?: number; before?: string }): Promise<StorageMessage[]> | StorageMessage[];
+  /** Creates or replaces each message by id. */
+  saveMessages(args: { messages: StorageMessage[] }): Promise<unknown> | unknown;
+  deleteMessages(args: { messageIds: string[] }): Promise<unknown> | unknown;
+  getResource(args: { resourceId: string }): Promise<StorageResource | null> | StorageResource | null;
+  saveResource(args: { resource: StorageResource }): Promise<unknown> | unknown;
+}
+
+export interface MemoryInit {
+  /** Default: an IndexedDBStore where `indexedDB` exists, else an InMemoryStore. */
+  storage?: InMemoryStore | IndexedDBStore | StorageAdapter;
+  options?: MemoryOptions;
+}
+
 export type StopCondition = (options: { steps: StepResult[] }) => boolean | Promise<boolean>;
 export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'tool'; toolName: string };
 
@@ -136,6 +196,15 @@ export interface StreamOptions {
   };
   /** Passed to every tool's `context.requestContext`. */
   requestContext?: unknown;
+  /** The conversation this run belongs to (the agent needs a `memory`). */
+  memory?: {
+    thread: string | { id: string; title?: string; metadata?: Record<string, unknown> };
+    resource: string;
+    options?: MemoryOptions;
+    onTitleGenerated?: (event: { threadId: string; title: string }) => void | Promise<void>;
+  };
+  /** Save the reply after each step instead of at the end. */
+  savePerStep?: boolean;
   instructions?: SystemInstructions;
   system?: SystemInstructions;
   /** Messages sent to the model before the input, never stored. */

@@ -10,6 +10,7 @@ pub mod memory;
 pub mod model;
 pub mod options;
 pub mod run;
+pub mod run_memory;
 pub mod schema;
 pub mod step;
 pub mod tools;

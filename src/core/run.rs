@@ -11,6 +11,7 @@ use super::chunk::Chunk;
 use super::env::{Env, HttpResponse, LocalFuture};
 use super::error::AgentError;
 use super::memory::{MemoryRun, Session};
+use super::run_memory::{generate_title, working_memory_prompt, working_memory_text, working_memory_tool, MemoryTools, TitleJob};
 use super::model::{FinishReason, ModelMessage, ModelRequest, ModelSettings, ToolChoice, Usage, UserPart};
 use super::step::{messages_json, IdSource, StepBuilder, StepResult};
 use super::tools::{run_call, run_limited, Approvals, Outcome, ToolCtx, ToolDef, ToolHost, ToolResult};
@@ -36,6 +37,8 @@ pub struct RunConfig {
     /// Where the caller's input starts in `request.messages` (memory history goes before it).
     pub input_start: usize,
     pub memory: Option<MemoryRun>,
+    /// Title a thread this run creates (`generateTitle`).
+    pub title: Option<TitleJob>,
 }
 
 /// Where the chunks of a run go.
@@ -87,7 +90,7 @@ impl RunOutcome {
 }
 
 /// Why a step stopped early.
-enum Stop {
+pub(crate) enum Stop {
     Aborted,
     Failed(AgentError),
 }
@@ -129,6 +132,10 @@ pub trait Hooks: ToolHost {
     fn stop_when<'a>(&'a self, _n: usize, _steps: &'a [StepResult]) -> LocalFuture<'a, bool> {
         Box::pin(async { false })
     }
+    /// `onTitleGenerated`, after a new thread got its title.
+    fn title_generated<'a>(&'a self, _thread_id: &'a str, _title: &'a str) -> LocalFuture<'a, ()> {
+        Box::pin(async {})
+    }
     /// `onIterationComplete`, after each step; `is_final` when the loop would stop on its own.
     fn iteration_complete<'a>(&'a self, _steps: &'a [StepResult], _is_final: bool) -> LocalFuture<'a, IterationDecision> {
         Box::pin(async { IterationDecision::default() })
@@ -149,7 +156,7 @@ impl Hooks for NoHooks {}
 /// Runs the loop to its end. Every chunk, including the final `finish`, `error` or `abort`,
 /// goes to `sink`; the outcome carries the aggregates.
 pub async fn run(
-    cfg: RunConfig,
+    mut cfg: RunConfig,
     env: &dyn Env,
     sink: &dyn Sink,
     hooks: &dyn Hooks,
@@ -170,8 +177,49 @@ pub async fn run(
             }
         }
     }
+    if let (Some(mem), Some(s)) = (&cfg.memory, &session) {
+        match working_memory_text(mem, &s.thread).await {
+            Ok(Some(text)) => {
+                let at = messages.iter().take_while(|m| matches!(m, ModelMessage::System(_))).count();
+                messages.insert(at, working_memory_prompt(&text, !mem.config.read_only));
+                if !mem.config.read_only {
+                    cfg.tools.push(working_memory_tool());
+                }
+            }
+            Ok(None) => {}
+            Err(e) => sink.emit(Chunk::Error(e)),
+        }
+    }
+    let first_user = cfg.request.messages[cfg.input_start.min(cfg.request.messages.len())..].iter().find_map(|m| match m {
+        ModelMessage::User(parts) => parts.iter().find_map(|p| match p {
+            UserPart::Text(t) if !t.is_empty() => Some(t.clone()),
+            _ => None,
+        }),
+        _ => None,
+    });
     if let Err(stop) = run_steps(&cfg, env, sink, hooks, approvals, abort, &mut outcome, messages, &mut session).await {
         stop.record(&mut outcome, abort);
+    }
+    let done_well = outcome.error.is_none() && outcome.aborted.is_none();
+    if let (Some(mem), Some(s), Some(job), Some(first), true) = (&cfg.memory, session.as_mut(), &cfg.title, first_user, done_well) {
+        if s.created && !mem.config.read_only {
+            match generate_title(job, &first, env, abort).await {
+                Ok(Some(title)) => {
+                    s.thread.title = Some(title.clone());
+                    match mem.store.save_thread(&s.thread).await {
+                        Ok(()) => {
+                            let data = serde_json::json!({ "threadId": s.thread.id, "title": title });
+                            sink.emit(Chunk::Data { kind: "data-thread-title".into(), data, id: None, transient: true });
+                            hooks.title_generated(&s.thread.id, &title).await;
+                        }
+                        Err(e) => sink.emit(Chunk::Error(e)),
+                    }
+                }
+                Ok(None) => {}
+                // The reply is done; a failed title is reported, not fatal.
+                Err(e) => sink.emit(Chunk::Error(e)),
+            }
+        }
     }
     if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
         // Also after an abort or a failure: complete steps and what the user saw are kept.
@@ -299,12 +347,22 @@ async fn run_steps(
                 sink.emit(c);
             };
             let prompt_json = messages_json(&request.messages);
+            let memory_tools = match (&cfg.memory, session.as_ref()) {
+                (Some(mem), Some(s)) if mem.config.working_memory.is_some() => {
+                    Some(MemoryTools { hooks, mem, thread: s.thread.clone(), updated_metadata: RefCell::new(None) })
+                }
+                _ => None,
+            };
+            let host: &dyn ToolHost = match &memory_tools {
+                Some(m) => m,
+                None => hooks,
+            };
             let calls: Vec<LocalFuture<'_, Option<ToolResult>>> = result
                 .tool_calls
                 .iter()
                 .map(|call| {
                     let tool = cfg.tools.iter().find(|t| t.name == call.tool_name && is_active(cfg, &overrides, &t.name));
-                    let fut = run_call(call, tool, cfg.require_tool_approval, hooks, approvals, abort, &prompt_json, &emit);
+                    let fut = run_call(call, tool, cfg.require_tool_approval, host, approvals, abort, &prompt_json, &emit);
                     Box::pin(fut) as LocalFuture<'_, Option<ToolResult>>
                 })
                 .collect();
@@ -315,6 +373,11 @@ async fn run_steps(
             }
             result.tool_results = done.into_iter().flatten().collect();
             result.data_parts = data.into_inner();
+            if let (Some(m), Some(s)) = (memory_tools, session.as_mut()) {
+                if let Some(meta) = m.updated_metadata.into_inner() {
+                    s.thread.metadata = Some(meta);
+                }
+            }
         }
         outcome.total_usage = outcome.total_usage.add(&result.usage);
         let answered = !result.tool_results.is_empty()
@@ -416,7 +479,7 @@ async fn stream_step(
     http: &HttpRequest,
     step: &mut StepBuilder,
 ) -> Result<(), Stop> {
-    let mut response = send_with_retries(cfg, env, abort, http).await?;
+    let mut response = send_with_retries(&cfg.endpoint, cfg.max_retries, env, abort, http).await?;
     let mut decoder = providers::decoder(&cfg.endpoint, cfg.include_raw);
     let mut events = Vec::new();
     let mut chunks = Vec::new();
@@ -448,17 +511,23 @@ async fn stream_step(
 
 /// Sends the request, retrying network errors, 408, 409, 429 and 5xx up to `max_retries` times
 /// with backoff from 1 s (factor 2), or after the server's `Retry-After` (capped at 30 s).
-async fn send_with_retries(cfg: &RunConfig, env: &dyn Env, abort: &AbortFlag, http: &HttpRequest) -> Result<HttpResponse, Stop> {
+pub(crate) async fn send_with_retries(
+    endpoint: &Endpoint,
+    max_retries: u32,
+    env: &dyn Env,
+    abort: &AbortFlag,
+    http: &HttpRequest,
+) -> Result<HttpResponse, Stop> {
     let mut attempt = 0u32;
     loop {
         let sent = abort.race(env.fetch(http.clone())).await.ok_or(Stop::Aborted)?;
         let err = match sent {
             Ok(resp) if (200..300).contains(&resp.status) => return Ok(resp),
-            Ok(resp) => abort.race(status_error(resp, &cfg.endpoint.provider)).await.ok_or(Stop::Aborted)?,
+            Ok(resp) => abort.race(status_error(resp, &endpoint.provider)).await.ok_or(Stop::Aborted)?,
             Err(e) => e,
         };
         let retryable = matches!(err, AgentError::ApiCall { retryable: true, .. });
-        if !retryable || attempt >= cfg.max_retries {
+        if !retryable || attempt >= max_retries {
             return Err(Stop::Failed(with_attempts(err, attempt)));
         }
         abort.race(env.sleep(retry_delay_ms(attempt, &err))).await.ok_or(Stop::Aborted)?;

@@ -318,3 +318,90 @@ fn a_failing_store_shows_an_error_chunk_and_the_reply_still_streams() {
     assert_eq!(first_error["error"]["name"], "StorageError");
     assert!(first_error["error"]["message"].as_str().unwrap().contains("out of quota"));
 }
+
+fn with_working_memory(store: &Rc<InMemoryStore>, resource_scope: bool) -> MemoryRun {
+    let mut m = mem(store, "t1", "u1");
+    m.config.working_memory = Some(crate::core::memory::WorkingMemory { template: Some("- Name:".into()), resource_scope });
+    m
+}
+
+#[test]
+fn working_memory_is_shown_to_the_model_and_its_tool_replaces_it() {
+    for resource_scope in [true, false] {
+        let store = Rc::new(InMemoryStore::new());
+        let r = go(
+            vec![calls_reply(&[("w1", "updateWorkingMemory", r#"{"memory":"- Name: Ann"}"#)]), text_reply("Noted, Ann.")],
+            cfg_with(with_working_memory(&store, resource_scope), "I am Ann"),
+        );
+        let first = r.body(0);
+        assert!(first["messages"][1]["content"].as_str().unwrap().contains("<working_memory>\n- Name:\n</working_memory>"), "the template is shown at first");
+        assert!(first["tools"].as_array().unwrap().iter().any(|t| t["function"]["name"] == "updateWorkingMemory"));
+        assert!(r.sink.types().contains(&"tool-result"));
+        let stored_wm = if resource_scope {
+            block_on(store.get_resource("u1")).unwrap().unwrap().working_memory
+        } else {
+            let t = block_on(store.get_thread_by_id("t1")).unwrap().unwrap();
+            t.metadata.unwrap()["workingMemory"].as_str().map(str::to_owned)
+        };
+        assert_eq!(stored_wm.as_deref(), Some("- Name: Ann"), "scope resource: {resource_scope}");
+        let next = go(vec![text_reply("Hi Ann")], cfg_with(with_working_memory(&store, resource_scope), "who am I?"));
+        assert!(next.body(0)["messages"][1]["content"].as_str().unwrap().contains("- Name: Ann"));
+    }
+}
+
+#[test]
+fn read_only_working_memory_is_shown_but_cannot_be_changed() {
+    let store = Rc::new(InMemoryStore::new());
+    let mut m = with_working_memory(&store, true);
+    m.config.read_only = true;
+    let r = go(vec![text_reply("ok")], cfg_with(m, "hi"));
+    assert!(r.body(0)["messages"][1]["content"].as_str().unwrap().contains("<working_memory>"));
+    assert!(r.body(0).get("tools").is_none());
+}
+
+fn title_job() -> crate::core::run_memory::TitleJob {
+    crate::core::run_memory::TitleJob {
+        endpoint: config(0, false).endpoint,
+        model: "title-model".into(),
+        instructions: "Title it.".into(),
+        max_retries: 0,
+    }
+}
+
+#[test]
+fn a_new_thread_gets_a_title_after_its_first_exchange() {
+    let store = Rc::new(InMemoryStore::new());
+    let mut cfg = cfg_with(mem(&store, "t1", "u1"), "Plan a trip to Lisbon");
+    cfg.title = Some(title_job());
+    let r = go(vec![text_reply("Sure!"), text_reply("\"Lisbon trip plans.\"")], cfg);
+    assert_eq!(r.requests(), 2);
+    let title_req = r.body(1);
+    assert_eq!(title_req["model"], "title-model");
+    assert_eq!(title_req["messages"][0]["content"], "Title it.");
+    assert_eq!(title_req["messages"][1]["content"], "Plan a trip to Lisbon");
+    let thread = block_on(store.get_thread_by_id("t1")).unwrap().unwrap();
+    assert_eq!(thread.title.as_deref(), Some("Lisbon trip plans"));
+    let types = r.sink.types();
+    assert_eq!(&types[types.len() - 2..], ["data", "finish"]);
+    let chunk = r.sink.chunks.borrow()[types.len() - 2].clone();
+    assert!(matches!(&chunk, Chunk::Data { kind, transient: true, .. } if kind == "data-thread-title"));
+    assert_eq!(chunk.payload(), json!({ "threadId": "t1", "title": "Lisbon trip plans" }));
+    // An existing thread is not titled again.
+    let mut again = cfg_with(mem(&store, "t1", "u1"), "and Porto?");
+    again.title = Some(title_job());
+    let r = go(vec![text_reply("Yes")], again);
+    assert_eq!(r.requests(), 1);
+}
+
+#[test]
+fn a_failed_title_is_reported_and_the_reply_stands() {
+    let store = Rc::new(InMemoryStore::new());
+    let mut cfg = cfg_with(mem(&store, "t1", "u1"), "hi");
+    cfg.title = Some(title_job());
+    let r = go(vec![text_reply("Hello"), status(500, &[], "{}")], cfg);
+    assert!(r.out.error.is_none());
+    assert_eq!(r.out.text(), "Hello");
+    let types = r.sink.types();
+    assert_eq!(&types[types.len() - 2..], ["error", "finish"]);
+    assert!(block_on(store.get_thread_by_id("t1")).unwrap().unwrap().title.is_none());
+}

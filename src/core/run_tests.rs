@@ -191,6 +191,7 @@ fn config(max_retries: u32, include_raw: bool) -> RunConfig {
         stop_when: vec![],
         input_start: 0,
         memory: None,
+        title: None,
     }
 }
 

@@ -1,0 +1,180 @@
+//! What memory adds to a run besides history: the working memory (its text in the system
+//! prompt, and the built-in `updateWorkingMemory` tool that replaces it) and the title of a new
+//! thread, generated after its first exchange.
+
+use std::cell::RefCell;
+
+use serde_json::{json, Value};
+
+use super::abort::AbortFlag;
+use super::env::{Env, LocalFuture};
+use super::error::AgentError;
+use super::memory::{MemoryRun, Resource, Thread};
+use super::model::{ModelEvent, ModelMessage, ModelRequest, ModelSettings, UserPart};
+use super::run::{send_with_retries, Hooks, Stop};
+use super::step::ToolCall;
+use super::tools::{Approval, ToolCtx, ToolDef, ToolHost, ToolResult, Validation};
+use crate::providers::{self, Endpoint};
+
+pub const WORKING_MEMORY_TOOL: &str = "updateWorkingMemory";
+
+const DEFAULT_TEMPLATE: &str = "# About the user\n- Name:\n- Preferences:\n- Goals:\n";
+
+pub fn working_memory_tool() -> ToolDef {
+    ToolDef {
+        name: WORKING_MEMORY_TOOL.into(),
+        description: Some("Replace your working memory with an updated version. Pass the whole text: it replaces the old one.".into()),
+        parameters: json!({
+            "type": "object",
+            "properties": { "memory": { "type": "string", "description": "The complete updated working memory, in the template's format" } },
+            "required": ["memory"],
+        }),
+        validation: Validation::JsonSchema,
+        approval: Approval::Never,
+        client: false,
+    }
+}
+
+/// The current working memory text, or the template when there is none yet.
+pub async fn working_memory_text(mem: &MemoryRun, thread: &Thread) -> Result<Option<String>, AgentError> {
+    let Some(wm) = &mem.config.working_memory else { return Ok(None) };
+    let stored = if wm.resource_scope {
+        mem.store.get_resource(&mem.resource_id).await?.and_then(|r| r.working_memory)
+    } else {
+        thread.metadata.as_ref().and_then(|m| m.get("workingMemory")).and_then(Value::as_str).map(str::to_owned)
+    };
+    Ok(Some(stored.or_else(|| wm.template.clone()).unwrap_or_else(|| DEFAULT_TEMPLATE.into())))
+}
+
+/// The system message that shows the model its working memory.
+pub fn working_memory_prompt(text: &str, can_update: bool) -> ModelMessage {
+    let how = if can_update {
+        format!("When you learn something worth keeping, call {WORKING_MEMORY_TOOL} with the whole updated text; it replaces this one. Do not mention these notes unless asked.")
+    } else {
+        "Do not mention these notes unless asked.".into()
+    };
+    ModelMessage::System(format!(
+        "You keep working memory: notes about the user that last across conversations. {how}\n<working_memory>\n{text}\n</working_memory>"
+    ))
+}
+
+/// The loop's tool host with the built-in working-memory tool in front of the user's tools.
+pub struct MemoryTools<'a> {
+    pub hooks: &'a dyn Hooks,
+    pub mem: &'a MemoryRun,
+    pub thread: Thread,
+    /// Thread metadata after a thread-scoped update, for the session to adopt.
+    pub updated_metadata: RefCell<Option<Value>>,
+}
+
+impl MemoryTools<'_> {
+    async fn update(&self, text: String) -> Result<Value, String> {
+        let scope_resource = self.mem.config.working_memory.as_ref().is_none_or(|w| w.resource_scope);
+        let saved = if scope_resource {
+            let mut r = self.mem.store.get_resource(&self.mem.resource_id).await.map_err(|e| e.to_string())?.unwrap_or(Resource {
+                id: self.mem.resource_id.clone(),
+                ..Default::default()
+            });
+            r.working_memory = Some(text);
+            self.mem.store.save_resource(&r).await
+        } else {
+            // The thread as stored now, so a concurrent title or metadata change is kept.
+            let mut t = self.mem.store.get_thread_by_id(&self.thread.id).await.map_err(|e| e.to_string())?.unwrap_or_else(|| self.thread.clone());
+            let mut meta = t.metadata.take().filter(Value::is_object).unwrap_or_else(|| json!({}));
+            meta["workingMemory"] = Value::String(text);
+            t.metadata = Some(meta.clone());
+            *self.updated_metadata.borrow_mut() = Some(meta);
+            self.mem.store.save_thread(&t).await
+        };
+        saved.map(|()| json!({ "success": true })).map_err(|e| e.to_string())
+    }
+}
+
+impl ToolHost for MemoryTools<'_> {
+    fn execute<'a>(&'a self, ctx: ToolCtx<'a>) -> LocalFuture<'a, Result<Value, String>> {
+        if ctx.call.tool_name != WORKING_MEMORY_TOOL {
+            return self.hooks.execute(ctx);
+        }
+        let text = ctx.call.args.get("memory").and_then(Value::as_str).unwrap_or_default().to_string();
+        Box::pin(self.update(text))
+    }
+    fn validate<'a>(&'a self, call: &'a ToolCall) -> LocalFuture<'a, Result<Value, String>> {
+        self.hooks.validate(call)
+    }
+    fn needs_approval<'a>(&'a self, call: &'a ToolCall) -> LocalFuture<'a, bool> {
+        self.hooks.needs_approval(call)
+    }
+    fn before_tool_call<'a>(&'a self, call: &'a ToolCall) -> LocalFuture<'a, Result<Option<Value>, String>> {
+        self.hooks.before_tool_call(call)
+    }
+    fn after_tool_call<'a>(&'a self, result: &'a ToolResult) -> LocalFuture<'a, ()> {
+        self.hooks.after_tool_call(result)
+    }
+}
+
+/// How to title a new thread: which model, told what.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TitleJob {
+    pub endpoint: Endpoint,
+    pub model: String,
+    pub instructions: String,
+    pub max_retries: u32,
+}
+
+pub const DEFAULT_TITLE_INSTRUCTIONS: &str = "Write a short title (at most 8 words) for a conversation that starts with the user's message below. Answer with the title only: no quotes, no punctuation at the end.";
+
+/// Asks the title model for a title of `first_message`; `None` when it gave nothing usable.
+pub async fn generate_title(job: &TitleJob, first_message: &str, env: &dyn Env, abort: &AbortFlag) -> Result<Option<String>, AgentError> {
+    let request = ModelRequest {
+        model_id: job.model.clone(),
+        messages: vec![ModelMessage::System(job.instructions.clone()), ModelMessage::User(vec![UserPart::Text(first_message.chars().take(2000).collect())])],
+        settings: ModelSettings { max_output_tokens: Some(40), ..Default::default() },
+        ..Default::default()
+    };
+    let (http, _) = providers::build_request(&job.endpoint, &request)?;
+    let stop = |s: Stop| match s {
+        Stop::Failed(e) => e,
+        Stop::Aborted => AgentError::Abort { reason: abort.reason() },
+    };
+    let mut response = send_with_retries(&job.endpoint, job.max_retries, env, abort, &http).await.map_err(stop)?;
+    let mut decoder = providers::decoder(&job.endpoint, false);
+    let (mut text, mut events) = (String::new(), Vec::new());
+    loop {
+        let bytes = abort.race(response.body.read()).await.ok_or(AgentError::Abort { reason: abort.reason() })??;
+        match &bytes {
+            Some(b) => decoder.push(b, &mut events)?,
+            None => decoder.end(&mut events)?,
+        }
+        for ev in events.drain(..) {
+            match ev {
+                ModelEvent::TextDelta(t) => text.push_str(&t),
+                ModelEvent::Error { message, body } => return Err(AgentError::ApiCall { message, status: None, body, retryable: false, retry_after_ms: None }),
+                _ => {}
+            }
+        }
+        if bytes.is_none() {
+            break;
+        }
+    }
+    Ok(clean_title(&text))
+}
+
+/// The first line, without quotes or a trailing period, at most 80 characters.
+pub fn clean_title(raw: &str) -> Option<String> {
+    let line = raw.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let line = line.trim_start_matches(|c: char| matches!(c, '#' | '*' | ' ')).trim_matches(|c: char| matches!(c, '"' | '\'' | '“' | '”' | '*'));
+    let line = line.strip_prefix("Title:").map(str::trim).unwrap_or(line).trim_end_matches('.');
+    let title: String = line.chars().take(80).collect();
+    (!title.trim().is_empty()).then(|| title.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn titles_are_cleaned() {
+        assert_eq!(super::clean_title("\"Trip to Paris.\"\nmore").as_deref(), Some("Trip to Paris"));
+        assert_eq!(super::clean_title("Title: Rust tips").as_deref(), Some("Rust tips"));
+        assert_eq!(super::clean_title("  \n ").as_deref(), None);
+        assert_eq!(super::clean_title(&"x".repeat(200)).map(|t| t.len()), Some(80));
+    }
+}
