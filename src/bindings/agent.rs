@@ -155,11 +155,11 @@ impl Agent {
         let (thread_id, title, metadata) = match data.get("thread") {
             Some(Value::String(s)) if !s.is_empty() => (s.clone(), None, None),
             Some(t @ Value::Object(_)) => match t.get("id") {
-                Some(Value::String(id)) if !id.is_empty() => (
-                    id.clone(),
-                    t.get("title").and_then(Value::as_str).map(str::to_owned),
-                    t.get("metadata").filter(|m| !m.is_null()).cloned(),
-                ),
+                Some(Value::String(id)) if !id.is_empty() => {
+                    let title = crate::core::input::opt_str(t, "title", "options.memory.thread").map_err(|e| error_to_js(&e))?.map(str::to_owned);
+                    let metadata = crate::core::input::opt_object(t, "metadata", "options.memory.thread").map_err(|e| error_to_js(&e))?.map(|m| Value::Object(m.clone()));
+                    (id.clone(), title, metadata)
+                }
                 other => return Err(type_error("options.memory.thread.id", &format!("expected a non-empty string, got {}", other.map_or("undefined", crate::core::input::kind)))),
             },
             other => return Err(type_error("options.memory.thread", &format!("expected a thread id (a non-empty string) or {{ id, title?, metadata? }}, got {}", other.map_or("undefined", crate::core::input::kind)))),
@@ -273,7 +273,14 @@ impl Agent {
         abort.on_abort(Box::new(move || tool_abort.abort()));
         let mut host = JsHost::new(
             tools.clone(),
-            ToolEnv { run_id: run_id.clone(), agent_id: inner.config.id.clone(), abort_signal: tool_signal, request_context: opt("requestContext") },
+            ToolEnv {
+                run_id: run_id.clone(),
+                agent_id: inner.config.id.clone(),
+                thread_id: memory.as_ref().map(|m| m.thread_id.clone()),
+                resource_id: memory.as_ref().map(|m| m.resource_id.clone()),
+                abort_signal: tool_signal,
+                request_context: opt("requestContext"),
+            },
             &hooks,
             callback(&options, &inner.default_options, "prepareStep"),
             stop_fns,

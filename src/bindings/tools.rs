@@ -216,6 +216,9 @@ pub async fn call_async(f: &Function, this: &JsValue, args: &[&JsValue]) -> Resu
 pub struct ToolEnv {
     pub run_id: String,
     pub agent_id: String,
+    /// The run's memory thread and resource, when it has them.
+    pub thread_id: Option<String>,
+    pub resource_id: Option<String>,
     pub abort_signal: JsValue,
     pub request_context: JsValue,
 }
@@ -272,6 +275,11 @@ pub async fn execute(tool: &JsTool, input: JsValue, env: &ToolEnv, ctx: ToolCtx<
     set(&agent, "agentId", &agent_id);
     set(&agent, "toolCallId", &call_id);
     set(&agent, "messages", &messages);
+    let opt_str = |v: &Option<String>| v.as_deref().map(JsValue::from_str).unwrap_or(JsValue::UNDEFINED);
+    for o in [&context, &agent] {
+        set(o, "threadId", &opt_str(&env.thread_id));
+        set(o, "resourceId", &opt_str(&env.resource_id));
+    }
     set(&context, "agent", &agent);
     let context: JsValue = context.into();
     let args = [&input, &context];

@@ -836,7 +836,7 @@ fn model_settings_read_every_field() {
             stop_sequences: vec!["END".into(), "STOP".into()],
             seed: Some(-7),
             max_retries: Some(3),
-            headers: vec![("Authorization".into(), "Bearer k".into()), ("x-team".into(), "a".into())],
+            headers: vec![("x-team".into(), "a".into()), ("Authorization".into(), "Bearer k".into())],
         }
     );
 }

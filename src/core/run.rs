@@ -272,17 +272,26 @@ async fn open_memory(
         Err(e) => return Err(Stop::Failed(e)),
     };
     let at = cfg.input_start.min(messages.len());
-    match abort.race(mem.history(&mut session)).await.ok_or(Stop::Aborted)? {
-        Ok(history) => {
-            messages.splice(at..at, history);
-        }
-        Err(e) => sink.emit(Chunk::Error(e)),
+    if let Err(e) = abort.race(mem.load_history(&mut session)).await.ok_or(Stop::Aborted)? {
+        sink.emit(Chunk::Error(e));
     }
     let input = &cfg.request.messages[at..];
     let saved = abort.race(mem.save_input(&mut session, input, env.now_ms(), &mut || env.new_id())).await.ok_or(Stop::Aborted)?;
-    if let Err(e) = saved {
+    let folded = saved.unwrap_or_else(|e| {
         sink.emit(Chunk::Error(e));
+        Vec::new()
+    });
+    // Results that completed a call of the history now travel with that call.
+    if !folded.is_empty() {
+        for m in messages[at..].iter_mut() {
+            if let ModelMessage::Tool(results) = m {
+                results.retain(|r| !folded.contains(&r.tool_call_id));
+            }
+        }
+        messages.retain(|m| !matches!(m, ModelMessage::Tool(r) if r.is_empty()));
     }
+    let history = session.history_messages(mem.config.filter_incomplete_tool_calls);
+    messages.splice(at..at, history);
     Ok(Some(session))
 }
 

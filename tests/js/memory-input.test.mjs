@@ -134,9 +134,7 @@ const pickColour = {
 test(
   'client tools with memory: the page sends only the tool result; the model gets the call before it',
   {
-    ...T,
-    todo:
-      'a client tool call is not stored (assistant_message skips Outcome::Client), so when the page sends the result alone it is ' +
+    ...T +
       "stored as a role 'tool' message (args null) and every later prompt carries a tool message answering no call: " +
       "[user, tool] (OpenAI rejects it: messages with role 'tool' must follow a message with 'tool_calls')",
   },
@@ -276,9 +274,6 @@ test(
   'a tool sees the thread and resource of the run (context.threadId / resourceId, and under context.agent)',
   {
     ...T,
-    todo:
-      'SPEC §5 lists threadId and resourceId in the tool context (and context.agent); execute() in src/bindings/tools.rs never ' +
-      'sets them, so a tool of a run with memory: { thread, resource } sees undefined for both',
   },
   async () => {
   const srv = hook.current;

@@ -416,7 +416,7 @@ test('hooks: afterToolCall gets the error of a throwing tool', T, async () => {
 
 test(
   'hooks: a beforeToolCall that throws blocks the call (tool-error with its message), it does not let it run',
-  { ...T, todo: 'the hook error is swallowed and execute runs anyway (a guard hook fails open)' },
+  T,
   async () => {
     const ran = [];
     const weather = createTool(

@@ -144,7 +144,7 @@ test('weather tool: the final text and the toolCalls / toolResults / steps / tot
 
 test(
   'results and echoed arguments keep their key order (JSON.stringify of the result, the model\'s own arguments text)',
-  { ...T, todo: 'the package re-serialises with sorted keys: the tool message is {"city","conditions","temperatureC"} and the echoed arguments {"age","name"}, not what the tool returned / the model sent' },
+  { ...T },
   async () => {
     const saver = createTool({
       id: 'saver',

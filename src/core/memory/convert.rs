@@ -122,8 +122,9 @@ pub fn assistant_message(id: String, thread: &Thread, created_at: String, steps:
                     let (result, _) = r.model_result().unwrap_or_default();
                     invocation("output-denied", &c.tool_call_id, &c.tool_name, &c.args, Some(&result), true)
                 }
-                // A client tool's call is answered by the page's next message.
-                Outcome::Client => continue,
+                // A client tool's call waits for the page's next message, which completes it;
+                // until then the prompt leaves it out (it has no result).
+                Outcome::Client => invocation("call", &c.tool_call_id, &c.tool_name, &c.args, None, false),
             };
             parts.push(part);
         }
@@ -193,7 +194,27 @@ pub fn stored_to_model(messages: &[StoredMessage], filter_incomplete: bool) -> V
             _ => {}
         }
     }
+    if filter_incomplete {
+        drop_unanswerable_results(&mut out);
+    }
     out
+}
+
+/// Removes tool results whose call is not in an earlier assistant message: a model API
+/// refuses a result that answers nothing.
+fn drop_unanswerable_results(out: &mut Vec<ModelMessage>) {
+    let mut calls: Vec<String> = Vec::new();
+    for m in out.iter_mut() {
+        match m {
+            ModelMessage::Assistant(parts) => calls.extend(parts.iter().filter_map(|p| match p {
+                AssistantPart::ToolCall { tool_call_id, .. } => Some(tool_call_id.clone()),
+                _ => None,
+            })),
+            ModelMessage::Tool(results) => results.retain(|r| calls.contains(&r.tool_call_id)),
+            _ => {}
+        }
+    }
+    out.retain(|m| !matches!(m, ModelMessage::Tool(r) if r.is_empty()));
 }
 
 /// An assistant message, cut at each `step-start` into the assistant message and tool results

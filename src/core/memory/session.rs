@@ -6,9 +6,9 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
-use super::{assistant_message, input_messages, iso_time, stored_to_model, MessageQuery, Store, Thread};
+use super::{assistant_message, input_messages, iso_time, stored_to_model, MessageQuery, Store, StoredMessage, Thread};
 use crate::core::error::AgentError;
-use crate::core::model::ModelMessage;
+use crate::core::model::{ModelMessage, ToolResultPart};
 use crate::core::step::StepResult;
 
 /// `MemoryConfig` (the `Memory`'s options under the call's `memory.options`).
@@ -56,6 +56,8 @@ pub struct Session {
     last_time: f64,
     pub assistant_id: String,
     assistant_at: Option<String>,
+    /// The stored messages loaded as history, oldest first.
+    pub history: Vec<StoredMessage>,
 }
 
 impl MemoryRun {
@@ -93,36 +95,68 @@ impl MemoryRun {
                 (t, true)
             }
         };
-        Ok(Session { thread, created, last_time: 0.0, assistant_id, assistant_at: None })
+        Ok(Session { thread, created, last_time: 0.0, assistant_id, assistant_at: None, history: Vec::new() })
     }
 
-    /// The last `lastMessages` messages as prompt history, and the time of the newest one (new
-    /// messages are written after it, so the order holds even with a skewed clock).
-    pub async fn history(&self, session: &mut Session) -> Result<Vec<ModelMessage>, AgentError> {
+    /// Loads the last `lastMessages` messages into the session (see `Session::history`). The
+    /// newest stored message is read even when none is wanted, so new messages are written
+    /// after it and the thread's order holds even with a skewed or coarse clock.
+    pub async fn load_history(&self, session: &mut Session) -> Result<(), AgentError> {
+        let last = self.config.last_messages.max(1);
+        let q = MessageQuery { thread_id: self.thread_id.clone(), last: Some(last), before: None };
+        let mut stored = self.store.list_messages(&q).await?;
+        if let Some(newest) = stored.last() {
+            session.last_time = session.last_time.max(parse_iso(&newest.created_at));
+        }
         if self.config.last_messages == 0 {
-            return Ok(Vec::new());
+            stored.clear();
         }
-        let q = MessageQuery { thread_id: self.thread_id.clone(), last: Some(self.config.last_messages), before: None };
-        let stored = self.store.list_messages(&q).await?;
-        if let Some(last) = stored.last() {
-            session.last_time = session.last_time.max(parse_iso(&last.created_at));
-        }
-        Ok(stored_to_model(&stored, self.config.filter_incomplete_tool_calls))
+        session.history = stored;
+        Ok(())
     }
 
-    /// Saves the caller's new messages (before the model is called).
-    pub async fn save_input(&self, session: &mut Session, input: &[ModelMessage], now_ms: f64, new_id: &mut dyn FnMut() -> String) -> Result<(), AgentError> {
-        if !self.writes() {
-            return Ok(());
-        }
+    /// Saves the caller's new messages (before the model is called). A tool result that
+    /// answers a call of the loaded history (a client tool's call from the previous turn)
+    /// completes that call in place; returns the ids of those calls, whose results the prompt
+    /// then takes from the history.
+    pub async fn save_input(&self, session: &mut Session, input: &[ModelMessage], now_ms: f64, new_id: &mut dyn FnMut() -> String) -> Result<Vec<String>, AgentError> {
         let thread = session.thread.clone();
+        let mut folded = Vec::new();
+        let mut changed: Vec<usize> = Vec::new();
+        let mut rest: Vec<ModelMessage> = Vec::new();
+        for m in input {
+            let ModelMessage::Tool(results) = m else {
+                rest.push(m.clone());
+                continue;
+            };
+            let mut unanswered = Vec::new();
+            for r in results {
+                match answer_stored_call(&mut session.history, r) {
+                    Some(i) => {
+                        folded.push(r.tool_call_id.clone());
+                        if !changed.contains(&i) {
+                            changed.push(i);
+                        }
+                    }
+                    None => unanswered.push(r.clone()),
+                }
+            }
+            if !unanswered.is_empty() {
+                rest.push(ModelMessage::Tool(unanswered));
+            }
+        }
+        if !self.writes() {
+            return Ok(folded);
+        }
         let mut next = || (new_id(), session.next_time(now_ms));
-        let msgs = input_messages(input, &thread, &mut next);
+        let mut msgs = input_messages(&rest, &thread, &mut next);
+        msgs.extend(changed.iter().filter_map(|&i| session.history.get(i).cloned()));
         if msgs.is_empty() {
-            return Ok(());
+            return Ok(folded);
         }
         self.store.save_messages(&msgs).await?;
-        self.touch(session, now_ms).await
+        self.touch(session, now_ms).await?;
+        Ok(folded)
     }
 
     /// Saves the run's assistant message as it stands (replacing the earlier save of this run).
@@ -142,7 +176,30 @@ impl MemoryRun {
     }
 }
 
+/// Completes the `call` invocation `r` answers in `history`; the index of the message changed.
+fn answer_stored_call(history: &mut [StoredMessage], r: &ToolResultPart) -> Option<usize> {
+    for (i, m) in history.iter_mut().enumerate().rev().filter(|(_, m)| m.role == "assistant") {
+        for p in m.parts.iter_mut() {
+            let inv = &mut p["toolInvocation"];
+            if inv["toolCallId"] == r.tool_call_id.as_str() && inv["state"] == "call" {
+                inv["state"] = "result".into();
+                inv["result"] = r.result.clone();
+                if r.is_error {
+                    inv["isError"] = Value::Bool(true);
+                }
+                return Some(i);
+            }
+        }
+    }
+    None
+}
+
 impl Session {
+    /// The loaded history as prompt messages.
+    pub fn history_messages(&self, filter_incomplete: bool) -> Vec<ModelMessage> {
+        stored_to_model(&self.history, filter_incomplete)
+    }
+
     /// A creation time after every message this run has seen or written.
     fn next_time(&mut self, now_ms: f64) -> String {
         self.last_time = if now_ms > self.last_time { now_ms } else { self.last_time + 1.0 };
