@@ -11,4 +11,4 @@ Object.defineProperty(AgentStreamOutput.prototype, Symbol.asyncIterator, {
   writable: true,
 });
 
-export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore } from './wasm_agent.js';
+export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore } from './wasm_agent.js';

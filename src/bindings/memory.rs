@@ -75,6 +75,38 @@ impl Default for JsInMemoryStore {
     }
 }
 
+/// Keeps conversations in the browser's IndexedDB (database `name`, default "wasm-agent"):
+/// they survive a reload with no server.
+#[wasm_bindgen(js_name = IndexedDBStore)]
+pub struct JsIndexedDbStore {
+    _store: Rc<dyn Store>,
+    id: u32,
+}
+
+#[wasm_bindgen(js_class = IndexedDBStore)]
+impl JsIndexedDbStore {
+    #[wasm_bindgen(constructor)]
+    pub fn new(#[wasm_bindgen(unchecked_param_type = "{ name?: string } | undefined")] options: JsValue) -> Result<JsIndexedDbStore, JsValue> {
+        let name = if options.is_object() { Reflect::get(&options, &"name".into()).unwrap_or(JsValue::UNDEFINED) } else { JsValue::UNDEFINED };
+        let name = match name.as_string() {
+            Some(n) if !n.is_empty() => n,
+            None if name.is_undefined() || name.is_null() => DEFAULT_DB.to_string(),
+            _ => return Err(type_error("new IndexedDBStore(options).name", &format!("expected a non-empty string, got {}", js_kind(&name)))),
+        };
+        let store: Rc<dyn Store> = Rc::new(crate::platform::idb::IdbStore::new(&name));
+        let id = register_store(&store);
+        Ok(JsIndexedDbStore { _store: store, id })
+    }
+
+    #[doc(hidden)]
+    #[wasm_bindgen(js_name = __storeId)]
+    pub fn store_id(&self) -> u32 {
+        self.id
+    }
+}
+
+const DEFAULT_DB: &str = "wasm-agent";
+
 /// The storage methods a user object must have, with the argument each takes.
 const STORE_METHODS: &[&str] = &[
     "getThreadById",
@@ -219,7 +251,12 @@ fn store_from(storage: &JsValue, field: &str) -> Result<Rc<dyn Store>, JsValue> 
 
 /// IndexedDB where the runtime has it, else memory.
 fn default_store() -> Rc<dyn Store> {
-    Rc::new(CoreInMemoryStore::new())
+    let has_idb = Reflect::get(&js_sys::global(), &"indexedDB".into()).map(|v| v.is_object()).unwrap_or(false);
+    if has_idb {
+        Rc::new(crate::platform::idb::IdbStore::new(DEFAULT_DB))
+    } else {
+        Rc::new(CoreInMemoryStore::new())
+    }
 }
 
 pub struct MemoryInner {

@@ -2,6 +2,7 @@
 //! (never `window`), so the same code runs in pages, workers, Node and workerd. wasm32 only.
 
 mod fetch;
+pub mod idb;
 
 use js_sys::{Function, Reflect};
 use wasm_bindgen::{JsCast, JsValue};

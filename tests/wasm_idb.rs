@@ -1,0 +1,587 @@
+//! `IdbStore` in headless Chromium (`wasm-pack test --headless --chrome -- --test wasm_idb`):
+//! one behaviour suite run against both `InMemoryStore` (the reference) and `IdbStore`, a
+//! randomized comparison of the two, last-N reading N records, two stores on one database, and
+//! the ways opening can fail (newer version, another tab blocking, no IndexedDB at all).
+//! Every test uses its own database and deletes it.
+#![cfg(target_arch = "wasm32")]
+
+use std::cell::Cell;
+use std::future::poll_fn;
+use std::task::Poll;
+
+use js_sys::{Function, Promise};
+use serde_json::json;
+use wasm_agent::core::env::LocalFuture;
+use wasm_agent::core::error::AgentError;
+use wasm_agent::core::memory::{iso_time, InMemoryStore, MessageQuery, Resource, Store, StoredMessage, Thread};
+use wasm_agent::platform::idb::IdbStore;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+// ---- fixtures ----
+
+const T0: f64 = 1_767_225_600_000.0;
+
+fn at(ms: u32) -> String {
+    iso_time(T0 + ms as f64)
+}
+
+fn thread(id: &str, resource: &str, updated: u32) -> Thread {
+    Thread {
+        id: id.into(),
+        resource_id: resource.into(),
+        title: Some(format!("Title of {id}")),
+        metadata: None,
+        created_at: at(0),
+        updated_at: at(updated),
+    }
+}
+
+fn msg(id: &str, thread: &str, created: u32, text: &str) -> StoredMessage {
+    StoredMessage {
+        id: id.into(),
+        thread_id: thread.into(),
+        resource_id: "user-1".into(),
+        role: "user".into(),
+        created_at: at(created),
+        parts: vec![json!({ "type": "text", "text": text })],
+        metadata: None,
+    }
+}
+
+fn query(thread: &str, last: Option<usize>, before: Option<u32>) -> MessageQuery {
+    MessageQuery { thread_id: thread.into(), last, before: before.map(at) }
+}
+
+fn ids(list: &[StoredMessage]) -> Vec<&str> {
+    list.iter().map(|m| m.id.as_str()).collect()
+}
+
+fn unique_name(tag: &str) -> String {
+    format!("wa-test-{tag}-{}", (js_sys::Math::random() * 1e12) as u64)
+}
+
+async fn list(store: &dyn Store, q: MessageQuery) -> Vec<StoredMessage> {
+    store.list_messages(&q).await.expect("listMessages")
+}
+
+/// Polls every future to completion, interleaved (their transactions overlap).
+async fn join_all<T>(mut futures: Vec<LocalFuture<'_, T>>) -> Vec<T> {
+    let mut out: Vec<Option<T>> = futures.iter().map(|_| None).collect();
+    poll_fn(|cx| {
+        let mut pending = false;
+        for (f, slot) in futures.iter_mut().zip(out.iter_mut()) {
+            if slot.is_none() {
+                match f.as_mut().poll(cx) {
+                    Poll::Ready(v) => *slot = Some(v),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().map(|v| v.expect("every future finished")).collect()
+}
+
+/// Calls `async (args…) => body` with `args` and awaits it (raw IndexedDB from JavaScript: what
+/// another tab, or an older or newer version of the app, would do).
+async fn js(params: &str, body: &str, args: &[JsValue]) -> Result<JsValue, JsValue> {
+    let f = Function::new_with_args(params, &format!("return (async () => {{ {body} }})();"));
+    let this = JsValue::NULL;
+    let p = match args {
+        [] => f.call0(&this),
+        [a] => f.call1(&this, a),
+        [a, b] => f.call2(&this, a, b),
+        _ => panic!("at most two arguments"),
+    }?;
+    JsFuture::from(p.unchecked_into::<Promise>()).await
+}
+
+const OPEN_RAW: &str = "
+    const r = indexedDB.open(name, version);
+    return await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('raw open timed out')), 3000);
+      r.onsuccess = () => { clearTimeout(timer); resolve(r.result); };
+      r.onerror = () => { clearTimeout(timer); reject(r.error); };
+      r.onblocked = () => { clearTimeout(timer); reject(new Error('raw open blocked')); };
+    });";
+
+fn storage_message(e: AgentError) -> String {
+    match e {
+        AgentError::Storage { message } => message,
+        other => panic!("expected a StorageError, got {other:?}"),
+    }
+}
+
+// ---- the behaviour suite, run against both stores ----
+
+macro_rules! behaviour {
+    ($($test:ident => $suite:ident),* $(,)?) => {$(
+        #[wasm_bindgen_test]
+        async fn $test() {
+            $suite(&InMemoryStore::new()).await;
+            let name = unique_name(stringify!($test));
+            $suite(&IdbStore::new(&name)).await;
+            IdbStore::delete_database(&name).await.expect("delete the test database");
+        }
+    )*};
+}
+
+behaviour! {
+    threads_are_created_read_replaced_and_deleted => suite_threads,
+    list_threads_is_newest_updated_first_within_a_resource => suite_list_threads,
+    messages_are_upserted_and_kept_in_created_at_then_id_order => suite_message_order,
+    last_and_before_select_the_latest_messages_strictly_before => suite_last_before,
+    delete_thread_removes_its_messages_only => suite_delete_thread,
+    a_message_saved_with_another_thread_moves_and_deletes_by_id => suite_move_and_delete,
+    resources_are_upserted => suite_resources,
+    unknown_parts_and_metadata_survive_a_round_trip => suite_round_trip,
+}
+
+async fn suite_threads(s: &dyn Store) {
+    assert_eq!(s.get_thread_by_id("t1").await.unwrap(), None);
+    let mut t = thread("t1", "user-1", 5);
+    t.metadata = Some(json!({ "pinned": true, "tags": ["a", "b"] }));
+    s.save_thread(&t).await.unwrap();
+    assert_eq!(s.get_thread_by_id("t1").await.unwrap(), Some(t.clone()));
+    let mut t2 = t.clone();
+    t2.title = None;
+    t2.metadata = None;
+    t2.updated_at = at(9);
+    s.save_thread(&t2).await.unwrap();
+    assert_eq!(s.get_thread_by_id("t1").await.unwrap(), Some(t2), "saveThread replaces the whole record");
+    s.delete_thread("t1").await.unwrap();
+    assert_eq!(s.get_thread_by_id("t1").await.unwrap(), None);
+    s.delete_thread("never-existed").await.expect("deleting a missing thread is not an error");
+}
+
+async fn suite_list_threads(s: &dyn Store) {
+    for (id, resource, updated) in
+        [("a", "r1", 3), ("b", "r1", 7), ("c", "r2", 9), ("d", "r1", 1), ("f", "r1", 7), ("e", "r1", 7)]
+    {
+        s.save_thread(&thread(id, resource, updated)).await.unwrap();
+    }
+    let got: Vec<String> = s.list_threads("r1").await.unwrap().into_iter().map(|t| t.id).collect();
+    assert_eq!(got, ["b", "e", "f", "a", "d"], "newest updatedAt first, ties in id order");
+    assert_eq!(s.list_threads("nobody").await.unwrap(), vec![]);
+    s.save_thread(&thread("d", "r1", 20)).await.unwrap();
+    assert_eq!(s.list_threads("r1").await.unwrap()[0].id, "d", "an update moves a thread to the front");
+}
+
+async fn suite_message_order(s: &dyn Store) {
+    let batch = [
+        msg("m3", "t", 30, "three"),
+        msg("m1", "t", 10, "one"),
+        msg("m2b", "t", 20, "two b"),
+        msg("m2a", "t", 20, "two a"),
+        msg("x", "other", 15, "elsewhere"),
+    ];
+    s.save_messages(&batch).await.unwrap();
+    assert_eq!(ids(&list(s, query("t", None, None)).await), ["m1", "m2a", "m2b", "m3"]);
+    // Upsert: same id, new text and a new time, moves and replaces.
+    s.save_messages(&[msg("m1", "t", 40, "one, edited")]).await.unwrap();
+    let all = list(s, query("t", None, None)).await;
+    assert_eq!(ids(&all), ["m2a", "m2b", "m3", "m1"]);
+    assert_eq!(all[3], msg("m1", "t", 40, "one, edited"));
+    s.save_messages(&[]).await.unwrap();
+    assert_eq!(list(s, query("nothing-here", None, None)).await, vec![]);
+    assert_eq!(ids(&list(s, query("other", None, None)).await), ["x"]);
+}
+
+async fn suite_last_before(s: &dyn Store) {
+    let batch: Vec<StoredMessage> =
+        (1..=9).map(|i| msg(&format!("m{i}"), "t", i * 10, "hi")).chain([msg("m5b", "t", 50, "tie")]).collect();
+    s.save_messages(&batch).await.unwrap();
+    s.save_messages(&[msg("n1", "t-other", 95, "other thread")]).await.unwrap();
+    assert_eq!(ids(&list(s, query("t", Some(3), None)).await), ["m7", "m8", "m9"]);
+    assert_eq!(ids(&list(s, query("t", Some(1), None)).await), ["m9"]);
+    assert_eq!(ids(&list(s, query("t", Some(0), None)).await), Vec::<&str>::new());
+    assert_eq!(list(s, query("t", Some(50), None)).await.len(), 10);
+    assert_eq!(ids(&list(s, query("t", None, Some(50))).await), ["m1", "m2", "m3", "m4"], "before is strict");
+    assert_eq!(ids(&list(s, query("t", None, Some(51))).await), ["m1", "m2", "m3", "m4", "m5", "m5b"]);
+    assert_eq!(ids(&list(s, query("t", Some(2), Some(51))).await), ["m5", "m5b"]);
+    assert_eq!(ids(&list(s, query("t", Some(2), Some(50))).await), ["m3", "m4"]);
+    assert_eq!(ids(&list(s, query("t", Some(5), Some(10))).await), Vec::<&str>::new());
+    assert_eq!(ids(&list(s, query("t", None, Some(1_000))).await).len(), 10);
+}
+
+async fn suite_delete_thread(s: &dyn Store) {
+    s.save_thread(&thread("t1", "u", 1)).await.unwrap();
+    s.save_thread(&thread("t2", "u", 2)).await.unwrap();
+    let batch: Vec<StoredMessage> =
+        (0..30).map(|i| msg(&format!("a{i:02}"), if i % 3 == 0 { "t2" } else { "t1" }, i, "x")).collect();
+    s.save_messages(&batch).await.unwrap();
+    s.delete_thread("t1").await.unwrap();
+    assert_eq!(s.get_thread_by_id("t1").await.unwrap(), None);
+    assert_eq!(list(s, query("t1", None, None)).await, vec![]);
+    assert_eq!(list(s, query("t2", None, None)).await.len(), 10, "the other thread keeps its messages");
+    assert_eq!(s.list_threads("u").await.unwrap().len(), 1);
+}
+
+async fn suite_move_and_delete(s: &dyn Store) {
+    s.save_messages(&[msg("m1", "t1", 1, "a"), msg("m2", "t1", 2, "b"), msg("m3", "t1", 3, "c")]).await.unwrap();
+    s.save_messages(&[msg("m2", "t2", 2, "b moved")]).await.unwrap();
+    assert_eq!(ids(&list(s, query("t1", None, None)).await), ["m1", "m3"]);
+    assert_eq!(ids(&list(s, query("t2", None, None)).await), ["m2"]);
+    s.delete_messages(&["m1".into(), "m2".into(), "nope".into()]).await.unwrap();
+    assert_eq!(ids(&list(s, query("t1", None, None)).await), ["m3"]);
+    assert_eq!(list(s, query("t2", None, None)).await, vec![]);
+    s.delete_messages(&[]).await.unwrap();
+}
+
+async fn suite_resources(s: &dyn Store) {
+    assert_eq!(s.get_resource("u").await.unwrap(), None);
+    let r = Resource {
+        id: "u".into(),
+        working_memory: Some("# Name\nAda".into()),
+        metadata: Some(json!({ "plan": "pro" })),
+    };
+    s.save_resource(&r).await.unwrap();
+    assert_eq!(s.get_resource("u").await.unwrap(), Some(r));
+    let r2 = Resource { id: "u".into(), working_memory: None, metadata: None };
+    s.save_resource(&r2).await.unwrap();
+    assert_eq!(s.get_resource("u").await.unwrap(), Some(r2));
+}
+
+async fn suite_round_trip(s: &dyn Store) {
+    let mut m = msg("m1", "t", 1, "héllo \u{1F600} \"quoted\" \\ \n newline");
+    m.role = "assistant".into();
+    m.parts.push(json!({ "type": "tool-invocation", "toolInvocation": { "state": "result", "toolCallId": "c1", "toolName": "add", "args": { "a": 1, "b": -2.5 }, "result": [null, true, "x"] } }));
+    m.parts.push(json!({ "type": "data-future-kind", "data": { "nested": { "deep": [1, 2, { "k": "v" }] } } }));
+    m.metadata = Some(json!({ "interrupted": true }));
+    s.save_messages(&[m.clone()]).await.unwrap();
+    assert_eq!(list(s, query("t", None, None)).await, vec![m]);
+}
+
+// ---- IdbStore against InMemoryStore on a random sequence of operations ----
+
+struct Lcg(Cell<u64>);
+
+impl Lcg {
+    fn below(&self, n: u64) -> u64 {
+        let x = self.0.get().wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        self.0.set(x);
+        (x >> 33) % n
+    }
+}
+
+#[wasm_bindgen_test]
+async fn idb_store_matches_the_in_memory_store_on_random_operations() {
+    let name = unique_name("random");
+    let (mem, idb) = (InMemoryStore::new(), IdbStore::new(&name));
+    let stores: [&dyn Store; 2] = [&mem, &idb];
+    let rng = Lcg(Cell::new(42));
+    let (mut queries, mut nonempty) = (0, 0);
+    for step in 0..400 {
+        let t = format!("t{}", rng.below(3));
+        match rng.below(8) {
+            0..=2 => {
+                let batch: Vec<StoredMessage> = (0..1 + rng.below(3))
+                    .map(|_| {
+                        msg(
+                            &format!("m{}", rng.below(40)),
+                            &format!("t{}", rng.below(3)),
+                            rng.below(12) as u32,
+                            &format!("v{step}"),
+                        )
+                    })
+                    .collect();
+                for s in stores {
+                    s.save_messages(&batch).await.unwrap();
+                }
+            }
+            3 => {
+                let gone: Vec<String> = (0..1 + rng.below(2)).map(|_| format!("m{}", rng.below(45))).collect();
+                for s in stores {
+                    s.delete_messages(&gone).await.unwrap();
+                }
+            }
+            4 => {
+                let th = thread(&t, &format!("r{}", rng.below(2)), rng.below(6) as u32);
+                for s in stores {
+                    s.save_thread(&th).await.unwrap();
+                }
+            }
+            5 if rng.below(4) == 0 => {
+                for s in stores {
+                    s.delete_thread(&t).await.unwrap();
+                }
+            }
+            _ => {
+                let last = match rng.below(4) {
+                    0 => None,
+                    _ => Some(rng.below(7) as usize),
+                };
+                let before = if rng.below(2) == 0 { None } else { Some(rng.below(13) as u32) };
+                let q = query(&t, last, before);
+                let a = mem.list_messages(&q).await.unwrap();
+                assert_eq!(a, idb.list_messages(&q).await.unwrap(), "step {step}: listMessages {q:?}");
+                let r = format!("r{}", rng.below(2));
+                assert_eq!(
+                    mem.list_threads(&r).await.unwrap(),
+                    idb.list_threads(&r).await.unwrap(),
+                    "step {step}: listThreads {r}"
+                );
+                assert_eq!(
+                    mem.get_thread_by_id(&t).await.unwrap(),
+                    idb.get_thread_by_id(&t).await.unwrap(),
+                    "step {step}: getThreadById {t}"
+                );
+                queries += 1;
+                nonempty += usize::from(!a.is_empty());
+            }
+        }
+    }
+    assert!(
+        queries > 50 && nonempty > 20,
+        "the sequence exercised the stores ({queries} queries, {nonempty} non-empty)"
+    );
+    drop(idb);
+    IdbStore::delete_database(&name).await.unwrap();
+}
+
+// ---- IndexedDB specifics ----
+
+#[wasm_bindgen_test]
+async fn loading_the_last_n_of_a_2000_message_thread_reads_n_records() {
+    let name = unique_name("last-n");
+    let store = IdbStore::new(&name);
+    for start in [0, 1000] {
+        let batch: Vec<StoredMessage> =
+            (start..start + 1000).map(|i| msg(&format!("m{i:05}"), "long", i, "some text")).collect();
+        store.save_messages(&batch).await.unwrap();
+    }
+    store.save_messages(&[msg("other", "short", 5, "x")]).await.unwrap();
+
+    let before = store.records_read();
+    let got = store.list_messages(&query("long", Some(10), None)).await.unwrap();
+    assert_eq!(store.records_read() - before, 10, "ten cursor steps for the last ten");
+    assert_eq!(ids(&got), (1990..2000).map(|i| format!("m{i:05}")).collect::<Vec<_>>());
+
+    let before = store.records_read();
+    let got = store.list_messages(&query("long", Some(3), Some(500))).await.unwrap();
+    assert_eq!(store.records_read() - before, 3);
+    assert_eq!(ids(&got), ["m00497", "m00498", "m00499"]);
+
+    let before = store.records_read();
+    assert_eq!(store.list_messages(&query("long", None, None)).await.unwrap().len(), 2000);
+    assert_eq!(store.records_read() - before, 2000, "without last every message is read");
+    drop(store);
+    IdbStore::delete_database(&name).await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn two_stores_on_one_database_interleaving_writes_lose_nothing() {
+    let name = unique_name("two-tabs");
+    let (a, b) = (IdbStore::new(&name), IdbStore::new(&name));
+    a.save_thread(&thread("shared", "u", 1)).await.unwrap();
+    // Alternating, one message per write.
+    for i in 0..100u32 {
+        let (store, tag) = if i % 2 == 0 { (&a, "a") } else { (&b, "b") };
+        store.save_messages(&[msg(&format!("{tag}{i:03}"), "shared", i, tag)]).await.unwrap();
+    }
+    // Overlapping: twenty batches in flight at once, from both.
+    let batches: Vec<Vec<StoredMessage>> = (0..20u32)
+        .map(|k| (0..5u32).map(|j| msg(&format!("c{k:02}-{j}"), "shared", 100 + k * 5 + j, "c")).collect())
+        .collect();
+    let writes: Vec<LocalFuture<'_, Result<(), AgentError>>> = batches
+        .iter()
+        .enumerate()
+        .map(|(k, batch)| if k % 2 == 0 { a.save_messages(batch) } else { b.save_messages(batch) })
+        .collect();
+    for r in join_all(writes).await {
+        r.unwrap();
+    }
+    b.save_thread(&thread("shared", "u", 2)).await.unwrap();
+
+    for reader in [&a, &b] {
+        let all = reader.list_messages(&query("shared", None, None)).await.unwrap();
+        assert_eq!(all.len(), 200, "every message of both writers");
+        let times: Vec<&str> = all.iter().map(|m| m.created_at.as_str()).collect();
+        assert!(times.windows(2).all(|w| w[0] < w[1]), "in time order");
+        assert_eq!(reader.get_thread_by_id("shared").await.unwrap().unwrap().updated_at, at(2));
+    }
+    drop((a, b));
+    IdbStore::delete_database(&name).await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn operations_started_together_share_one_open() {
+    let name = unique_name("first-use");
+    let store = IdbStore::new(&name);
+    let threads: Vec<Thread> = (0..8).map(|i| thread(&format!("t{i}"), "u", i)).collect();
+    let writes: Vec<LocalFuture<'_, Result<(), AgentError>>> = threads.iter().map(|t| store.save_thread(t)).collect();
+    for r in join_all(writes).await {
+        r.unwrap();
+    }
+    assert_eq!(store.list_threads("u").await.unwrap().len(), 8);
+    // One connection: an upgrade from "another tab" is not blocked by stray ones.
+    let conn =
+        js("name, version", OPEN_RAW, &[name.as_str().into(), 2.into()]).await.expect("the upgrade is not blocked");
+    js("db", "db.close();", &[conn]).await.unwrap();
+    drop(store);
+    IdbStore::delete_database(&name).await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn the_schema_is_version_1_and_records_are_plain_objects() {
+    let name = unique_name("schema");
+    let store = IdbStore::new(&name);
+    store.save_thread(&thread("t1", "u", 3)).await.unwrap();
+    store.save_messages(&[msg("m1", "t1", 1, "hello")]).await.unwrap();
+    drop(store);
+    let seen = js(
+        "name",
+        "
+        const db = await new Promise((res, rej) => { const r = indexedDB.open(name); r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
+        const tx = db.transaction(['threads', 'messages', 'resources']);
+        const get = (req) => new Promise((res) => { req.onsuccess = () => res(req.result); });
+        const messages = tx.objectStore('messages');
+        const out = {
+          version: db.version,
+          stores: [...db.objectStoreNames],
+          threadKey: tx.objectStore('threads').keyPath,
+          byResource: tx.objectStore('threads').index('byResource').keyPath,
+          byThreadTime: messages.index('byThreadTime').keyPath,
+          resourceKey: tx.objectStore('resources').keyPath,
+          message: await get(messages.get('m1')),
+        };
+        db.close();
+        return JSON.stringify(out);",
+        &[name.as_str().into()],
+    )
+    .await
+    .unwrap();
+    let seen: serde_json::Value = serde_json::from_str(&seen.as_string().unwrap()).unwrap();
+    assert_eq!(seen["version"], 1);
+    assert_eq!(seen["stores"], json!(["messages", "resources", "threads"]));
+    assert_eq!(seen["threadKey"], "id");
+    assert_eq!(seen["resourceKey"], "id");
+    assert_eq!(seen["byResource"], "resourceId");
+    assert_eq!(seen["byThreadTime"], json!(["threadId", "createdAt", "id"]));
+    assert_eq!(seen["message"]["content"]["parts"][0]["text"], "hello");
+    assert_eq!(seen["message"]["content"]["format"], 2);
+    IdbStore::delete_database(&name).await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn a_database_upgraded_by_a_newer_version_is_a_storage_error() {
+    let name = unique_name("newer");
+    let db = js("name, version", OPEN_RAW, &[name.as_str().into(), 2.into()]).await.unwrap();
+    js("db", "db.close();", &[db]).await.unwrap();
+    let err = IdbStore::new(&name).list_threads("u").await.expect_err("version 2 is newer than this code");
+    let message = storage_message(err);
+    assert!(
+        message.contains("newer schema") && message.contains("VersionError") && message.contains(&name),
+        "{message}"
+    );
+    IdbStore::delete_database(&name).await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn an_open_store_steps_aside_for_another_tabs_upgrade() {
+    let name = unique_name("versionchange");
+    let store = IdbStore::new(&name);
+    store.save_thread(&thread("t1", "u", 1)).await.unwrap();
+    // Another tab upgrades to version 2: not blocked, because the store closes on versionchange.
+    let db = js("name, version", OPEN_RAW, &[name.as_str().into(), 2.into()])
+        .await
+        .expect("the upgrade must not be blocked");
+    js("db", "db.close();", &[db]).await.unwrap();
+    // The store reopens on next use and finds a version it does not know.
+    let message = storage_message(store.get_thread_by_id("t1").await.expect_err("version 2"));
+    assert!(message.contains("VersionError"), "{message}");
+    drop(store);
+    IdbStore::delete_database(&name).await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn a_store_reopens_after_its_database_was_deleted() {
+    let name = unique_name("deleted");
+    let store = IdbStore::new(&name);
+    store.save_thread(&thread("t1", "u", 1)).await.unwrap();
+    IdbStore::delete_database(&name).await.expect("deletion is not blocked by the open store");
+    assert_eq!(store.get_thread_by_id("t1").await.unwrap(), None, "a fresh, empty database");
+    store.save_thread(&thread("t2", "u", 1)).await.unwrap();
+    assert_eq!(store.list_threads("u").await.unwrap().len(), 1);
+    drop(store);
+    IdbStore::delete_database(&name).await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn a_connection_closed_unseen_is_reopened_once() {
+    let name = unique_name("invalid-state");
+    let store = IdbStore::new(&name);
+    store.save_thread(&thread("t1", "u", 1)).await.unwrap();
+    store.close_connection_unseen();
+    assert_eq!(store.get_thread_by_id("t1").await.unwrap().map(|t| t.id).as_deref(), Some("t1"));
+    store.close_connection_unseen();
+    store.save_messages(&[msg("m1", "t1", 1, "x")]).await.expect("a write retries on a reopened connection");
+    assert_eq!(list(&store, query("t1", None, None)).await.len(), 1);
+    drop(store);
+    IdbStore::delete_database(&name).await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn an_open_blocked_by_another_tab_fails_after_the_timeout_instead_of_hanging() {
+    let name = unique_name("blocked");
+    // Tab A holds version 1 and ignores versionchange; tab B's upgrade to 2 waits on it; our
+    // open queues behind B's and gets no event at all.
+    let held = js(
+        "name",
+        "
+        const a = await new Promise((res, rej) => { const r = indexedDB.open(name, 1); r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
+        const b = indexedDB.open(name, 2);
+        await new Promise((res) => { b.onblocked = res; });
+        return { a, b };",
+        &[name.as_str().into()],
+    )
+    .await
+    .unwrap();
+    let store = IdbStore::with_open_timeout(&name, 300);
+    let started = js_sys::Date::now();
+    let message = storage_message(store.list_threads("u").await.expect_err("blocked"));
+    let waited = js_sys::Date::now() - started;
+    assert!(message.contains("timed out") && message.contains(&name), "{message}");
+    assert!((280.0..3000.0).contains(&waited), "failed after {waited} ms");
+    drop(store);
+    // Let B through, then clean up.
+    js(
+        "held",
+        "
+        held.a.close();
+        const db = await new Promise((res, rej) => { held.b.onsuccess = () => res(held.b.result); held.b.onerror = () => rej(held.b.error); });
+        db.close();",
+        &[held],
+    )
+    .await
+    .unwrap();
+    IdbStore::delete_database(&name).await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn without_indexeddb_every_call_is_a_storage_error() {
+    js("", "globalThis.__idbDescriptor = Object.getOwnPropertyDescriptor(globalThis, 'indexedDB'); Object.defineProperty(globalThis, 'indexedDB', { value: undefined, configurable: true, writable: true });", &[])
+        .await
+        .unwrap();
+    let store = IdbStore::new(&unique_name("none"));
+    let first = store.get_thread_by_id("t").await;
+    let second = store.save_messages(&[msg("m", "t", 1, "x")]).await;
+    js("", "Object.defineProperty(globalThis, 'indexedDB', globalThis.__idbDescriptor); delete globalThis.__idbDescriptor;", &[]).await.unwrap();
+    for err in [first.expect_err("no IndexedDB"), second.expect_err("no IndexedDB")] {
+        let message = storage_message(err);
+        assert!(
+            message.starts_with("IndexedDB is not available in this runtime")
+                && message.contains("use InMemoryStore or pass a storage object"),
+            "{message}"
+        );
+    }
+}
