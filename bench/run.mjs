@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // The streaming benchmark (`./x bench`): the package's textStream and fullStream against a raw
-// fetch + JSON.parse baseline, all reading `deltas:N` from the local model server.
+// fetch + JSON.parse baseline, all reading `deltas:N` from the local model server; and the package
+// running one tool step before N deltas (`tool`, model `tool-then-deltas:N`) against the same
+// protocol done by hand (`baseline-tool`).
 //
 //   node bench/run.mjs [--n 20000] [--runs 7] [--json bench/results/latest.json]
 //
@@ -20,7 +22,10 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..');
 const PKG = path.join(ROOT, 'pkg');
 const WORKER = path.join(HERE, 'worker.mjs');
-const MODES = ['baseline', 'textStream', 'fullStream'];
+const MODES = ['baseline', 'textStream', 'fullStream', 'baseline-tool', 'tool'];
+/** What each package mode is compared with (a baseline mode is compared with itself). */
+const BASELINE_OF = { baseline: 'baseline', textStream: 'baseline', fullStream: 'baseline', 'baseline-tool': 'baseline-tool', tool: 'baseline-tool' };
+const TEXT_MODES = ['textStream', 'fullStream'];
 const CHILD_TIMEOUT_MS = 60_000;
 const PKG_JS = ['wasm_agent.js', 'api.js', 'index.node.js'];
 const TARGETS = { perChunkRatio: 3, firstChunkOverheadMs: 1, packageGzipKB: 150 };
@@ -151,7 +156,7 @@ async function main() {
           continue;
         }
         runs[mode].push({ run: r + 1, ...result });
-        process.stdout.write(`  run ${r + 1}/${opts.runs} ${mode.padEnd(10)} ${result.totalMs.toFixed(1)} ms\n`);
+        process.stdout.write(`  run ${r + 1}/${opts.runs} ${mode.padEnd(13)} ${result.totalMs.toFixed(1)} ms\n`);
       }
     }
   } finally {
@@ -169,12 +174,21 @@ async function main() {
       medianFirstChunkMs: median(list.map((x) => x.firstChunkMs)),
       medianMaxRssMB: median(list.map((x) => x.maxRssKB)) / 1024,
     };
+    if (BASELINE_OF[mode] === 'baseline-tool') summary[mode].medianToolCallMs = median(list.map((x) => x.toolCallMs));
   }
-  const base = summary.baseline;
   for (const mode of MODES) {
+    const base = summary[BASELINE_OF[mode]];
+    summary[mode].comparedWith = BASELINE_OF[mode];
     summary[mode].ratioPerChunk = summary[mode].perChunkUs / base.perChunkUs;
     summary[mode].firstChunkOverheadMs = summary[mode].medianFirstChunkMs - base.medianFirstChunkMs;
   }
+  // The tool modes' first chunk is the first text delta of step 2: first request start → tool call
+  // streamed and assembled → tool run → second request → its first delta.
+  const toolRoundTrip = {
+    packageMs: summary.tool.medianFirstChunkMs,
+    baselineMs: summary['baseline-tool'].medianFirstChunkMs,
+  };
+  toolRoundTrip.addedMs = toolRoundTrip.packageMs - toolRoundTrip.baselineMs;
 
   console.log();
   const rows = [['mode', 'total ms', 'µs/chunk', '× baseline', 'first chunk ms', 'overhead ms', 'peak RSS MB']];
@@ -186,12 +200,18 @@ async function main() {
       fixed(s.perChunkUs, 2),
       fixed(s.ratioPerChunk, 2),
       fixed(s.medianFirstChunkMs, 2),
-      mode === 'baseline' ? '-' : (s.firstChunkOverheadMs >= 0 ? '+' : '') + fixed(s.firstChunkOverheadMs, 2),
+      BASELINE_OF[mode] === mode ? '-' : (s.firstChunkOverheadMs >= 0 ? '+' : '') + fixed(s.firstChunkOverheadMs, 2),
       fixed(s.medianMaxRssMB, 1),
     ]);
   }
   console.log(table(rows));
   console.log(`(medians of ${opts.runs} runs; each a fresh process after one warm-up run; RSS is the child's peak)`);
+  console.log('(tool rows: one tool step, then N deltas; × and overhead against baseline-tool; first chunk = first text delta of step 2)');
+  console.log();
+  console.log(
+    `tool round trip (first request start → first text delta of step 2): tool ${fixed(toolRoundTrip.packageMs, 2)} ms, ` +
+      `baseline-tool ${fixed(toolRoundTrip.baselineMs, 2)} ms, added ${toolRoundTrip.addedMs >= 0 ? '+' : ''}${fixed(toolRoundTrip.addedMs, 2)} ms`,
+  );
 
   console.log();
   console.log(
@@ -200,9 +220,11 @@ async function main() {
       `total ${kb(size.totalGzipBytes)} KB gzip -9 (1 KB = 1024 B)`,
   );
 
-  const pkgModes = MODES.filter((m) => m !== 'baseline');
+  // Per chunk: every package mode against its own baseline. First-chunk overhead: the text modes
+  // (the tool mode's is the round trip, printed above).
+  const pkgModes = MODES.filter((m) => BASELINE_OF[m] !== m);
   const worstRatio = Math.max(...pkgModes.map((m) => summary[m].ratioPerChunk));
-  const worstOverhead = Math.max(...pkgModes.map((m) => summary[m].firstChunkOverheadMs));
+  const worstOverhead = Math.max(...TEXT_MODES.map((m) => summary[m].firstChunkOverheadMs));
   const targets = [
     {
       target: `per chunk ≤ ${TARGETS.perChunkRatio}× baseline`,
@@ -211,7 +233,7 @@ async function main() {
     },
     {
       target: `first-chunk overhead ≤ ${TARGETS.firstChunkOverheadMs} ms`,
-      actual: `${pkgModes.map((m) => `${m} ${fixed(summary[m].firstChunkOverheadMs, 2)} ms`).join(', ')}`,
+      actual: `${TEXT_MODES.map((m) => `${m} ${fixed(summary[m].firstChunkOverheadMs, 2)} ms`).join(', ')}`,
       met: worstOverhead <= TARGETS.firstChunkOverheadMs,
     },
     {
@@ -222,7 +244,8 @@ async function main() {
   ];
   console.log();
   console.log('targets (for comparison, not asserted):');
-  for (const t of targets) console.log(`  ${t.target.padEnd(32)} ${t.actual.padEnd(40)} ${t.met ? 'met' : 'not met'}`);
+  const actualWidth = Math.max(40, ...targets.map((t) => t.actual.length));
+  for (const t of targets) console.log(`  ${t.target.padEnd(32)} ${t.actual.padEnd(actualWidth)} ${t.met ? 'met' : 'not met'}`);
 
   const report = {
     date: new Date().toISOString(),
@@ -235,6 +258,7 @@ async function main() {
     packageBuiltAt: statSync(path.join(PKG, 'wasm_agent_bg.wasm')).mtime.toISOString(),
     size,
     summary,
+    toolRoundTrip,
     targets,
     failures,
     runs,

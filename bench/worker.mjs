@@ -1,20 +1,23 @@
 // One benchmark measurement in a fresh process: `node bench/worker.mjs <mode> <serverUrl> <N>`.
 //
-//   mode       baseline | textStream | fullStream
+//   mode       baseline | textStream | fullStream | baseline-tool | tool
 //   serverUrl  the model server's base URL, http://127.0.0.1:PORT/v1 (started by bench/run.mjs)
-//   N          deltas the server streams (model `deltas:N`)
+//   N          deltas the server streams (model `deltas:N`, or `tool-then-deltas:N` for the tool modes:
+//              one tool call, then N deltas once the tool result is sent)
 //
 // Runs the workload once to warm up, then once measured, checks both against the text the server
 // sends, and prints one JSON line on stdout:
 //   { mode, n, totalMs, firstChunkMs, chunks, textLength, maxRssKB, warmup: { totalMs, firstChunkMs } }
-// A wrong text or chunk count exits with status 1 and the reason on stderr.
+// The tool modes add toolCallMs (when the whole tool call was in hand); their firstChunkMs is the
+// first text delta of the second step, so it includes the tool round trip.
+// A wrong text, chunk count or tool call exits with status 1 and the reason on stderr.
 // BENCH_PKG=dir loads the package from dir instead of pkg/.
 
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 
-const MODES = ['baseline', 'textStream', 'fullStream'];
+const MODES = ['baseline', 'textStream', 'fullStream', 'baseline-tool', 'tool'];
 
 const [mode, serverUrl, nArg] = process.argv.slice(2);
 const n = Number.parseInt(nArg, 10);
@@ -36,15 +39,14 @@ function expectedText(count) {
 }
 const EXPECTED = expectedText(n);
 
-/** (a) Raw JavaScript: fetch, decode, split lines, JSON.parse each `data: ` line. */
-async function baseline() {
-  const body = JSON.stringify({ model: `deltas:${n}`, stream: true, messages: [{ role: 'user', content: 'go' }] });
-  const t0 = performance.now();
-  let firstChunkMs = -1;
-  const res = await fetch(serverUrl + '/chat/completions', { method: 'POST', body });
-  if (!res.ok) throw new Error(`baseline: HTTP ${res.status}`);
+/**
+ * Reads a Chat Completions stream of text deltas by hand: decode, split lines, JSON.parse each
+ * `data: ` line. `t0` is when the workload started (for firstChunkMs).
+ */
+async function readTextDeltas(res, t0, label) {
   const reader = res.body.getReader();
   const decoder = new TextDecoder('utf-8');
+  let firstChunkMs = -1;
   let pending = '';
   let text = '';
   let chunks = 0;
@@ -70,18 +72,117 @@ async function baseline() {
       }
     }
   }
+  if (!done) throw new Error(`${label}: the stream ended without [DONE]`);
+  return { firstChunkMs, chunks, text };
+}
+
+/** (a) Raw JavaScript: fetch, decode, split lines, JSON.parse each `data: ` line. */
+async function baseline() {
+  const body = JSON.stringify({ model: `deltas:${n}`, stream: true, messages: [{ role: 'user', content: 'go' }] });
+  const t0 = performance.now();
+  const res = await fetch(serverUrl + '/chat/completions', { method: 'POST', body });
+  if (!res.ok) throw new Error(`baseline: HTTP ${res.status}`);
+  const { firstChunkMs, chunks, text } = await readTextDeltas(res, t0, 'baseline');
   const totalMs = performance.now() - t0;
-  if (!done) throw new Error('baseline: the stream ended without [DONE]');
   return { totalMs, firstChunkMs, chunks, text };
 }
 
-let Agent;
+// The one tool of the tool modes, and what the server's `tool-then-deltas` calls it with.
+const LOOKUP = {
+  id: 'lookup',
+  description: 'Looks something up',
+  inputSchema: { type: 'object', properties: { q: { type: 'string' } } },
+};
+const LOOKUP_ARGS = { q: 'example' };
+let toolCalls = []; // inputs `execute` got in the current run
+
+async function lookupExecute(input) {
+  toolCalls.push(input);
+  return { ok: true };
+}
+
+/** The tool calls of a Chat Completions stream, assembled by index; also its finish_reason and any text. */
+async function readToolCalls(res, label) {
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder('utf-8');
+  let pending = '';
+  let text = '';
+  let finish;
+  let done = false;
+  const calls = [];
+  for (;;) {
+    const { value, done: ended } = await reader.read();
+    if (ended) break;
+    pending += decoder.decode(value, { stream: true });
+    const lines = pending.split('\n');
+    pending = lines.pop();
+    for (const line of lines) {
+      if (!line.startsWith('data: ')) continue;
+      const data = line.slice(6);
+      if (data === '[DONE]') {
+        done = true;
+        continue;
+      }
+      const choice = JSON.parse(data).choices?.[0];
+      if (!choice) continue;
+      if (typeof choice.delta?.content === 'string') text += choice.delta.content;
+      for (const piece of choice.delta?.tool_calls ?? []) {
+        const call = (calls[piece.index] ??= { id: '', type: 'function', function: { name: '', arguments: '' } });
+        if (piece.id) call.id = piece.id;
+        if (piece.function?.name) call.function.name += piece.function.name;
+        if (piece.function?.arguments) call.function.arguments += piece.function.arguments;
+      }
+      if (choice.finish_reason) finish = choice.finish_reason;
+    }
+  }
+  if (!done) throw new Error(`${label}: the tool-call stream ended without [DONE]`);
+  return { calls: calls.filter(Boolean), finish, text };
+}
+
+/**
+ * (a') Raw JavaScript doing one tool step by hand: request with the tool declared, assemble the
+ * streamed call, run the tool, send the assistant tool_calls message and the tool result, then
+ * read N deltas like the baseline.
+ */
+async function baselineTool() {
+  toolCalls = [];
+  const model = `tool-then-deltas:${n}`;
+  const tools = [{ type: 'function', function: { name: LOOKUP.id, description: LOOKUP.description, parameters: LOOKUP.inputSchema } }];
+  const messages = [{ role: 'user', content: 'go' }];
+  const t0 = performance.now();
+  const first = await fetch(serverUrl + '/chat/completions', {
+    method: 'POST',
+    body: JSON.stringify({ model, stream: true, messages, tools }),
+  });
+  if (!first.ok) throw new Error(`baseline-tool: first request: HTTP ${first.status}`);
+  const step = await readToolCalls(first, 'baseline-tool');
+  const toolCallMs = performance.now() - t0;
+  if (step.finish !== 'tool_calls' || step.calls.length !== 1 || step.calls[0].function.name !== LOOKUP.id || step.text !== '') {
+    throw new Error(`baseline-tool: expected one ${LOOKUP.id} call, got ${JSON.stringify(step)}`);
+  }
+  const results = [];
+  for (const call of step.calls) {
+    const output = await lookupExecute(JSON.parse(call.function.arguments));
+    results.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(output) });
+  }
+  messages.push({ role: 'assistant', content: null, tool_calls: step.calls }, ...results);
+  const second = await fetch(serverUrl + '/chat/completions', {
+    method: 'POST',
+    body: JSON.stringify({ model, stream: true, messages, tools }),
+  });
+  if (!second.ok) throw new Error(`baseline-tool: second request: HTTP ${second.status}`);
+  const { firstChunkMs, chunks, text } = await readTextDeltas(second, t0, 'baseline-tool');
+  const totalMs = performance.now() - t0;
+  return { totalMs, firstChunkMs, toolCallMs, chunks, text };
+}
+
+let Agent, createTool;
 async function loadPackage() {
   // BENCH_PKG points at another build of the package (e.g. one that kept wasm names, for profiling).
   const entry = process.env.BENCH_PKG
     ? pathToFileURL(path.join(path.resolve(process.env.BENCH_PKG), 'index.node.js')).href
     : '../pkg/index.node.js';
-  ({ Agent } = await import(entry));
+  ({ Agent, createTool } = await import(entry));
 }
 
 function newAgent() {
@@ -132,6 +233,51 @@ async function fullStream() {
   return { totalMs, firstChunkMs, chunks, text };
 }
 
+/** (d) One tool step, then N deltas: an Agent with the `lookup` tool, fullStream counting text-deltas. */
+async function tool() {
+  toolCalls = [];
+  const lookup = createTool({ ...LOOKUP, execute: lookupExecute });
+  const agent = new Agent({
+    id: 'bench',
+    model: { id: `openai/tool-then-deltas:${n}`, url: serverUrl, apiKey: 'bench' },
+    tools: { lookup },
+  });
+  const t0 = performance.now();
+  let firstChunkMs = -1;
+  let toolCallMs = -1;
+  const out = await agent.stream('go');
+  let text = '';
+  let chunks = 0;
+  let toolCallChunks = 0;
+  let toolResultChunks = 0;
+  let finished = false;
+  let error;
+  for await (const chunk of out.fullStream) {
+    if (chunk.type === 'text-delta') {
+      if (firstChunkMs < 0) firstChunkMs = performance.now() - t0;
+      text += chunk.payload.text;
+      chunks++;
+    } else if (chunk.type === 'tool-call') {
+      if (toolCallMs < 0) toolCallMs = performance.now() - t0;
+      toolCallChunks++;
+    } else if (chunk.type === 'tool-result') {
+      toolResultChunks++;
+    } else if (chunk.type === 'finish') {
+      finished = true;
+    } else if (chunk.type === 'error') {
+      error = chunk.payload.error;
+    }
+  }
+  const totalMs = performance.now() - t0;
+  if (error) throw new Error(`tool: error chunk: ${JSON.stringify(error)}`);
+  if (!finished) throw new Error('tool: no finish chunk');
+  if (toolCallChunks !== 1 || toolResultChunks !== 1) {
+    throw new Error(`tool: ${toolCallChunks} tool-call and ${toolResultChunks} tool-result chunks, expected 1 each`);
+  }
+  if (!(toolCallMs >= 0 && toolCallMs <= firstChunkMs)) throw new Error('tool: the tool call did not come before the text');
+  return { totalMs, firstChunkMs, toolCallMs, chunks, text };
+}
+
 /** Fails loudly unless the run saw exactly what the server sent. */
 function check(label, run) {
   const problems = [];
@@ -143,13 +289,17 @@ function check(label, run) {
     problems.push(`text differs at ${i}: ${JSON.stringify(run.text.slice(i, i + 20))} vs ${JSON.stringify(EXPECTED.slice(i, i + 20))}`);
   }
   if (!(run.firstChunkMs >= 0)) problems.push('no text chunk arrived');
+  if (mode === 'tool' || mode === 'baseline-tool') {
+    if (toolCalls.length !== 1) problems.push(`the tool ran ${toolCalls.length} times, expected once`);
+    else if (JSON.stringify(toolCalls[0]) !== JSON.stringify(LOOKUP_ARGS)) problems.push(`the tool got ${JSON.stringify(toolCalls[0])}`);
+  }
   if (problems.length) throw new Error(`${mode} ${label} run is wrong: ${problems.join('; ')}`);
 }
 
-const workloads = { baseline, textStream, fullStream };
+const workloads = { baseline, textStream, fullStream, 'baseline-tool': baselineTool, tool };
 
 try {
-  if (mode !== 'baseline') await loadPackage();
+  if (mode !== 'baseline' && mode !== 'baseline-tool') await loadPackage();
   const run = workloads[mode];
   const warm = await run();
   check('warm-up', warm);
@@ -160,6 +310,7 @@ try {
     n,
     totalMs: measured.totalMs,
     firstChunkMs: measured.firstChunkMs,
+    ...(measured.toolCallMs === undefined ? {} : { toolCallMs: measured.toolCallMs }),
     chunks: measured.chunks,
     textLength: measured.text.length,
     maxRssKB: process.resourceUsage().maxRSS,

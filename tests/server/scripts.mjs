@@ -632,5 +632,33 @@ function extraToolScripts() {
         },
       },
     ],
+    [
+      'tool-then-deltas',
+      {
+        description:
+          'tool-then-deltas:<N> one call of the request\'s first tool (args fit its schema, finish_reason tool_calls); ' +
+          'once the conversation ends with tool results, N short deltas like deltas:<N> (benchmarks)',
+        async run(ex) {
+          if (!trailingToolResults(ex.body).length) return streamCalls(ex, plannedCalls(ex.body, 1));
+          const n = Math.max(0, Number.parseInt(ex.arg, 10) || 10);
+          const chat = ex.chat();
+          chat.role();
+          if (!chat.streaming) {
+            for (let i = 0; i < n; i++) chat.content(`w${i} `);
+            return chat.complete('stop');
+          }
+          // The hot path of deltas:<N>: one socket write per 64 KiB, a turn of the event loop after each.
+          await chat.flush();
+          for (let i = 0; i < n; i++) {
+            chat.rawDelta('{"content":"w' + i + ' "}');
+            if (chat.buf.length >= 65536) {
+              await chat.flush();
+              await new Promise(setImmediate);
+            }
+          }
+          await chat.complete('stop');
+        },
+      },
+    ],
   ];
 }
