@@ -610,10 +610,23 @@ fn error_detail(body: &str) -> Option<String> {
 /// `retry-after-ms` (milliseconds) wins over `retry-after` (seconds). HTTP-date values are not
 /// understood and fall back to exponential backoff.
 pub fn parse_retry_after(ms: Option<&str>, secs: Option<&str>) -> Option<u64> {
-    if let Some(v) = ms.and_then(|s| s.trim().parse::<f64>().ok()).filter(|v| v.is_finite() && *v >= 0.0) {
-        return Some(v as u64);
+    ms.and_then(|s| parse_decimal_thousandths(s).map(|t| t / 1000)).or_else(|| secs.and_then(parse_decimal_thousandths))
+}
+
+/// A non-negative decimal such as `2` or `1.5`, times 1000 (without float parsing, whose code
+/// is large in wasm).
+fn parse_decimal_thousandths(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    if int.is_empty() && frac.is_empty() || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
     }
-    secs.and_then(|s| s.trim().parse::<f64>().ok()).filter(|v| v.is_finite() && *v >= 0.0).map(|v| (v * 1000.0) as u64)
+    let whole: u64 = if int.is_empty() { 0 } else { int.parse().ok()? };
+    let mut milli = 0;
+    for (i, b) in frac.bytes().take(3).enumerate() {
+        milli += u64::from(b - b'0') * [100, 10, 1][i];
+    }
+    whole.checked_mul(1000)?.checked_add(milli)
 }
 
 impl RunOutcome {

@@ -417,3 +417,15 @@ mod tools;
 #[cfg(test)]
 #[path = "run_memory_tests.rs"]
 mod memory;
+
+#[test]
+fn retry_after_values_are_read_without_float_parsing() {
+    assert_eq!(parse_retry_after(None, Some("2")), Some(2000));
+    assert_eq!(parse_retry_after(None, Some(" 1.5 ")), Some(1500));
+    assert_eq!(parse_retry_after(Some("250"), Some("9")), Some(250));
+    assert_eq!(parse_retry_after(Some("12.7"), None), Some(12));
+    assert_eq!(parse_retry_after(Some("x"), Some("3")), Some(3000));
+    assert_eq!(parse_retry_after(None, Some("-1")), None);
+    assert_eq!(parse_retry_after(None, Some("Wed, 21 Oct 2015 07:28:00 GMT")), None);
+    assert_eq!(parse_retry_after(None, Some("99999999999999999999")), None);
+}
