@@ -292,7 +292,15 @@ fn arg_str(arg: &JsValue, key: &str, method: &str) -> Result<String, JsValue> {
     v.as_string().ok_or_else(|| type_error(&format!("memory.{method}(…).{key}"), &format!("expected a string, got {}", js_kind(&v))))
 }
 
+/// One `future_to_promise` for every method: boxing the future keeps a single copy of the
+/// promise glue in the wasm instead of one per method.
 fn promise(fut: impl std::future::Future<Output = Result<JsValue, AgentError>> + 'static) -> Promise {
+    let fut: LocalFuture<'static, Result<JsValue, AgentError>> = Box::pin(fut);
+    run_promise(fut)
+}
+
+#[inline(never)]
+fn run_promise(fut: LocalFuture<'static, Result<JsValue, AgentError>>) -> Promise {
     future_to_promise(async move { fut.await.map_err(|e| error_to_js(&e)) })
 }
 

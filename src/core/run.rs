@@ -4,17 +4,19 @@
 
 use std::cell::RefCell;
 
-use serde_json::Value;
 
 use super::abort::AbortFlag;
 use super::chunk::Chunk;
-use super::env::{Env, HttpResponse, LocalFuture};
+use super::env::{Env, LocalFuture};
 use super::error::AgentError;
 use super::memory::{MemoryRun, Session};
+pub use super::hooks::{Hooks, IterationDecision, NoHooks, StepOverrides, StopCondition};
+pub use super::retry::{parse_retry_after, retry_delay_ms};
+use super::retry::{redact, send_with_retries};
 use super::run_memory::{generate_title, working_memory_prompt, working_memory_text, working_memory_tool, MemoryTools, TitleJob};
-use super::model::{FinishReason, ModelMessage, ModelRequest, ModelSettings, ToolChoice, Usage, UserPart};
+use super::model::{FinishReason, ModelMessage, ModelRequest, ToolChoice, Usage, UserPart};
 use super::step::{messages_json, IdSource, StepBuilder, StepResult};
-use super::tools::{run_call, run_limited, Approvals, Outcome, ToolCtx, ToolDef, ToolHost, ToolResult};
+use super::tools::{run_call, run_limited, Approvals, Outcome, ToolDef, ToolHost, ToolResult};
 use crate::providers::{self, Endpoint, HttpRequest};
 
 /// Everything one run needs, already validated.
@@ -94,64 +96,6 @@ pub(crate) enum Stop {
     Aborted,
     Failed(AgentError),
 }
-
-/// What `prepareStep` may change for one step.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct StepOverrides {
-    pub settings: Option<ModelSettings>,
-    pub active_tools: Option<Vec<String>>,
-    pub tool_choice: Option<ToolChoice>,
-    /// Replaces the system messages at the head of the prompt.
-    pub system: Option<Vec<String>>,
-}
-
-/// What `onIterationComplete` decided.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct IterationDecision {
-    pub stop: bool,
-    /// Added to the conversation as a user message, and the loop goes on for it.
-    pub feedback: Option<String>,
-}
-
-/// A built-in stop condition (`stepCountIs`, `hasToolCall`); others are asked of the host.
-#[derive(Clone, Debug, PartialEq)]
-pub enum StopCondition {
-    StepCount(usize),
-    HasToolCall(String),
-    /// The host's predicate number `n` (`Hooks::stop_when`).
-    Custom(usize),
-}
-
-/// The loop's callbacks into its host, besides the tools.
-pub trait Hooks: ToolHost {
-    /// `prepareStep`, before each step (numbered from 0).
-    fn prepare_step<'a>(&'a self, _step: usize, _steps: &'a [StepResult]) -> LocalFuture<'a, Result<Option<StepOverrides>, AgentError>> {
-        Box::pin(async { Ok(None) })
-    }
-    /// The custom stop condition `n` of `stopWhen`, over the steps so far.
-    fn stop_when<'a>(&'a self, _n: usize, _steps: &'a [StepResult]) -> LocalFuture<'a, bool> {
-        Box::pin(async { false })
-    }
-    /// `onTitleGenerated`, after a new thread got its title.
-    fn title_generated<'a>(&'a self, _thread_id: &'a str, _title: &'a str) -> LocalFuture<'a, ()> {
-        Box::pin(async {})
-    }
-    /// `onIterationComplete`, after each step; `is_final` when the loop would stop on its own.
-    fn iteration_complete<'a>(&'a self, _steps: &'a [StepResult], _is_final: bool) -> LocalFuture<'a, IterationDecision> {
-        Box::pin(async { IterationDecision::default() })
-    }
-}
-
-/// A host without tools or hooks.
-pub struct NoHooks;
-
-impl ToolHost for NoHooks {
-    fn execute<'a>(&'a self, _ctx: ToolCtx<'a>) -> LocalFuture<'a, Result<Value, String>> {
-        Box::pin(async { Err("no tools here".into()) })
-    }
-}
-
-impl Hooks for NoHooks {}
 
 /// Runs the loop to its end. Every chunk, including the final `finish`, `error` or `abort`,
 /// goes to `sink`; the outcome carries the aggregates.
@@ -463,22 +407,6 @@ async fn stop_condition_met(conditions: &[StopCondition], hooks: &dyn Hooks, ste
     false
 }
 
-/// Removes the API key from an error's text: a runtime's own error messages may quote a header
-/// value, and the key must never reach chunks, errors or logs.
-fn redact(e: AgentError, key: Option<&str>) -> AgentError {
-    let Some(key) = key.filter(|k| k.len() >= 4) else { return e };
-    match e {
-        AgentError::ApiCall { message, status, body, retryable, retry_after_ms } => AgentError::ApiCall {
-            message: message.replace(key, "[redacted]"),
-            status,
-            body: body.map(|b| b.replace(key, "[redacted]")),
-            retryable,
-            retry_after_ms,
-        },
-        e => e,
-    }
-}
-
 /// Sends one step's request and streams its response into `step`, emitting chunks as they form.
 async fn stream_step(
     cfg: &RunConfig,
@@ -516,117 +444,6 @@ async fn stream_step(
             return Ok(());
         }
     }
-}
-
-/// Sends the request, retrying network errors, 408, 409, 429 and 5xx up to `max_retries` times
-/// with backoff from 1 s (factor 2), or after the server's `Retry-After` (capped at 30 s).
-pub(crate) async fn send_with_retries(
-    endpoint: &Endpoint,
-    max_retries: u32,
-    env: &dyn Env,
-    abort: &AbortFlag,
-    http: &HttpRequest,
-) -> Result<HttpResponse, Stop> {
-    let mut attempt = 0u32;
-    loop {
-        let sent = abort.race(env.fetch(http.clone())).await.ok_or(Stop::Aborted)?;
-        let err = match sent {
-            Ok(resp) if (200..300).contains(&resp.status) => return Ok(resp),
-            Ok(resp) => abort.race(status_error(resp, &endpoint.provider)).await.ok_or(Stop::Aborted)?,
-            Err(e) => e,
-        };
-        let retryable = matches!(err, AgentError::ApiCall { retryable: true, .. });
-        if !retryable || attempt >= max_retries {
-            return Err(Stop::Failed(with_attempts(err, attempt)));
-        }
-        abort.race(env.sleep(retry_delay_ms(attempt, &err))).await.ok_or(Stop::Aborted)?;
-        attempt += 1;
-    }
-}
-
-/// The wait before retry number `attempt + 1`.
-pub fn retry_delay_ms(attempt: u32, err: &AgentError) -> u64 {
-    const CAP_MS: u64 = 30_000;
-    if let AgentError::ApiCall { retry_after_ms: Some(ms), .. } = err {
-        return (*ms).min(CAP_MS);
-    }
-    1000u64.saturating_mul(1u64 << attempt.min(20))
-}
-
-fn with_attempts(err: AgentError, retries: u32) -> AgentError {
-    match err {
-        AgentError::ApiCall { message, status, body, retryable, retry_after_ms } if retries > 0 => AgentError::ApiCall {
-            message: format!("{message} (failed after {} attempts)", retries + 1),
-            status,
-            body,
-            retryable,
-            retry_after_ms,
-        },
-        e => e,
-    }
-}
-
-const MAX_ERROR_BODY: usize = 64 * 1024;
-
-/// Reads an error response and says what went wrong and what to do about it.
-async fn status_error(mut resp: HttpResponse, provider: &str) -> AgentError {
-    let status = resp.status;
-    let retry_after_ms = parse_retry_after(resp.header("retry-after-ms"), resp.header("retry-after"));
-    let mut body = Vec::new();
-    while body.len() < MAX_ERROR_BODY {
-        match resp.body.read().await {
-            Ok(Some(b)) => body.extend_from_slice(&b),
-            _ => break,
-        }
-    }
-    body.truncate(MAX_ERROR_BODY);
-    let body = String::from_utf8_lossy(&body).into_owned();
-    let detail = error_detail(&body);
-    let hint = match status {
-        401 | 403 => format!("check the API key for '{provider}' (apiKey in the model config, or the provider's key variable)"),
-        404 => "check the model name and the base URL".to_string(),
-        429 => "the provider is rate limiting: wait, or raise maxRetries".to_string(),
-        500..=599 => "the provider failed; try again later, or raise maxRetries".to_string(),
-        _ => "check the request options".to_string(),
-    };
-    let message = match detail {
-        Some(d) => format!("The model API answered {status}: {d} ({hint})"),
-        None => format!("The model API answered {status} ({hint})"),
-    };
-    let retryable = matches!(status, 408 | 409 | 429) || status >= 500;
-    AgentError::ApiCall { message, status: Some(status), body: Some(body), retryable, retry_after_ms }
-}
-
-/// The human part of an error body: `error.message`, `message`, or a string `error`.
-fn error_detail(body: &str) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_str(body).ok()?;
-    let msg = v
-        .pointer("/error/message")
-        .or_else(|| v.get("message"))
-        .or_else(|| v.get("error").filter(|e| e.is_string()))?;
-    msg.as_str().map(str::to_owned)
-}
-
-/// `retry-after-ms` (milliseconds) wins over `retry-after` (seconds). HTTP-date values are not
-/// understood and fall back to exponential backoff.
-pub fn parse_retry_after(ms: Option<&str>, secs: Option<&str>) -> Option<u64> {
-    ms.and_then(|s| parse_decimal_thousandths(s).map(|t| t / 1000)).or_else(|| secs.and_then(parse_decimal_thousandths))
-}
-
-/// A non-negative decimal such as `2` or `1.5`, times 1000 (without float parsing, whose code
-/// is large in wasm).
-fn parse_decimal_thousandths(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
-    if int.is_empty() && frac.is_empty() || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let whole: u64 = if int.is_empty() { 0 } else { int.parse().ok()? };
-    let mut milli = 0;
-    for (i, b) in frac.bytes().take(3).enumerate() {
-        milli += u64::from(b - b'0') * [100, 10, 1][i];
-    }
-    whole.checked_mul(1000)?.checked_add(milli)
 }
 
 impl RunOutcome {
