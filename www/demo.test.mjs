@@ -102,16 +102,82 @@ async function serve(env) {
   return started.ready;
 }
 
-/** A fresh page on `url`, ready to chat; collects page errors. */
-async function openPage(url) {
+/** A fresh browser context: its own IndexedDB and localStorage, so no conversation carries over. */
+async function newContext() {
   const context = await browser.newContext({ viewport: { width: 900, height: 720 } });
   context.setDefaultTimeout(WAIT);
+  return context;
+}
+
+/** A page on `url` (in a fresh context unless one is given), ready to chat; collects page errors. */
+async function openPage(url, context) {
+  context ??= await newContext();
   const page = await context.newPage();
   page.errors = [];
   page.on('pageerror', (err) => page.errors.push(err.message));
   await page.goto(url, { timeout: WAIT });
   await page.waitForSelector('body[data-ready="1"]', { timeout: WAIT });
   return page;
+}
+
+/** Reloads `page` and waits until it is ready again (its conversation drawn from memory). */
+async function reload(page) {
+  await page.reload({ timeout: WAIT });
+  await page.waitForSelector('body[data-ready="1"]', { timeout: WAIT });
+}
+
+/** The messages on screen, in order: `{ role, text }` (an assistant's reply text, without reasoning). */
+function shownMessages(page) {
+  return page.evaluate(() =>
+    [...document.querySelectorAll('#messages .msg')].map((m) => ({
+      role: m.dataset.role,
+      text: (m.dataset.role === 'assistant' ? m.querySelector('.text') : m.querySelector('.bubble'))?.textContent ?? '',
+    })),
+  );
+}
+
+/** Waits until `page` shows exactly `n` messages, none of them still streaming. */
+async function waitForMessages(page, n) {
+  await page.waitForFunction(
+    (count) =>
+      document.querySelectorAll('#messages .msg').length === count &&
+      document.querySelectorAll('#messages .msg.assistant:not([data-done="1"])').length === 0,
+    n,
+    { timeout: WAIT },
+  );
+}
+
+/** The thread list: `{ label, current }` per entry, top to bottom. */
+function shownThreads(page) {
+  return page.evaluate(() =>
+    [...document.querySelectorAll('#threads .thread-item')].map((li) => ({
+      id: li.dataset.threadId,
+      label: li.querySelector('.thread-title').textContent,
+      current: li.classList.contains('current'),
+    })),
+  );
+}
+
+/** The Chat Completions requests the offline model server has answered so far. */
+async function modelRequests(url) {
+  const config = await (await fetch(`${url}config.json`)).json();
+  const res = await fetch(new URL('/__requests', config.model.url));
+  assert.equal(res.status, 200);
+  return (await res.json()).filter((r) => r.method === 'POST' && r.path.endsWith('/chat/completions'));
+}
+
+/** A request's messages as `{ role, text }`, system messages left out. */
+function promptOf(request) {
+  const text = (content) =>
+    typeof content === 'string' ? content : (content ?? []).map((p) => (typeof p === 'string' ? p : (p.text ?? ''))).join('');
+  return request.body.messages.filter((m) => m.role !== 'system').map((m) => ({ role: m.role, text: text(m.content) }));
+}
+
+/** The one model request whose last message is the user message `said`. */
+async function requestFor(url, said) {
+  const found = (await modelRequests(url)).filter((r) => promptOf(r).at(-1)?.text === said);
+  assert.equal(found.length, 1, `requests ending with ${JSON.stringify(said)}: ${found.length}`);
+  return found[0];
 }
 
 /** Records every change of the newest reply's text (with the time), so a test can tell streaming from one write. */
@@ -205,9 +271,10 @@ describe('demo page, offline model', () => {
     ]);
     await page.screenshot({ path: path.join(RESULTS, 'demo-offline.png') });
 
-    // The next turn sends the whole conversation.
+    // The next turn sends only the new message: the agent adds the history from memory.
     const second = await sendAndWait(page, 'thanks', { via: 'click' });
     assert.match(await second.locator('.text').textContent(), /welcome/i);
+    assert.deepEqual(promptOf(await requestFor(url, 'thanks')).map((m) => m.role), ['user', 'assistant', 'user']);
     assert.deepEqual(page.errors, []);
     await page.context().close();
   });
@@ -246,6 +313,16 @@ describe('demo page, offline model', () => {
       assert.equal(await page.evaluate(() => window.__xss), undefined);
       assert.equal(await page.locator('#messages img').count(), 0);
       if (model === 'echo') await page.screenshot({ path: path.join(RESULTS, 'demo-xss.png') });
+      // Drawn again from memory after a reload, and in the thread list: still only text.
+      await reload(page);
+      await waitForMessages(page, 2);
+      assert.ok((await page.locator('.msg.user .bubble').textContent()).includes(payload));
+      assert.ok((await page.locator('.msg.assistant .text').textContent()).includes(payload), `${model}: restored`);
+      assert.ok((await shownThreads(page))[0].label.startsWith('Please repeat <img'));
+      await page.waitForTimeout(300);
+      assert.equal(await page.evaluate(() => window.__xss), undefined);
+      assert.equal(await page.locator('img').count(), 0);
+      assert.deepEqual(page.errors, []);
       await page.context().close();
     }
   });
@@ -254,6 +331,191 @@ describe('demo page, offline model', () => {
     const page = await openPage(`${url}?model=error-401`);
     const reply = await sendAndWait(page, 'hi');
     assert.match(await reply.locator('.error').textContent(), /Incorrect API key/);
+    await page.context().close();
+  });
+});
+
+describe('demo page, conversations kept in memory (IndexedDB)', () => {
+  let url;
+  before(async () => {
+    ({ url } = await serve(childEnv()));
+  });
+
+  it('shows the same conversation after a reload, and the next turn carries it', T, async () => {
+    const page = await openPage(url);
+    const turns = ['hello from the reload test', 'thanks, reload test'];
+    for (const turn of turns) await sendAndWait(page, turn);
+    const before = await shownMessages(page);
+    assert.deepEqual(before.map((m) => m.role), ['user', 'assistant', 'user', 'assistant']);
+    assert.deepEqual([before[0].text, before[2].text], turns);
+    const threadId = await page.evaluate(() => localStorage.getItem('wasm-agent-demo:thread'));
+    assert.ok(threadId, 'no thread id in localStorage');
+
+    await reload(page);
+    await waitForMessages(page, 4);
+    assert.deepEqual(await shownMessages(page), before);
+    assert.equal(await page.evaluate(() => localStorage.getItem('wasm-agent-demo:thread')), threadId);
+    // The reasoning is back in its collapsed block; nothing is marked stopped or failed.
+    const thinking = page.locator('.msg.assistant').first().locator('.thinking');
+    assert.equal(await thinking.count(), 1);
+    assert.equal(await thinking.evaluate((d) => d.open), false);
+    assert.equal(await thinking.locator('summary').textContent(), 'Reasoning');
+    assert.match(await thinking.locator('.thinking-text').textContent(), /greeting/);
+    assert.equal(await page.locator('.msg.stopped, .msg.failed, .msg.pending').count(), 0);
+    assert.deepEqual(await shownThreads(page), [{ id: threadId, label: 'hello from the reload test', current: true }]);
+    await page.screenshot({ path: path.join(RESULTS, 'demo-restored.png') });
+
+    // A third turn: the page sends only it, the model gets the first two turns before it.
+    const third = 'And one more question after the reload?';
+    await sendAndWait(page, third);
+    assert.deepEqual(promptOf(await requestFor(url, third)), [
+      { role: 'user', text: turns[0] },
+      { role: 'assistant', text: before[1].text },
+      { role: 'user', text: turns[1] },
+      { role: 'assistant', text: before[3].text },
+      { role: 'user', text: third },
+    ]);
+    await waitForMessages(page, 6);
+    assert.deepEqual(page.errors, []);
+    await page.context().close();
+  });
+
+  it('two tabs writing to one thread in turn lose nothing', T, async () => {
+    const context = await newContext();
+    const a = await openPage(`${url}?model=echo`, context);
+    const b = await openPage(`${url}?model=echo`, context);
+    const thread = (p) => p.evaluate(() => localStorage.getItem('wasm-agent-demo:thread'));
+    assert.equal(await thread(b), await thread(a), 'the tabs show different threads');
+    const turns = [
+      [a, 'one, from tab A'],
+      [b, 'two, from tab B'],
+      [a, 'three, from tab A'],
+      [b, 'four, from tab B'],
+    ];
+    const expected = [];
+    for (const [tab, said] of turns) {
+      // The other tab's turn shows up here without a reload.
+      await waitForMessages(tab, expected.length);
+      assert.deepEqual(await shownMessages(tab), expected);
+      await sendAndWait(tab, said);
+      expected.push({ role: 'user', text: said }, { role: 'assistant', text: `You said: ${said}` });
+      // Each model request carried every earlier turn, whichever tab wrote it.
+      assert.deepEqual(promptOf(await requestFor(url, said)), expected.slice(0, -1));
+    }
+    assert.equal(expected.length, 8);
+    for (const tab of [a, b]) {
+      await reload(tab);
+      await waitForMessages(tab, 8);
+      assert.deepEqual(await shownMessages(tab), expected);
+      assert.equal((await shownThreads(tab)).length, 1);
+      assert.deepEqual(tab.errors, []);
+    }
+    await b.screenshot({ path: path.join(RESULTS, 'demo-two-tabs.png') });
+    await context.close();
+  });
+
+  it('a stopped reply is shown marked stopped after a reload', T, async () => {
+    const page = await openPage(`${url}?model=demo:150`);
+    await page.fill('#input', 'Tell me something long, then stop');
+    await page.click('#send');
+    await page.waitForFunction(
+      () => (document.querySelector('.msg.assistant .text')?.textContent.length ?? 0) > 0,
+      null,
+      { timeout: WAIT },
+    );
+    await page.click('#stop');
+    await page.locator('.msg.assistant[data-done="1"]').waitFor({ timeout: WAIT });
+    const partial = await page.locator('.msg.assistant .text').textContent();
+    assert.ok(partial.length > 0 && !partial.includes('same code will answer properly'), `not cut short: ${partial}`);
+
+    await reload(page);
+    await waitForMessages(page, 2);
+    const reply = page.locator('.msg.assistant');
+    assert.equal(await reply.evaluate((m) => m.classList.contains('stopped')), true);
+    assert.equal(await reply.locator('.meta').textContent(), 'stopped');
+    assert.equal(await reply.locator('.text').textContent(), partial);
+    assert.match(await reply.locator('.thinking-text').textContent(), /sent a message/);
+    assert.equal(await page.locator('.msg.user .bubble').textContent(), 'Tell me something long, then stop');
+    await page.screenshot({ path: path.join(RESULTS, 'demo-stopped-restored.png') });
+    assert.deepEqual(page.errors, []);
+    await page.context().close();
+  });
+
+  it('New chat starts a thread; switching back shows the first; both are listed', T, async () => {
+    const page = await openPage(`${url}?model=echo`);
+    await sendAndWait(page, 'first thread: planning a trip to Lisbon in spring');
+    const first = await shownMessages(page);
+    const [firstThread] = await shownThreads(page);
+    assert.equal(firstThread.label, 'first thread: planning a trip to Lisbon…');
+
+    await page.click('#new-chat');
+    await waitForMessages(page, 0);
+    assert.equal(await page.isVisible('#empty'), true);
+    let threads = await shownThreads(page);
+    assert.deepEqual(threads.map((t) => [t.label, t.current]), [
+      ['New conversation', true],
+      [firstThread.label, false],
+    ]);
+    await sendAndWait(page, 'second thread: a recipe for bread');
+    const second = await shownMessages(page);
+    await page.waitForFunction(() => document.querySelectorAll('#threads .thread-time:not(:empty)').length === 2, null, {
+      timeout: WAIT,
+    });
+    threads = await shownThreads(page);
+    // Most recent first.
+    assert.deepEqual(threads.map((t) => [t.label, t.current]), [
+      ['second thread: a recipe for bread', true],
+      [firstThread.label, false],
+    ]);
+    const secondThread = threads[0];
+
+    await page.click(`#threads li[data-thread-id="${firstThread.id}"] .thread`);
+    await page.waitForFunction((text) => document.querySelector('#messages .msg.user .bubble')?.textContent === text, first[0].text, {
+      timeout: WAIT,
+    });
+    await waitForMessages(page, 2);
+    assert.deepEqual(await shownMessages(page), first);
+    assert.deepEqual((await shownThreads(page)).map((t) => t.current), [false, true]);
+
+    // A reload keeps the chosen thread.
+    await reload(page);
+    await waitForMessages(page, 2);
+    assert.deepEqual(await shownMessages(page), first);
+    assert.deepEqual((await shownThreads(page)).map((t) => [t.id, t.current]), [
+      [secondThread.id, false],
+      [firstThread.id, true],
+    ]);
+    await page.screenshot({ path: path.join(RESULTS, 'demo-threads.png') });
+
+    await page.click(`#threads li[data-thread-id="${secondThread.id}"] .thread`);
+    await page.waitForFunction((text) => document.querySelector('#messages .msg.user .bubble')?.textContent === text, second[0].text, {
+      timeout: WAIT,
+    });
+    assert.deepEqual(await shownMessages(page), second);
+
+    // Deleting the shown thread (after a confirm) leaves the other and opens a new chat.
+    page.once('dialog', (dialog) => dialog.accept());
+    await page.click(`#threads li[data-thread-id="${secondThread.id}"] .thread-delete`);
+    await page.waitForFunction((id) => !document.querySelector(`#threads li[data-thread-id="${id}"]`), secondThread.id, {
+      timeout: WAIT,
+    });
+    await waitForMessages(page, 0);
+    assert.deepEqual((await shownThreads(page)).map((t) => t.label), ['New conversation', firstThread.label]);
+    await reload(page);
+    assert.deepEqual((await shownThreads(page)).map((t) => t.label), ['New conversation', firstThread.label]);
+    assert.deepEqual(page.errors, []);
+    await page.context().close();
+  });
+
+  it('titles a new thread when a title model is set', T, async () => {
+    const page = await openPage(`${url}?model=echo&title=${encodeURIComponent('text:Greeting the offline model')}`);
+    await sendAndWait(page, 'hello there, please title this');
+    await page.waitForFunction(() => document.querySelector('#threads .thread-title')?.textContent === 'Greeting the offline model', null, {
+      timeout: WAIT,
+    });
+    await reload(page);
+    assert.deepEqual((await shownThreads(page)).map((t) => t.label), ['Greeting the offline model']);
+    assert.deepEqual(page.errors, []);
     await page.context().close();
   });
 });

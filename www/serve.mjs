@@ -6,7 +6,9 @@
 //
 // Without a provider key in the environment it starts the offline model server
 // (tests/server/model-server.mjs) and the page streams from its friendly `demo` script; in that
-// mode `/?model=<script>` picks another script (e.g. `echo`, `demo:200` for a slow reply).
+// mode `/?model=<script>` picks another script (e.g. `echo`, `demo:200` for a slow reply) and
+// `/?title=<script>` a script that titles new conversations (e.g. `text:Greetings`).
+// The page keeps its conversations in IndexedDB (the package's Memory), so a reload shows them.
 // With a key (OPENAI_API_KEY, GROQ_API_KEY, ...) the page talks to a same-origin proxy at
 // /proxy/v1/* that adds the key server-side: the key never reaches the page.
 // WASM_AGENT_DEMO_MODEL overrides the provider's default model.
@@ -361,15 +363,22 @@ export async function startDemo(opts = {}) {
         model: { id, url: `${origin}/proxy/v1`, apiKey: 'proxied' },
         mode: 'provider',
         label: `${id} via ${new URL(provider.baseUrl).host}`,
+        // A real model titles each new conversation after its first exchange.
+        titles: true,
       };
     }
     const asked = url.searchParams.get('model');
     const script = asked && SCRIPT_NAME.test(asked) ? asked : 'demo';
+    // The offline scripts only restate the message, which makes a poor title: the page lists
+    // first words instead, unless `/?title=<script>` names a script to write titles.
+    const titleScript = url.searchParams.get('title');
+    const offlineModel = (name) => ({ id: `openai/${name}`, url: modelServer.url, apiKey: 'offline', api: 'chat' });
     return {
       // The model server speaks Chat Completions only.
-      model: { id: `openai/${script}`, url: modelServer.url, apiKey: 'offline', api: 'chat' },
+      model: offlineModel(script),
       mode: 'offline',
       label: `openai/${script} · local model server, no API key`,
+      titles: titleScript && SCRIPT_NAME.test(titleScript) ? { model: offlineModel(titleScript) } : false,
     };
   }
 
