@@ -1,0 +1,35 @@
+import type { StorageAdapter, StorageMessage, StorageResource, StorageThread } from './wasm_agent.js';
+
+/** The part of a Durable Object's `state.storage` (`DurableObjectStorage`) this store uses. */
+export interface DurableObjectStorageLike {
+  get(key: string): Promise<unknown>;
+  get(keys: string[]): Promise<Map<string, unknown>>;
+  put(key: string, value: unknown): Promise<void>;
+  put(entries: Record<string, unknown>): Promise<void>;
+  delete(key: string): Promise<boolean>;
+  delete(keys: string[]): Promise<number>;
+  list(options?: { prefix?: string; start?: string; end?: string; reverse?: boolean; limit?: number }): Promise<Map<string, unknown>>;
+}
+
+/**
+ * Conversation memory in Durable Object storage:
+ * `new Memory({ storage: new DurableObjectStore(this.state.storage) })`.
+ * `listMessages({ last: n })` reads only n records.
+ */
+export declare class DurableObjectStore implements StorageAdapter {
+  constructor(storage: DurableObjectStorageLike);
+  readonly storage: DurableObjectStorageLike;
+  getThreadById(args: { threadId: string }): Promise<StorageThread | null>;
+  saveThread(args: { thread: StorageThread }): Promise<void>;
+  /** Deletes the thread, its index entry and all its messages. */
+  deleteThread(args: { threadId: string }): Promise<void>;
+  /** Most recently updated first. */
+  listThreads(args: { resourceId: string }): Promise<StorageThread[]>;
+  /** Time order. `last`: only the newest n; `before`: only messages created before that ISO time. */
+  listMessages(args: { threadId: string; last?: number; before?: string }): Promise<StorageMessage[]>;
+  /** Creates or replaces each message by id. */
+  saveMessages(args: { messages: StorageMessage[] }): Promise<void>;
+  deleteMessages(args: { messageIds: string[] }): Promise<void>;
+  getResource(args: { resourceId: string }): Promise<StorageResource | null>;
+  saveResource(args: { resource: StorageResource }): Promise<void>;
+}

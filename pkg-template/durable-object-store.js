@@ -1,0 +1,172 @@
+// Conversation memory in Durable Object storage:
+//
+//   import { Memory } from 'wasm-agent'
+//   import { DurableObjectStore } from 'wasm-agent/durable-object-store'
+//   const memory = new Memory({ storage: new DurableObjectStore(this.state.storage) })
+//
+// Plain JavaScript with no imports: it only calls the Durable Object storage API (get, put,
+// delete, list), so it works with both the key-value and the SQLite-backed storage.
+//
+// Keys (ids are URI-encoded, so a ':' in an id cannot run into the next field):
+//   thread:<threadId>                          → the thread
+//   rthread:<resourceId>:<threadId>            → threadId (a resource's threads)
+//   msg:<threadId>:<createdAt>:<messageId>     → the message (ISO times sort as text, so a
+//                                                 thread's messages list in time order)
+//   msgid:<messageId>                          → that message's msg: key
+//   resource:<resourceId>                      → the resource
+// `listMessages({ last: n })` is one reverse `list` with `limit: n`: it reads n records, not
+// the whole thread. Each message is one value: Cloudflare caps a value at 128 KiB on
+// key-value-backed objects (2 MB on SQLite-backed ones), which a large inline file can exceed.
+
+/** Keys per get/put/delete call: the Durable Object storage limit. */
+const BATCH = 128;
+
+const enc = encodeURIComponent;
+const threadKey = (threadId) => `thread:${enc(threadId)}`;
+const resourceThreadsPrefix = (resourceId) => `rthread:${enc(resourceId)}:`;
+const messagesPrefix = (threadId) => `msg:${enc(threadId)}:`;
+const messageKey = (m) => `${messagesPrefix(m.threadId)}${m.createdAt}:${enc(m.id)}`;
+const messageIdKey = (id) => `msgid:${enc(id)}`;
+const resourceKey = (resourceId) => `resource:${enc(resourceId)}`;
+
+/** Splits a list into runs of at most `BATCH`. */
+function batches(items) {
+  const out = [];
+  for (let i = 0; i < items.length; i += BATCH) out.push(items.slice(i, i + BATCH));
+  return out;
+}
+
+/**
+ * A `StorageAdapter` (see the package's types) over a Durable Object's `state.storage`.
+ * Every method takes one object argument and returns a promise.
+ */
+export class DurableObjectStore {
+  /**
+   * @param {{ get: Function, put: Function, delete: Function, list: Function }} storage
+   *   a Durable Object's `state.storage` (or `ctx.storage`)
+   */
+  constructor(storage) {
+    for (const method of ['get', 'put', 'delete', 'list']) {
+      if (typeof storage?.[method] !== 'function') {
+        throw new TypeError(`new DurableObjectStore(storage): expected a Durable Object's state.storage, which has ${method}()`);
+      }
+    }
+    /** @readonly */
+    this.storage = storage;
+  }
+
+  /** @param {{ threadId: string }} args */
+  async getThreadById({ threadId }) {
+    return (await this.storage.get(threadKey(threadId))) ?? null;
+  }
+
+  /** Creates or replaces the thread (and moves it in the per-resource index if its resource changed). */
+  async saveThread({ thread }) {
+    const old = await this.storage.get(threadKey(thread.id));
+    // Writes with no await between them are committed together (write coalescing).
+    const writes = [];
+    if (old && old.resourceId !== thread.resourceId) {
+      writes.push(this.storage.delete(resourceThreadsPrefix(old.resourceId) + enc(old.id)));
+    }
+    writes.push(
+      this.storage.put({
+        [threadKey(thread.id)]: thread,
+        [resourceThreadsPrefix(thread.resourceId) + enc(thread.id)]: thread.id,
+      }),
+    );
+    await Promise.all(writes);
+  }
+
+  /** Deletes the thread, its index entry and all its messages. */
+  async deleteThread({ threadId }) {
+    const prefix = messagesPrefix(threadId);
+    // A page of messages is 2 keys each (the message and its id index): BATCH / 2 per page.
+    for (;;) {
+      const page = await this.storage.list({ prefix, limit: BATCH / 2 });
+      if (page.size === 0) break;
+      const keys = [];
+      for (const [key, message] of page) keys.push(key, messageIdKey(message.id));
+      await this.storage.delete(keys);
+    }
+    const thread = await this.storage.get(threadKey(threadId));
+    const keys = [threadKey(threadId)];
+    if (thread) keys.push(resourceThreadsPrefix(thread.resourceId) + enc(threadId));
+    await this.storage.delete(keys);
+  }
+
+  /** The resource's threads, most recently updated first. */
+  async listThreads({ resourceId }) {
+    const index = await this.storage.list({ prefix: resourceThreadsPrefix(resourceId) });
+    const threads = [];
+    for (const ids of batches([...index.values()])) {
+      const found = await this.storage.get(ids.map(threadKey));
+      threads.push(...found.values());
+    }
+    return threads.sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
+  }
+
+  /**
+   * The thread's messages in time order. `last`: only the newest n (reads n records);
+   * `before`: only those created before that ISO time.
+   * @param {{ threadId: string, last?: number, before?: string }} args
+   */
+  async listMessages({ threadId, last, before }) {
+    const prefix = messagesPrefix(threadId);
+    /** @type {{ prefix: string, end?: string, reverse?: boolean, limit?: number }} */
+    const options = { prefix };
+    // `msg:<t>:<before>` sorts after every key with an earlier createdAt and before the keys
+    // with createdAt == before (they continue with ':'), so `end` (exclusive) is "created before".
+    if (before != null) options.end = prefix + before;
+    if (last != null) {
+      if (last <= 0) return [];
+      options.reverse = true;
+      options.limit = last;
+    }
+    const messages = [...(await this.storage.list(options)).values()];
+    return last != null ? messages.reverse() : messages;
+  }
+
+  /** Creates or replaces each message by id (an old copy under another key is removed). */
+  async saveMessages({ messages }) {
+    // The last copy of an id wins, as with repeated puts.
+    const byId = new Map(messages.map((m) => [m.id, m]));
+    for (const chunk of batches([...byId.values()])) {
+      const oldKeys = await this.storage.get(chunk.map((m) => messageIdKey(m.id)));
+      const stale = [];
+      const entries = {};
+      for (const m of chunk) {
+        const key = messageKey(m);
+        const old = oldKeys.get(messageIdKey(m.id));
+        if (old !== undefined && old !== key) stale.push(old);
+        entries[key] = m;
+        entries[messageIdKey(m.id)] = key;
+      }
+      // Two entries per message, put in runs of at most BATCH; no await between the writes,
+      // so they are committed together (write coalescing).
+      const writes = [];
+      if (stale.length) writes.push(this.storage.delete(stale));
+      for (const run of batches(Object.entries(entries))) writes.push(this.storage.put(Object.fromEntries(run)));
+      await Promise.all(writes);
+    }
+  }
+
+  /** @param {{ messageIds: string[] }} args */
+  async deleteMessages({ messageIds }) {
+    for (const ids of batches([...new Set(messageIds)])) {
+      const indexKeys = ids.map(messageIdKey);
+      const found = await this.storage.get(indexKeys);
+      const keys = [...found.values(), ...found.keys()];
+      await Promise.all(batches(keys).map((run) => this.storage.delete(run)));
+    }
+  }
+
+  /** @param {{ resourceId: string }} args */
+  async getResource({ resourceId }) {
+    return (await this.storage.get(resourceKey(resourceId))) ?? null;
+  }
+
+  /** Creates or replaces the resource. */
+  async saveResource({ resource }) {
+    await this.storage.put(resourceKey(resource.id), resource);
+  }
+}
