@@ -3,15 +3,21 @@
 //! no JavaScript. The provider table (`registry`) maps `'provider/model'` strings to an API, a
 //! base URL and the environment variables that hold its key and URL.
 
+pub mod anthropic;
+pub mod google;
 pub mod json;
 pub mod openai_chat;
 pub mod registry;
 pub mod sse;
 
 #[cfg(test)]
+mod tests_anthropic;
+#[cfg(test)]
 mod tests_chat_request;
 #[cfg(test)]
 mod tests_chat_stream;
+#[cfg(test)]
+mod tests_google;
 #[cfg(test)]
 mod tests_json;
 #[cfg(test)]
@@ -47,6 +53,10 @@ pub struct Endpoint {
 pub enum Api {
     /// OpenAI Chat Completions and the providers that speak it.
     Chat,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Google Gemini `streamGenerateContent`.
+    Google,
 }
 
 /// Incremental decoder of one response body.
@@ -61,6 +71,9 @@ pub trait StreamDecoder {
 pub fn build_request(endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpRequest, Vec<Warning>), AgentError> {
     match endpoint.api {
         Api::Chat => openai_chat::build_request(endpoint, req),
+        // The browser-access header is part of `endpoint.headers` when the agent runs in a page.
+        Api::Anthropic => anthropic::build_request(endpoint, req, false),
+        Api::Google => google::build_request(endpoint, req),
     }
 }
 
@@ -69,5 +82,7 @@ pub fn build_request(endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpReq
 pub fn decoder(endpoint: &Endpoint, include_raw: bool) -> Box<dyn StreamDecoder> {
     match endpoint.api {
         Api::Chat => Box::new(openai_chat::ChatDecoder::new(include_raw)),
+        Api::Anthropic => Box::new(anthropic::AnthropicDecoder::new(include_raw)),
+        Api::Google => Box::new(google::GoogleDecoder::new(include_raw)),
     }
 }

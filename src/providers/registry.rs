@@ -40,6 +40,20 @@ pub const PROVIDERS: &[ProviderInfo] = &[
     chat("xai", "https://api.x.ai/v1", "XAI_API_KEY", "XAI_BASE_URL"),
     chat("togetherai", "https://api.together.xyz/v1", "TOGETHERAI_API_KEY", "TOGETHERAI_BASE_URL"),
     ProviderInfo {
+        prefix: "anthropic",
+        base_url: "https://api.anthropic.com/v1",
+        key_var: Some("ANTHROPIC_API_KEY"),
+        url_var: "ANTHROPIC_BASE_URL",
+        api: Api::Anthropic,
+    },
+    ProviderInfo {
+        prefix: "google",
+        base_url: "https://generativelanguage.googleapis.com/v1beta",
+        key_var: Some("GOOGLE_GENERATIVE_AI_API_KEY"),
+        url_var: "GOOGLE_BASE_URL",
+        api: Api::Google,
+    },
+    ProviderInfo {
         prefix: "ollama",
         base_url: "http://127.0.0.1:11434/v1",
         key_var: None,
@@ -49,7 +63,7 @@ pub const PROVIDERS: &[ProviderInfo] = &[
 ];
 
 /// Known providers whose own APIs arrive in a later version.
-pub const NOT_YET: &[&str] = &["anthropic", "google", "azure"];
+pub const NOT_YET: &[&str] = &["azure"];
 
 /// Resolves a model id such as `'openai/gpt-4o-mini'` into where to send requests, and the model
 /// name to send (everything after the first slash, so `'openrouter/meta-llama/llama-3'` keeps
@@ -143,12 +157,14 @@ mod tests {
         for p in PROVIDERS {
             assert_eq!(p.url_var, format!("{}_BASE_URL", p.prefix.to_uppercase()));
             if let Some(key) = p.key_var {
-                assert_eq!(key, format!("{}_API_KEY", p.prefix.to_uppercase()));
+                // Google's key variable is the one its own SDKs read.
+                let want = if p.prefix == "google" { "GOOGLE_GENERATIVE_AI_API_KEY".to_string() } else { format!("{}_API_KEY", p.prefix.to_uppercase()) };
+                assert_eq!(key, want);
             }
             assert!(!p.base_url.ends_with('/'));
             assert!(!NOT_YET.contains(&p.prefix));
         }
-        assert_eq!(PROVIDERS.len(), 8);
+        assert_eq!(PROVIDERS.len(), 10);
     }
 
     #[test]

@@ -1,0 +1,929 @@
+//! Tests of the Anthropic Messages provider: the stream decoder against the recorded streams
+//! (`/work/shared/fixtures/provider-streams`, see its README) and hand-written edge cases, then
+//! the request builder.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+use super::anthropic::{build_request, AnthropicDecoder};
+use super::tests_sse::{random_pieces, Rng};
+use super::{Api, Endpoint, HttpRequest, StreamDecoder};
+use crate::core::error::AgentError;
+use crate::core::model::{
+    AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ModelSettings, ToolChoice, ToolResultPart,
+    ToolSpec, Usage, UserPart, Warning,
+};
+use crate::core::step::{IdSource, StepBuilder};
+
+const FIXTURES: &[&str] = &[
+    "anthropic--anthropic-json-tool.1",
+    "anthropic--anthropic-refusal",
+    "anthropic--anthropic-text",
+    "anthropic--anthropic-tool-no-args",
+];
+
+// ---------------------------------------------------------------------------------------------
+// Stream
+
+/// The recorded `data:` payloads of one fixture.
+fn fixture_lines(name: &str) -> Vec<String> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/provider-streams/");
+    let text = std::fs::read_to_string(format!("{dir}{name}.chunks.txt")).unwrap();
+    text.lines().filter(|l| !l.trim().is_empty()).map(str::to_string).collect()
+}
+
+/// The body the API sends for a fixture: each payload as one SSE event named by its `type`.
+fn fixture_stream(name: &str) -> Vec<u8> {
+    let mut body = String::new();
+    for line in fixture_lines(name) {
+        let kind: Value = serde_json::from_str(&line).unwrap();
+        body.push_str(&format!("event: {}\ndata: {line}\n\n", kind["type"].as_str().unwrap()));
+    }
+    body.into_bytes()
+}
+
+fn decode_pieces(pieces: &[&[u8]], include_raw: bool) -> Result<Vec<ModelEvent>, AgentError> {
+    let mut decoder = AnthropicDecoder::new(include_raw);
+    let mut out = Vec::new();
+    for piece in pieces {
+        decoder.push(piece, &mut out)?;
+    }
+    decoder.end(&mut out)?;
+    Ok(out)
+}
+
+fn decode(body: &str) -> Result<Vec<ModelEvent>, AgentError> {
+    decode_pieces(&[body.as_bytes()], false)
+}
+
+/// One SSE event of type `kind` carrying `data`.
+fn sse(kind: &str, data: Value) -> String {
+    format!("event: {kind}\ndata: {data}\n\n")
+}
+
+/// What a user would read off a reply.
+#[derive(Debug, Default)]
+struct Reply {
+    metadata: Option<(Option<String>, Option<String>)>,
+    text: String,
+    reasoning: String,
+    /// index → (id, name, arguments text)
+    tools: BTreeMap<u32, (Option<String>, Option<String>, String)>,
+    finish: Option<(FinishReason, Option<Usage>)>,
+}
+
+impl Reply {
+    fn of(events: &[ModelEvent]) -> Reply {
+        let mut reply = Reply::default();
+        for (i, event) in events.iter().enumerate() {
+            assert!(reply.finish.is_none(), "event after Finish: {event:?}");
+            match event {
+                ModelEvent::ResponseMetadata { id, model_id, created } => {
+                    assert!(reply.metadata.is_none(), "metadata twice");
+                    assert_eq!(i, 0, "metadata comes first");
+                    assert_eq!(*created, None, "the API sends no creation time");
+                    reply.metadata = Some((id.clone(), model_id.clone()));
+                }
+                ModelEvent::TextDelta(t) => reply.text.push_str(t),
+                ModelEvent::ReasoningDelta(t) => reply.reasoning.push_str(t),
+                ModelEvent::ToolCallDelta { index, id, name, args_delta } => {
+                    let entry = reply.tools.entry(*index).or_default();
+                    if id.is_some() {
+                        assert!(entry.0.is_none(), "tool call id twice");
+                        entry.0 = id.clone();
+                    }
+                    if name.is_some() {
+                        assert!(entry.1.is_none(), "tool call name twice");
+                        entry.1 = name.clone();
+                    }
+                    entry.2.push_str(args_delta);
+                }
+                ModelEvent::Finish { reason, usage } => reply.finish = Some((*reason, *usage)),
+                other => panic!("unexpected event {other:?}"),
+            }
+        }
+        reply
+    }
+
+    fn decoded(name: &str) -> Reply {
+        Reply::of(&decode_pieces(&[&fixture_stream(name)], false).unwrap())
+    }
+
+    fn tool(&self, index: u32) -> (&str, &str, Value) {
+        let (id, name, args) = &self.tools[&index];
+        (id.as_deref().unwrap(), name.as_deref().unwrap(), serde_json::from_str(args).unwrap())
+    }
+
+    fn metadata(&self) -> (&str, &str) {
+        let (id, model) = self.metadata.as_ref().unwrap();
+        (id.as_deref().unwrap(), model.as_deref().unwrap())
+    }
+}
+
+fn usage(input: u64, output: u64, cached: Option<u64>) -> Usage {
+    Usage {
+        input_tokens: Some(input),
+        output_tokens: Some(output),
+        total_tokens: Some(input + output),
+        reasoning_tokens: None,
+        cached_input_tokens: cached,
+    }
+}
+
+#[test]
+fn anthropic_text() {
+    let r = Reply::decoded("anthropic--anthropic-text");
+    assert_eq!(r.metadata(), ("msg_01QC4g3HwBThD4BaNtBckFDJ", "claude-sonnet-4-5-20250929"));
+    assert_eq!(
+        r.text,
+        "Hello! I'm doing well, thank you for asking. How are you doing today? Is there anything I can help you with?"
+    );
+    assert_eq!(r.reasoning, "");
+    assert!(r.tools.is_empty());
+    // Input from `message_start`, output from `message_delta` (30, not the 1 of the start).
+    assert_eq!(r.finish, Some((FinishReason::Stop, Some(usage(12, 30, Some(0))))));
+}
+
+#[test]
+fn anthropic_json_tool() {
+    let r = Reply::decoded("anthropic--anthropic-json-tool.1");
+    assert_eq!(r.metadata(), ("msg_01K2JbSUMYhez5RHoK9ZCj9U", "claude-haiku-4-5-20251001"));
+    assert_eq!(r.text, "");
+    assert_eq!(r.tools.len(), 1);
+    assert_eq!(
+        r.tool(0),
+        (
+            "toolu_01KFbKqPYSuAKujiL6mTfzYA",
+            "json",
+            json!({ "elements": [{ "location": "San Francisco", "temperature": 58, "condition": "sunny" }] })
+        )
+    );
+    assert_eq!(r.finish, Some((FinishReason::ToolCalls, Some(usage(849, 47, Some(0))))));
+}
+
+#[test]
+fn anthropic_tool_no_args() {
+    let events = decode_pieces(&[&fixture_stream("anthropic--anthropic-tool-no-args")], false).unwrap();
+    let r = Reply::of(&events);
+    assert_eq!(r.text, "I'll update the issue list for you.");
+    // The call is block 1, after the text block 0.
+    assert_eq!(r.tools.len(), 1);
+    let (id, name, args) = &r.tools[&1];
+    assert_eq!(
+        (id.as_deref(), name.as_deref(), args.as_str()),
+        (Some("toolu_01QE1WLsSVp5hy5Q3GmGTmjP"), Some("updateIssueList"), "")
+    );
+    assert_eq!(r.finish, Some((FinishReason::ToolCalls, Some(usage(565, 48, Some(0))))));
+
+    // The step turns the empty arguments text into `{}`, as a user sees it.
+    let mut step = StepBuilder::new(IdSource::new("t".into()), "m".into(), String::new(), vec![], 0.0);
+    let mut chunks = Vec::new();
+    for event in events {
+        step.apply(event, &mut chunks).unwrap();
+    }
+    step.close(&mut chunks, true);
+    let (_, result) = step.into_parts();
+    assert_eq!(result.tool_calls.len(), 1);
+    assert_eq!(result.tool_calls[0].tool_name, "updateIssueList");
+    assert_eq!(result.tool_calls[0].args, json!({}));
+    assert_eq!(result.text, "I'll update the issue list for you.");
+}
+
+#[test]
+fn anthropic_refusal_is_a_content_filter_finish() {
+    let r = Reply::decoded("anthropic--anthropic-refusal");
+    assert_eq!(r.metadata(), ("msg_01RefusalStreamAbcdefghijk", "claude-fable-5"));
+    assert_eq!((r.text.as_str(), r.reasoning.as_str(), r.tools.len()), ("", "", 0));
+    assert_eq!(r.finish, Some((FinishReason::ContentFilter, Some(usage(18, 5, Some(0))))));
+}
+
+/// Text, reasoning and tool arguments read from the fixture with a generic JSON parser must match
+/// what the decoder reports, for every fixture.
+#[test]
+fn every_fixture_matches_a_plain_reading_of_its_json() {
+    for name in FIXTURES {
+        let (mut text, mut reasoning, mut args) = (String::new(), String::new(), BTreeMap::<u32, String>::new());
+        for line in fixture_lines(name) {
+            let event: Value = serde_json::from_str(&line).unwrap();
+            let index = event["index"].as_u64().unwrap_or(0) as u32;
+            if event["content_block"]["type"] == "tool_use" {
+                args.insert(index, String::new());
+            }
+            let delta = &event["delta"];
+            text += delta["text"].as_str().unwrap_or("");
+            reasoning += delta["thinking"].as_str().unwrap_or("");
+            if let Some(json) = delta["partial_json"].as_str() {
+                *args.get_mut(&index).unwrap() += json;
+            }
+        }
+        let r = Reply::decoded(name);
+        assert_eq!(r.text, text, "{name}");
+        assert_eq!(r.reasoning, reasoning, "{name}");
+        let decoded: BTreeMap<u32, String> = r.tools.iter().map(|(i, t)| (*i, t.2.clone())).collect();
+        assert_eq!(decoded, args, "{name}");
+        assert!(r.metadata.is_some() && r.finish.is_some(), "{name}");
+    }
+}
+
+#[test]
+fn every_fixture_split_in_two_at_every_position() {
+    for name in FIXTURES {
+        let body = fixture_stream(name);
+        let whole = decode_pieces(&[&body], true).unwrap();
+        for at in 0..=body.len() {
+            let (a, b) = body.split_at(at);
+            assert_eq!(decode_pieces(&[a, b], true).unwrap(), whole, "{name}: split at byte {at}");
+        }
+    }
+}
+
+#[test]
+fn every_fixture_in_one_byte_and_random_pieces() {
+    for name in FIXTURES {
+        let body = fixture_stream(name);
+        let whole = decode_pieces(&[&body], true).unwrap();
+        let singles: Vec<&[u8]> = body.chunks(1).collect();
+        assert_eq!(decode_pieces(&singles, true).unwrap(), whole, "{name}: 1-byte pieces");
+        for seed in 0..20 {
+            let mut rng = Rng::new(seed);
+            let pieces = random_pieces(&body, &mut rng, [3, 17, 200, 1500][seed as usize % 4]);
+            assert_eq!(decode_pieces(&pieces, true).unwrap(), whole, "{name}: random pieces, seed {seed}");
+        }
+    }
+}
+
+#[test]
+fn raw_events_come_before_the_events_of_their_event() {
+    let name = "anthropic--anthropic-text";
+    let events = decode_pieces(&[&fixture_stream(name)], true).unwrap();
+    let raws: Vec<&str> =
+        events.iter().filter_map(|e| if let ModelEvent::Raw(r) = e { Some(r.as_str()) } else { None }).collect();
+    assert_eq!(raws, fixture_lines(name), "one raw event per SSE event, pings included");
+    assert!(matches!(events[0], ModelEvent::Raw(_)));
+    assert!(matches!(events[1], ModelEvent::ResponseMetadata { .. }));
+    assert!(matches!(events[2], ModelEvent::Raw(_))); // content_block_start
+    assert!(matches!(events[3], ModelEvent::Raw(_))); // ping
+    assert!(matches!(events[4], ModelEvent::Raw(_)));
+    assert_eq!(events[5], ModelEvent::TextDelta("Hello".into()));
+    assert!(matches!(events[events.len() - 2], ModelEvent::Raw(ref r) if r == "{\"type\":\"message_stop\"}"));
+    assert!(matches!(events.last(), Some(ModelEvent::Finish { .. })));
+    // Without raw events asked for, there are none.
+    let plain = decode_pieces(&[&fixture_stream(name)], false).unwrap();
+    assert!(!plain.iter().any(|e| matches!(e, ModelEvent::Raw(_))));
+}
+
+fn start(usage: Value) -> String {
+    sse(
+        "message_start",
+        json!({ "type": "message_start", "message": { "id": "m1", "model": "claude", "usage": usage } }),
+    )
+}
+
+fn stop_with(reason: Value, usage: Value) -> String {
+    sse("message_delta", json!({ "type": "message_delta", "delta": { "stop_reason": reason }, "usage": usage }))
+        + &sse("message_stop", json!({ "type": "message_stop" }))
+}
+
+fn block_delta(index: u32, delta: Value) -> String {
+    sse("content_block_delta", json!({ "type": "content_block_delta", "index": index, "delta": delta }))
+}
+
+fn block_start(index: u32, block: Value) -> String {
+    sse("content_block_start", json!({ "type": "content_block_start", "index": index, "content_block": block }))
+}
+
+fn finish(events: &[ModelEvent]) -> (FinishReason, Option<Usage>) {
+    match events.last() {
+        Some(ModelEvent::Finish { reason, usage }) => (*reason, *usage),
+        other => panic!("no finish: {other:?}"),
+    }
+}
+
+#[test]
+fn stop_reasons_map_to_ours() {
+    let cases = [
+        (json!("end_turn"), FinishReason::Stop),
+        (json!("stop_sequence"), FinishReason::Stop),
+        (json!("max_tokens"), FinishReason::Length),
+        (json!("tool_use"), FinishReason::ToolCalls),
+        (json!("refusal"), FinishReason::ContentFilter),
+        (json!("pause_turn"), FinishReason::Other),
+        (json!("model_context_window_exceeded"), FinishReason::Other),
+        (Value::Null, FinishReason::Other),
+    ];
+    for (wire, ours) in cases {
+        let events = decode(&stop_with(wire.clone(), json!({ "output_tokens": 3 }))).unwrap();
+        let usage = Usage { output_tokens: Some(3), total_tokens: Some(3), ..Usage::default() };
+        assert_eq!(events, vec![ModelEvent::Finish { reason: ours, usage: Some(usage) }], "{wire}");
+    }
+    // `message_stop` alone still finishes, as `other`, without usage.
+    let events = decode(&sse("message_stop", json!({ "type": "message_stop" }))).unwrap();
+    assert_eq!(events, vec![ModelEvent::Finish { reason: FinishReason::Other, usage: None }]);
+}
+
+#[test]
+fn usage_of_message_delta_overrides_message_start() {
+    let body = start(json!({ "input_tokens": 10, "output_tokens": 1, "cache_read_input_tokens": 4,
+                             "cache_creation_input_tokens": 100 }))
+        + &stop_with(json!("end_turn"), json!({ "output_tokens": 25, "input_tokens": null }));
+    let events = decode(&body).unwrap();
+    assert_eq!(
+        events[0],
+        ModelEvent::ResponseMetadata { id: Some("m1".into()), model_id: Some("claude".into()), created: None }
+    );
+    // Cache writes are not counted; a `null` in the delta keeps the start's count.
+    assert_eq!(finish(&events), (FinishReason::Stop, Some(usage(10, 25, Some(4)))));
+    let updated = start(json!({ "input_tokens": 10, "output_tokens": 1 }))
+        + &stop_with(
+            json!("end_turn"),
+            json!({ "input_tokens": 12, "output_tokens": 2, "cache_read_input_tokens": 3 }),
+        );
+    assert_eq!(finish(&decode(&updated).unwrap()).1, Some(usage(12, 2, Some(3))));
+}
+
+#[test]
+fn thinking_text_and_tool_blocks_in_order() {
+    let body = start(json!({ "input_tokens": 5, "output_tokens": 1 }))
+        + &block_start(0, json!({ "type": "thinking", "thinking": "" }))
+        + &block_delta(0, json!({ "type": "thinking_delta", "thinking": "Let me think" }))
+        + &block_delta(0, json!({ "type": "thinking_delta", "thinking": " about it." }))
+        + &block_delta(0, json!({ "type": "signature_delta", "signature": "EqQBCkgIARABGAIiQL" }))
+        + &sse("content_block_stop", json!({ "type": "content_block_stop", "index": 0 }))
+        + &block_start(1, json!({ "type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix" }))
+        + &block_start(2, json!({ "type": "text", "text": "" }))
+        + &block_delta(2, json!({ "type": "text_delta", "text": "Checking \u{e9}\u{1F600}." }))
+        + &block_delta(2, json!({ "type": "citations_delta", "citation": { "type": "char_location" } }))
+        + &block_start(3, json!({ "type": "tool_use", "id": "toolu_1", "name": "weather", "input": {} }))
+        + &block_delta(3, json!({ "type": "input_json_delta", "partial_json": "" }))
+        + &block_delta(3, json!({ "type": "input_json_delta", "partial_json": "{\"city\": \"Pa" }))
+        + &block_delta(3, json!({ "type": "input_json_delta", "partial_json": "ris\"}" }))
+        + &stop_with(json!("tool_use"), json!({ "output_tokens": 40 }));
+    let events = decode(&body).unwrap();
+    let call = |args: &str, first: bool| ModelEvent::ToolCallDelta {
+        index: 3,
+        id: first.then(|| "toolu_1".into()),
+        name: first.then(|| "weather".into()),
+        args_delta: args.into(),
+    };
+    assert_eq!(
+        events[1..],
+        [
+            ModelEvent::ReasoningDelta("Let me think".into()),
+            ModelEvent::ReasoningDelta(" about it.".into()),
+            ModelEvent::TextDelta("Checking \u{e9}\u{1F600}.".into()),
+            call("", true),
+            call("{\"city\": \"Pa", false),
+            call("ris\"}", false),
+            ModelEvent::Finish { reason: FinishReason::ToolCalls, usage: Some(usage(5, 40, None)) },
+        ]
+    );
+}
+
+#[test]
+fn arguments_of_server_tools_are_not_tool_calls() {
+    let body = block_start(0, json!({ "type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search" }))
+        + &block_delta(0, json!({ "type": "input_json_delta", "partial_json": "{\"query\":\"x\"}" }))
+        + &stop_with(json!("end_turn"), Value::Null);
+    assert_eq!(decode(&body).unwrap(), vec![ModelEvent::Finish { reason: FinishReason::Stop, usage: None }]);
+}
+
+#[test]
+fn the_event_name_is_used_when_the_data_has_no_type() {
+    let body =
+        "event: content_block_delta\ndata: {\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n\
+                event: message_stop\ndata: {}\n\n";
+    assert_eq!(
+        decode(body).unwrap(),
+        vec![ModelEvent::TextDelta("hi".into()), ModelEvent::Finish { reason: FinishReason::Other, usage: None }]
+    );
+    // The data's own `type` wins over the name.
+    let body = "event: ping\ndata: {\"type\":\"message_stop\"}\n\n";
+    assert_eq!(decode(body).unwrap(), vec![ModelEvent::Finish { reason: FinishReason::Other, usage: None }]);
+}
+
+#[test]
+fn pings_keep_alives_and_unknown_events_produce_nothing() {
+    let body = String::from(": keep-alive\n\ndata:\n\n")
+        + &sse("ping", json!({ "type": "ping" }))
+        + &sse("future_event", json!({ "type": "future_event", "delta": { "text": "no" } }))
+        + &block_delta(0, json!({ "type": "future_delta", "text": "no" }))
+        + &block_delta(0, json!({ "type": "text_delta", "text": "" }))
+        + &stop_with(json!("end_turn"), Value::Null);
+    assert_eq!(decode(&body).unwrap(), vec![ModelEvent::Finish { reason: FinishReason::Stop, usage: None }]);
+}
+
+#[test]
+fn nothing_after_message_stop_counts() {
+    let body = block_delta(0, json!({ "type": "text_delta", "text": "a" }))
+        + &stop_with(json!("end_turn"), Value::Null)
+        + &block_delta(0, json!({ "type": "text_delta", "text": "b" }))
+        + "data: {oops";
+    let mut decoder = AnthropicDecoder::new(false);
+    let mut out = Vec::new();
+    decoder.push(body.as_bytes(), &mut out).unwrap();
+    decoder.push(b"more", &mut out).unwrap();
+    decoder.end(&mut out).unwrap();
+    assert_eq!(
+        out,
+        vec![ModelEvent::TextDelta("a".into()), ModelEvent::Finish { reason: FinishReason::Stop, usage: None }]
+    );
+}
+
+#[test]
+fn an_error_event_becomes_an_error_event() {
+    let data = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    let body = start(json!({ "input_tokens": 3 }))
+        + &block_delta(0, json!({ "type": "text_delta", "text": "par" }))
+        + &format!("event: error\ndata: {data}\n\n");
+    let events = decode(&body).unwrap();
+    assert_eq!(
+        events[1..],
+        [
+            ModelEvent::TextDelta("par".into()),
+            ModelEvent::Error { message: "Overloaded".into(), body: Some(data.into()) },
+            // The reply is over; it ended in an error.
+            ModelEvent::Finish {
+                reason: FinishReason::Error,
+                usage: Some(Usage { input_tokens: Some(3), total_tokens: Some(3), ..Usage::default() })
+            },
+        ]
+    );
+    let raw = decode_pieces(&[format!("event: error\ndata: {data}\n\n").as_bytes()], true).unwrap();
+    assert_eq!(raw[0], ModelEvent::Raw(data.into()));
+    assert!(matches!(&raw[1], ModelEvent::Error { body: Some(b), .. } if b == data));
+
+    // Other spellings: a string error, an error without a message, an error event without `error`.
+    let message = |data: &str| match &decode(&format!("event: error\ndata: {data}\n\n")).unwrap()[0] {
+        ModelEvent::Error { message, .. } => message.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(message(r#"{"type":"error","error":"overloaded"}"#), "overloaded");
+    assert_eq!(message(r#"{"type":"error","error":{"type":"api_error"}}"#), r#"{"type":"api_error"}"#);
+    assert_eq!(message(r#"{"type":"error"}"#), r#"{"type":"error"}"#);
+}
+
+#[test]
+fn a_cut_stream_is_a_retryable_error() {
+    let cut_bodies = [
+        start(json!({})) + &block_delta(0, json!({ "type": "text_delta", "text": "hi" })),
+        // A stop reason without `message_stop` is not a complete reply.
+        sse("message_delta", json!({ "type": "message_delta", "delta": { "stop_reason": "end_turn" } })),
+        // `message_stop` must be whole, and so must an error after it was reported.
+        String::from("event: message_stop\ndata: {\"type\":\"message_stop\"}"),
+        sse("error", json!({ "type": "error", "error": { "message": "x" } })) + "event: ping",
+        String::new(),
+    ];
+    for body in cut_bodies {
+        match decode(&body) {
+            Err(AgentError::ApiCall { message, retryable, .. }) => {
+                assert_eq!(message, "The connection closed before the model finished its response");
+                assert!(retryable);
+            }
+            other => panic!("{body:?} gave {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn invalid_json_is_an_error_quoting_the_event() {
+    let data = format!("{{\"type\": \"content_block_delta\", \"delta\": {}", "é".repeat(300));
+    let err = decode(&format!("event: content_block_delta\ndata: {data}\n\n")).unwrap_err();
+    let expected: String = data.chars().take(200).collect();
+    match err {
+        AgentError::ApiCall { message, retryable, .. } => {
+            assert_eq!(message, format!("The model's stream sent an event that is not valid JSON: {expected}"));
+            assert!(!retryable);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn valid_json_of_the_wrong_shape_is_an_error() {
+    for data in [r#"{"type": "content_block_delta", "delta": 5}"#, r#"{"index": -1}"#, "[1]"] {
+        let err = decode(&format!("data: {data}\n\n")).unwrap_err();
+        assert!(err.to_string().contains("does not understand"), "{err}");
+        assert!(err.to_string().ends_with(data), "{err}");
+    }
+}
+
+#[test]
+fn events_before_a_bad_one_are_kept() {
+    let body = block_delta(0, json!({ "type": "text_delta", "text": "ok" })) + "data: nope\n\n";
+    let mut decoder = AnthropicDecoder::new(true);
+    let mut out = Vec::new();
+    assert!(decoder.push(body.as_bytes(), &mut out).is_err());
+    assert_eq!(out[1], ModelEvent::TextDelta("ok".into()));
+    assert_eq!(out.last(), Some(&ModelEvent::Raw("nope".into())));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request
+
+fn endpoint(key: Option<&str>) -> Endpoint {
+    Endpoint {
+        provider: "anthropic".into(),
+        api: Api::Chat,
+        base_url: "https://api.anthropic.com/v1".into(),
+        api_key: key.map(Into::into),
+        headers: vec![],
+    }
+}
+
+fn request(messages: Vec<ModelMessage>) -> ModelRequest {
+    ModelRequest { model_id: "claude-sonnet-4-5".into(), messages, ..ModelRequest::default() }
+}
+
+fn hello() -> ModelRequest {
+    request(vec![ModelMessage::User(vec![UserPart::Text("Hello".into())])])
+}
+
+fn build(req: &ModelRequest) -> (HttpRequest, Value, Vec<Warning>) {
+    let (http, warnings) = build_request(&endpoint(Some("sk-ant-test")), req, false).unwrap();
+    let body = serde_json::from_str(&http.body).unwrap();
+    (http, body, warnings)
+}
+
+fn body_of(req: &ModelRequest) -> Value {
+    build(req).1
+}
+
+fn messages_of(messages: Vec<ModelMessage>) -> Value {
+    body_of(&request(messages))["messages"].clone()
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+fn text(t: &str) -> Value {
+    json!({ "type": "text", "text": t })
+}
+
+#[test]
+fn minimal_request() {
+    let (http, body, warnings) = build(&hello());
+    assert_eq!(http.url, "https://api.anthropic.com/v1/messages");
+    assert_eq!(
+        http.headers,
+        pairs(&[
+            ("content-type", "application/json"),
+            ("x-api-key", "sk-ant-test"),
+            ("anthropic-version", "2023-06-01"),
+        ])
+    );
+    assert_eq!(
+        body,
+        json!({
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 4096,
+            "stream": true,
+            "messages": [{ "role": "user", "content": [text("Hello")] }],
+        })
+    );
+    assert!(warnings.is_empty());
+    assert!(
+        http.body.starts_with("{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":4096,\"stream\":true,"),
+        "{}",
+        http.body
+    );
+}
+
+#[test]
+fn the_browser_header_only_in_a_page_and_no_key_no_key_header() {
+    let (http, _) = build_request(&endpoint(None), &hello(), true).unwrap();
+    assert_eq!(
+        http.headers,
+        pairs(&[
+            ("content-type", "application/json"),
+            ("anthropic-version", "2023-06-01"),
+            ("anthropic-dangerous-direct-browser-access", "true"),
+        ])
+    );
+    let (http, _) = build_request(&endpoint(None), &hello(), false).unwrap();
+    assert!(!http.headers.iter().any(|(n, _)| n.starts_with("anthropic-dangerous")));
+}
+
+#[test]
+fn later_headers_win_case_insensitively() {
+    let mut ep = endpoint(Some("sk-ant-test"));
+    ep.headers = pairs(&[("X-Api-Key", "from-model"), ("Anthropic-Beta", "a"), ("x-only-model", "1")]);
+    let mut req = hello();
+    req.settings.headers = pairs(&[("anthropic-beta", "b"), ("anthropic-version", "2099-01-01")]);
+    let (http, _) = build_request(&ep, &req, true).unwrap();
+    assert_eq!(
+        http.headers,
+        pairs(&[
+            ("content-type", "application/json"),
+            ("X-Api-Key", "from-model"),
+            ("anthropic-version", "2099-01-01"),
+            ("anthropic-dangerous-direct-browser-access", "true"),
+            ("anthropic-beta", "b"),
+            ("x-only-model", "1"),
+        ])
+    );
+}
+
+#[test]
+fn trailing_slash_on_the_base_url_is_not_doubled() {
+    let mut ep = endpoint(None);
+    ep.base_url = "https://proxy.example/anthropic/v1/".into();
+    assert_eq!(build_request(&ep, &hello(), false).unwrap().0.url, "https://proxy.example/anthropic/v1/messages");
+}
+
+#[test]
+fn settings_have_their_fields_and_the_unsupported_ones_warn() {
+    let mut req = hello();
+    req.settings = ModelSettings {
+        temperature: Some(0.25),
+        max_output_tokens: Some(512),
+        top_p: Some(0.9),
+        top_k: Some(40.0),
+        presence_penalty: Some(0.5),
+        frequency_penalty: Some(-0.5),
+        stop_sequences: vec!["END".into(), "\n\nHuman:".into()],
+        seed: Some(42),
+        max_retries: Some(3),
+        ..ModelSettings::default()
+    };
+    let (http, body, warnings) = build(&req);
+    assert_eq!(body["max_tokens"], json!(512));
+    assert_eq!(body["temperature"], json!(0.25));
+    assert_eq!(body["top_p"], json!(0.9));
+    assert!(http.body.contains("\"top_k\":40,"), "top_k is an integer: {}", http.body);
+    assert_eq!(body["stop_sequences"], json!(["END", "\n\nHuman:"]));
+    // model, max_tokens, stream, messages and the four above: nothing else.
+    assert_eq!(body.as_object().unwrap().len(), 8, "{body}");
+    let warned: Vec<_> = warnings.iter().map(|w| (w.kind, w.setting.as_deref().unwrap())).collect();
+    assert_eq!(
+        warned,
+        [
+            ("unsupported-setting", "presencePenalty"),
+            ("unsupported-setting", "frequencyPenalty"),
+            ("unsupported-setting", "seed")
+        ]
+    );
+    assert!(warnings.iter().all(|w| w.message.as_deref().unwrap().contains(w.setting.as_deref().unwrap())));
+    // A top_k that is no integer is passed on for the API to judge.
+    req.settings.top_k = Some(2.5);
+    assert_eq!(body_of(&req)["top_k"], json!(2.5));
+}
+
+#[test]
+fn unset_settings_are_left_out() {
+    let body = body_of(&hello());
+    for key in ["temperature", "top_p", "top_k", "stop_sequences", "system", "tools", "tool_choice", "seed"] {
+        assert!(body.get(key).is_none(), "{key}");
+    }
+}
+
+#[test]
+fn system_messages_are_joined_and_taken_out_of_the_turns() {
+    let body = body_of(&request(vec![
+        ModelMessage::System("Be brief.".into()),
+        ModelMessage::User(vec![UserPart::Text("one".into())]),
+        ModelMessage::System("".into()),
+        ModelMessage::System("Answer in French.".into()),
+        ModelMessage::User(vec![UserPart::Text("two".into())]),
+    ]));
+    assert_eq!(body["system"], json!("Be brief.\n\nAnswer in French."));
+    assert_eq!(body["messages"], json!([{ "role": "user", "content": [text("one"), text("two")] }]));
+}
+
+fn file(data: &str, media_type: &str, filename: Option<&str>) -> UserPart {
+    UserPart::File { data: data.into(), media_type: media_type.into(), filename: filename.map(Into::into) }
+}
+
+#[test]
+fn user_images_and_pdfs() {
+    let got = messages_of(vec![ModelMessage::User(vec![
+        UserPart::Text("What is this?".into()),
+        UserPart::Text("".into()),
+        file("https://example.com/cat.png", "image/png", Some("cat.png")),
+        file("iVBORw0KGgo=", "image/png", None),
+        file("iVBORw0KGgoAAA", "image/*", None),
+        file("R0lGODlh", "image/*", None),
+        file("AAAA", "image/*", None),
+        file("data:image/webp;base64,UklGR", "image/*", None),
+        file("DATA:image/gif;BASE64,R0lGODlh", "image/png", None),
+        file("data:;base64,/9j/4AAQ", "image/jpeg", None),
+        file("JVBERi0xLjQ=", "application/pdf", Some("report.pdf")),
+        file("data:application/pdf;base64,JVBERi0xLjQ=", "application/pdf", None),
+        file("HTTPS://example.com/a.pdf", "application/pdf", None),
+    ])]);
+    let image = |media_type: &str, data: &str| json!({ "type": "image", "source": { "type": "base64", "media_type": media_type, "data": data } });
+    let pdf = json!({ "type": "base64", "media_type": "application/pdf", "data": "JVBERi0xLjQ=" });
+    assert_eq!(
+        got,
+        json!([{ "role": "user", "content": [
+            text("What is this?"),
+            { "type": "image", "source": { "type": "url", "url": "https://example.com/cat.png" } },
+            image("image/png", "iVBORw0KGgo="),
+            image("image/png", "iVBORw0KGgoAAA"),
+            image("image/gif", "R0lGODlh"),
+            image("image/jpeg", "AAAA"),
+            image("image/webp", "UklGR"),
+            image("image/gif", "R0lGODlh"),
+            image("image/jpeg", "/9j/4AAQ"),
+            { "type": "document", "source": pdf, "title": "report.pdf" },
+            { "type": "document", "source": pdf },
+            { "type": "document", "source": { "type": "url", "url": "HTTPS://example.com/a.pdf" } },
+        ] }])
+    );
+}
+
+#[test]
+fn other_files_and_non_base64_data_urls_are_refused() {
+    let cases = [
+        (file("aGk=", "text/plain", None), "text/plain"),
+        (file("data:image/svg+xml,<svg/>", "image/svg+xml", None), "base64"),
+        (file("data:image/png;base64", "image/png", None), "base64"),
+    ];
+    for (part, says) in cases {
+        let req = request(vec![ModelMessage::User(vec![part])]);
+        match build_request(&endpoint(None), &req, false).unwrap_err() {
+            AgentError::InvalidArgument { field, message } => {
+                assert_eq!(field, "messages");
+                assert!(message.contains(says), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+fn call(id: &str, args: Value) -> AssistantPart {
+    AssistantPart::ToolCall { tool_call_id: id.into(), tool_name: "weather".into(), args }
+}
+
+fn tool_use(id: &str, input: Value) -> Value {
+    json!({ "type": "tool_use", "id": id, "name": "weather", "input": input })
+}
+
+fn result(id: &str, result: Value, is_error: bool) -> ToolResultPart {
+    ToolResultPart { tool_call_id: id.into(), tool_name: "weather".into(), result, is_error }
+}
+
+#[test]
+fn assistant_messages() {
+    let got = messages_of(vec![
+        ModelMessage::User(vec![UserPart::Text("Weather?".into())]),
+        ModelMessage::Assistant(vec![
+            AssistantPart::Reasoning("private thoughts".into()),
+            AssistantPart::Text("Let me ".into()),
+            AssistantPart::Text("".into()),
+            AssistantPart::Text("check.".into()),
+            call("toolu_1", json!({ "city": "Paris" })),
+            call("toolu_2", json!({})),
+            call("toolu_3", json!("{\"city\": \"Par")),
+        ]),
+    ]);
+    assert_eq!(
+        got[1],
+        json!({ "role": "assistant", "content": [
+            text("Let me "),
+            text("check."),
+            tool_use("toolu_1", json!({ "city": "Paris" })),
+            tool_use("toolu_2", json!({})),
+            // Arguments that never parsed cannot go back as they are: the API wants an object.
+            tool_use("toolu_3", json!({})),
+        ] })
+    );
+    assert!(!serde_json::to_string(&got).unwrap().contains("thought"), "reasoning is never sent back");
+}
+
+#[test]
+fn tool_results_go_in_a_user_turn() {
+    let got = messages_of(vec![
+        ModelMessage::User(vec![UserPart::Text("Weather in Paris and Oslo?".into())]),
+        ModelMessage::Assistant(vec![
+            call("toolu_1", json!({ "city": "Paris" })),
+            call("toolu_2", json!({ "city": "Oslo" })),
+        ]),
+        ModelMessage::Tool(vec![
+            result("toolu_1", json!({ "temp": 21, "unit": "C" }), false),
+            result("toolu_2", json!("city not found"), true),
+        ]),
+        ModelMessage::Tool(vec![
+            result("toolu_3", json!("Sunny, 21 °C"), false),
+            result("toolu_4", json!(null), false),
+        ]),
+        ModelMessage::User(vec![UserPart::Text("Thanks".into())]),
+    ]);
+    assert_eq!(
+        got,
+        json!([
+            { "role": "user", "content": [text("Weather in Paris and Oslo?")] },
+            { "role": "assistant", "content": [
+                tool_use("toolu_1", json!({ "city": "Paris" })), tool_use("toolu_2", json!({ "city": "Oslo" })),
+            ] },
+            { "role": "user", "content": [
+                { "type": "tool_result", "tool_use_id": "toolu_1", "content": "{\"temp\":21,\"unit\":\"C\"}" },
+                { "type": "tool_result", "tool_use_id": "toolu_2", "content": "city not found", "is_error": true },
+                { "type": "tool_result", "tool_use_id": "toolu_3", "content": "Sunny, 21 °C" },
+                { "type": "tool_result", "tool_use_id": "toolu_4", "content": "null" },
+                text("Thanks"),
+            ] },
+        ])
+    );
+}
+
+#[test]
+fn turns_of_one_role_are_merged_and_empty_ones_dropped() {
+    let got = messages_of(vec![
+        ModelMessage::User(vec![UserPart::Text("a".into())]),
+        ModelMessage::User(vec![]),
+        ModelMessage::User(vec![UserPart::Text("b".into())]),
+        ModelMessage::Assistant(vec![AssistantPart::Text("c".into())]),
+        ModelMessage::Assistant(vec![AssistantPart::Reasoning("only thinking".into())]),
+        ModelMessage::Assistant(vec![AssistantPart::Text("d".into())]),
+        // Tool results after user text still come first in their turn, as the API wants.
+        ModelMessage::User(vec![UserPart::Text("e".into())]),
+        ModelMessage::Tool(vec![result("toolu_9", json!("ok"), false)]),
+    ]);
+    assert_eq!(
+        got,
+        json!([
+            { "role": "user", "content": [text("a"), text("b")] },
+            { "role": "assistant", "content": [text("c"), text("d")] },
+            { "role": "user", "content": [
+                { "type": "tool_result", "tool_use_id": "toolu_9", "content": "ok" }, text("e"),
+            ] },
+        ])
+    );
+}
+
+fn weather_tool() -> ToolSpec {
+    ToolSpec {
+        name: "weather".into(),
+        description: Some("Current weather".into()),
+        parameters: json!({ "type": "object", "properties": { "city": { "type": "string" } }, "required": ["city"] }),
+    }
+}
+
+#[test]
+fn tools_and_tool_choice() {
+    let mut req = hello();
+    req.tools = vec![
+        weather_tool(),
+        ToolSpec { name: "now".into(), description: None, parameters: json!({ "type": "object" }) },
+    ];
+    let body = body_of(&req);
+    assert_eq!(
+        body["tools"],
+        json!([
+            { "name": "weather", "description": "Current weather",
+              "input_schema": { "type": "object", "properties": { "city": { "type": "string" } }, "required": ["city"] } },
+            { "name": "now", "input_schema": { "type": "object" } },
+        ])
+    );
+    assert!(body.get("tool_choice").is_none());
+    let choices = [
+        (ToolChoice::Auto, json!({ "type": "auto" })),
+        (ToolChoice::Required, json!({ "type": "any" })),
+        (ToolChoice::Tool("weather".into()), json!({ "type": "tool", "name": "weather" })),
+    ];
+    for (choice, wire) in choices {
+        req.tool_choice = Some(choice);
+        let body = body_of(&req);
+        assert_eq!(body["tool_choice"], wire);
+        assert_eq!(body["tools"].as_array().unwrap().len(), 2);
+    }
+    // `none` sends no tools at all.
+    req.tool_choice = Some(ToolChoice::None);
+    let body = body_of(&req);
+    assert!(body.get("tools").is_none() && body.get("tool_choice").is_none(), "{body}");
+    // Nor does a choice without tools.
+    let mut req = hello();
+    req.tool_choice = Some(ToolChoice::Required);
+    assert!(body_of(&req).get("tool_choice").is_none());
+}
+
+#[test]
+fn provider_options_are_merged_in_snake_case_all_the_way_down() {
+    let mut req = hello();
+    req.settings.max_output_tokens = Some(100);
+    let options = json!({
+        "thinking": { "type": "enabled", "budgetTokens": 1024 },
+        "maxTokens": 2048,
+        "metadata": { "userId": "u-1" },
+        "mcpServers": [{ "type": "url", "authorizationToken": "t" }],
+        "stream": true,
+    });
+    let Value::Object(options) = options else { unreachable!() };
+    req.provider_options = Some(options);
+    let body = body_of(&req);
+    assert_eq!(body["thinking"], json!({ "type": "enabled", "budget_tokens": 1024 }));
+    assert_eq!(body["metadata"], json!({ "user_id": "u-1" }));
+    assert_eq!(body["mcp_servers"], json!([{ "type": "url", "authorization_token": "t" }]));
+    // Options override what the builder wrote.
+    assert_eq!(body["max_tokens"], json!(2048));
+    assert!(body.get("maxTokens").is_none() && body.get("mcpServers").is_none());
+}
+
+#[test]
+fn empty_provider_options_change_nothing() {
+    let mut req = hello();
+    req.provider_options = Some(Map::new());
+    assert_eq!(build(&req).0, build(&hello()).0);
+}
