@@ -82,9 +82,10 @@ impl Agent {
         let default_options = Reflect::get(&config, &"defaultOptions".into()).unwrap_or(JsValue::UNDEFINED);
         check_functions(&default_options, "config.defaultOptions")?;
         let m = &parsed.model;
-        let (endpoint, model_name) =
+        let (mut endpoint, model_name) =
             registry::resolve(&m.id, m.url.clone(), m.api_key.clone(), m.headers.clone(), &crate::platform::env_var, "config.model")
                 .map_err(|e| error_to_js(&e))?;
+        browser_headers(&mut endpoint);
         let tools = parse_tools(&Reflect::get(&config, &"tools".into()).unwrap_or(JsValue::UNDEFINED), "config.tools", false)?;
         let memory_js = Reflect::get(&config, &"memory".into()).unwrap_or(JsValue::UNDEFINED);
         let memory = if memory_js.is_undefined() || memory_js.is_null() {
@@ -197,7 +198,10 @@ impl Agent {
             Some(m) => {
                 let path = format!("{field}.model");
                 let mc = crate::core::options::parse_model_config(&m, &path).map_err(|e| error_to_js(&e))?;
-                registry::resolve(&mc.id, mc.url, mc.api_key, mc.headers, &crate::platform::env_var, &path).map_err(|e| error_to_js(&e))?
+                let (mut endpoint, model) =
+                    registry::resolve(&mc.id, mc.url, mc.api_key, mc.headers, &crate::platform::env_var, &path).map_err(|e| error_to_js(&e))?;
+                browser_headers(&mut endpoint);
+                (endpoint, model)
             }
         };
         let instructions = instructions.unwrap_or_else(|| DEFAULT_TITLE_INSTRUCTIONS.to_string());
@@ -354,6 +358,16 @@ fn check_functions(options: &JsValue, path: &str) -> Result<(), JsValue> {
 pub(crate) fn callback(options: &JsValue, defaults: &JsValue, name: &str) -> Option<Function> {
     let v = option_or_default(options, defaults, name);
     v.dyn_into::<Function>().ok()
+}
+
+/// In a page, Anthropic answers a direct call only with its browser-access header (the key is
+/// then visible to the page's user, which is the page author's choice to make).
+fn browser_headers(endpoint: &mut crate::providers::Endpoint) {
+    let global = js_sys::global();
+    let in_page = ["window", "document"].iter().all(|k| Reflect::get(&global, &(*k).into()).map(|v| v.is_object()).unwrap_or(false));
+    if in_page && endpoint.api == crate::providers::Api::Anthropic {
+        endpoint.headers.insert(0, ("anthropic-dangerous-direct-browser-access".into(), "true".into()));
+    }
 }
 
 fn max_retries_of(opts: &crate::core::options::StreamOptions, config: &AgentConfig) -> u32 {
