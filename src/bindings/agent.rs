@@ -130,9 +130,9 @@ impl Agent {
     pub fn stream(
         &self,
         #[wasm_bindgen(unchecked_param_type = "MessageInput")] messages: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "StreamOptions | undefined")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "StreamOptions")] options: Option<JsValue>,
     ) -> Promise {
-        match self.start(messages, options) {
+        match self.start(messages, options.unwrap_or(JsValue::UNDEFINED)) {
             Ok(out) => Promise::resolve(&JsValue::from(out)),
             Err(e) => Promise::reject(&e),
         }

@@ -86,7 +86,8 @@ pub struct JsIndexedDbStore {
 #[wasm_bindgen(js_class = IndexedDBStore)]
 impl JsIndexedDbStore {
     #[wasm_bindgen(constructor)]
-    pub fn new(#[wasm_bindgen(unchecked_param_type = "{ name?: string } | undefined")] options: JsValue) -> Result<JsIndexedDbStore, JsValue> {
+    pub fn new(#[wasm_bindgen(unchecked_optional_param_type = "{ name?: string }")] options: Option<JsValue>) -> Result<JsIndexedDbStore, JsValue> {
+        let options = options.unwrap_or(JsValue::UNDEFINED);
         let name = if options.is_object() { Reflect::get(&options, &"name".into()).unwrap_or(JsValue::UNDEFINED) } else { JsValue::UNDEFINED };
         let name = match name.as_string() {
             Some(n) if !n.is_empty() => n,
@@ -307,7 +308,8 @@ fn run_promise(fut: LocalFuture<'static, Result<JsValue, AgentError>>) -> Promis
 #[wasm_bindgen]
 impl Memory {
     #[wasm_bindgen(constructor)]
-    pub fn new(#[wasm_bindgen(unchecked_param_type = "MemoryInit | undefined")] config: JsValue) -> Result<Memory, JsValue> {
+    pub fn new(#[wasm_bindgen(unchecked_optional_param_type = "MemoryInit")] config: Option<JsValue>) -> Result<Memory, JsValue> {
+        let config = config.unwrap_or(JsValue::UNDEFINED);
         if !(config.is_undefined() || config.is_null() || config.is_object()) {
             return Err(type_error("new Memory(config)", "expected an object like { storage, options } or nothing"));
         }
@@ -337,7 +339,7 @@ impl Memory {
 
     /// `getThreadById({ threadId })` (or the id itself): the thread, or `null`.
     #[wasm_bindgen(js_name = getThreadById, unchecked_return_type = "Promise<StorageThread | null>")]
-    pub fn get_thread_by_id(&self, arg: JsValue) -> Result<Promise, JsValue> {
+    pub fn get_thread_by_id(&self, #[wasm_bindgen(unchecked_param_type = "string | { threadId: string }")] arg: JsValue) -> Result<Promise, JsValue> {
         let id = arg_str(&arg, "threadId", "getThreadById")?;
         let store = self.inner.store.clone();
         Ok(promise(async move { Ok(store.get_thread_by_id(&id).await?.map(|t| from_json(&t.to_json())).unwrap_or(JsValue::NULL)) }))
@@ -345,7 +347,7 @@ impl Memory {
 
     /// `listThreads({ resourceId })`: the resource's threads, most recently updated first.
     #[wasm_bindgen(js_name = listThreads, unchecked_return_type = "Promise<StorageThread[]>")]
-    pub fn list_threads(&self, arg: JsValue) -> Result<Promise, JsValue> {
+    pub fn list_threads(&self, #[wasm_bindgen(unchecked_param_type = "{ resourceId: string }")] arg: JsValue) -> Result<Promise, JsValue> {
         let id = arg_str(&arg, "resourceId", "listThreads")?;
         let store = self.inner.store.clone();
         Ok(promise(async move {
@@ -357,7 +359,7 @@ impl Memory {
     /// `listMessages({ threadId, last?, before?, format? })`: stored messages in time order, or
     /// with `format: 'ui'` the same as UI messages ready to render.
     #[wasm_bindgen(js_name = listMessages, unchecked_return_type = "Promise<StorageMessage[] | UIMessage[]>")]
-    pub fn list_messages(&self, arg: JsValue) -> Result<Promise, JsValue> {
+    pub fn list_messages(&self, #[wasm_bindgen(unchecked_param_type = "ListMessagesArgs")] arg: JsValue) -> Result<Promise, JsValue> {
         let thread_id = arg_str(&arg, "threadId", "listMessages")?;
         let opts = if arg.is_object() { to_json(&arg, "memory.listMessages(…)").map_err(|e| error_to_js(&e))? } else { Value::Null };
         let path = "memory.listMessages(…)";
@@ -378,7 +380,10 @@ impl Memory {
 
     /// `updateThread({ id, title?, metadata? })`: the updated thread.
     #[wasm_bindgen(js_name = updateThread, unchecked_return_type = "Promise<StorageThread>")]
-    pub fn update_thread(&self, arg: JsValue) -> Result<Promise, JsValue> {
+    pub fn update_thread(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "{ id: string; title?: string; metadata?: Record<string, unknown> }")] arg: JsValue,
+    ) -> Result<Promise, JsValue> {
         let id = arg_str(&arg, "id", "updateThread")?;
         let patch = to_json(&arg, "memory.updateThread(…)").map_err(|e| error_to_js(&e))?;
         let title = crate::core::input::opt_str(&patch, "title", "memory.updateThread(…)").map_err(|e| error_to_js(&e))?.map(str::to_owned);
@@ -400,7 +405,7 @@ impl Memory {
 
     /// `deleteThread(threadId)`: the thread and its messages.
     #[wasm_bindgen(js_name = deleteThread, unchecked_return_type = "Promise<void>")]
-    pub fn delete_thread(&self, arg: JsValue) -> Result<Promise, JsValue> {
+    pub fn delete_thread(&self, #[wasm_bindgen(unchecked_param_type = "string | { threadId: string }")] arg: JsValue) -> Result<Promise, JsValue> {
         let id = arg_str(&arg, "threadId", "deleteThread")?;
         let store = self.inner.store.clone();
         Ok(promise(async move {

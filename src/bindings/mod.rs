@@ -1,6 +1,7 @@
 //! The JavaScript face of the package: classes, option parsing and stream bridging. wasm32 only.
 
 pub mod agent;
+pub mod ai_sdk;
 pub mod chunk_js;
 pub mod convert;
 pub mod host;
@@ -156,6 +157,16 @@ export interface StorageAdapter {
   deleteMessages(args: { messageIds: string[] }): Promise<unknown> | unknown;
   getResource(args: { resourceId: string }): Promise<StorageResource | null> | StorageResource | null;
   saveResource(args: { resource: StorageResource }): Promise<unknown> | unknown;
+}
+
+export interface ListMessagesArgs {
+  threadId: string;
+  /** Only the newest n messages. */
+  last?: number;
+  /** Only messages created before this ISO time. */
+  before?: string;
+  /** 'ui': AI SDK v5 UI messages ready to render; default: the stored messages. */
+  format?: 'ui' | 'v2';
 }
 
 export interface MemoryInit {

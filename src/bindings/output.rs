@@ -205,13 +205,13 @@ impl AgentStreamOutput {
 #[wasm_bindgen]
 impl AgentStreamOutput {
     /// Every chunk of the run, in order. Created on first access; readable once.
-    #[wasm_bindgen(getter = fullStream, unchecked_return_type = "ReadableStream<ChunkType>")]
+    #[wasm_bindgen(getter = fullStream, unchecked_return_type = "ReadableStream<ChunkType> & AsyncIterable<ChunkType>")]
     pub fn full_stream(&self) -> Result<ReadableStream, JsValue> {
         self.take_stream(false)
     }
 
     /// The text deltas only.
-    #[wasm_bindgen(getter = textStream, unchecked_return_type = "ReadableStream<string>")]
+    #[wasm_bindgen(getter = textStream, unchecked_return_type = "ReadableStream<string> & AsyncIterable<string>")]
     pub fn text_stream(&self) -> Result<ReadableStream, JsValue> {
         self.take_stream(true)
     }
@@ -233,7 +233,7 @@ impl AgentStreamOutput {
         self.shared.run_id.clone()
     }
 
-    #[wasm_bindgen(getter = traceId)]
+    #[wasm_bindgen(getter = traceId, unchecked_return_type = "string | undefined")]
     pub fn trace_id(&self) -> JsValue {
         JsValue::UNDEFINED
     }

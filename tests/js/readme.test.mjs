@@ -76,7 +76,7 @@ test('README: a zod-typed tool', T, async () => {
   // import { Agent, createTool } from 'wasm-agent'
   // import { z } from 'zod'
 
-  const tasks = []
+  const tasks = new Map()
   const addTask = createTool({
     id: 'add-task',
     description: 'Add a task to the to-do list',
@@ -88,8 +88,8 @@ test('README: a zod-typed tool', T, async () => {
     // `task` is what zod parsed (defaults filled in). Arguments that fail the schema never get
     // here: the model is told which field was wrong and can call again.
     execute: async (task) => {
-      tasks.push(task)
-      return { added: task.title, open: tasks.length }
+      tasks.set(task.title, task)
+      return { added: task.title, open: tasks.size }
     },
   })
 
@@ -103,12 +103,12 @@ test('README: a zod-typed tool', T, async () => {
   for await (const chunk of out.fullStream) {
     if (chunk.type === 'tool-error') console.log('tool error:', chunk.payload.error.message)
   }
-  console.log(tasks)
+  console.log([...tasks.values()])
   console.log(await out.text)
   // END
 
   assert.equal(console.lines.length, 2, console.lines.join('\n'));
-  assert.deepEqual(tasks, [{ title: 'example', due: '2025-01-01', priority: 'normal' }]);
+  assert.deepEqual([...tasks.values()], [{ title: 'example', due: '2025-01-01', priority: 'normal' }]);
   assert.equal(console.lines[0], "[ { title: 'example', due: '2025-01-01', priority: 'normal' } ]");
   assert.deepEqual(JSON.parse(console.lines[1].slice('The tool said: '.length)), { added: 'example', open: 1 });
   // The model was shown the schema zod describes.

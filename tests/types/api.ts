@@ -1,0 +1,513 @@
+// The package's whole public surface, written as a TypeScript user would write it. Type-checked
+// only (`node tests/types/run.mjs`), never run. Each `// @ts-expect-error` line is wrong usage that
+// the types must reject; an unused one is an error too, so a type that got too loose shows up.
+
+import {
+  Agent,
+  AgentStreamOutput,
+  createTool,
+  hasToolCall,
+  IndexedDBStore,
+  InMemoryStore,
+  Memory,
+  stepCountIs,
+  toAISdkStream,
+  toAISdkV5Stream,
+  type AISdkUIMessageChunk,
+  type AgentConfig,
+  type ChunkType,
+  type FinishReason,
+  type FullOutput,
+  type MemoryOptions,
+  type MessageInput,
+  type ModelConfig,
+  type ModelMessage,
+  type StepResult,
+  type StorageAdapter,
+  type StorageMessage,
+  type StorageResource,
+  type StorageThread,
+  type StreamOptions,
+  type Tool,
+  type ToolExecutionContext,
+  type UIMessage,
+  type Usage,
+} from 'wasm-agent';
+import { DurableObjectStore, type DurableObjectStorageLike } from 'wasm-agent/durable-object-store';
+import { z } from 'zod';
+
+/** `true` when A and B are the same type. */
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+/** Compiles only for `true`: `check<Equal<X, Y>>()`. */
+function check<T extends true>(): void {}
+
+// ---------------------------------------------------------------------------------------------
+// Models and agents
+
+const modelString: ModelConfig = 'openai/gpt-4o-mini';
+const modelEndpoint: ModelConfig = {
+  id: 'openai/gpt-4o-mini',
+  url: 'http://127.0.0.1:11434/v1',
+  apiKey: 'none',
+  headers: { 'x-team': 'docs' },
+  api: 'chat',
+};
+
+const config: AgentConfig = {
+  id: 'helper',
+  name: 'Helper',
+  description: 'Answers questions',
+  instructions: ['Be concise.', 'Answer in English.'],
+  model: modelEndpoint,
+  maxRetries: 2,
+  defaultOptions: { maxSteps: 3, modelSettings: { temperature: 0.2 } },
+};
+const agent = new Agent(config);
+new Agent({ id: 'a', model: modelString, instructions: { role: 'system', content: 'Be brief.' } });
+new Agent({ id: 'b', model: 'groq/llama-3.3-70b-versatile', instructions: [{ role: 'system', content: 'Be brief.' }] });
+check<Equal<typeof agent.id, string>>();
+check<Equal<typeof agent.name, string>>();
+
+// @ts-expect-error a model is a string or an endpoint object, not a number
+new Agent({ id: 'x', model: 5 });
+// @ts-expect-error `id` is required
+new Agent({ model: 'openai/gpt-4o-mini' });
+// @ts-expect-error an endpoint needs its `id`
+new Agent({ id: 'x', model: { url: 'http://127.0.0.1/v1' } });
+// @ts-expect-error `api` is 'chat' or 'responses'
+new Agent({ id: 'x', model: { id: 'openai/x', api: 'completions' } });
+// @ts-expect-error the agent's id is read-only
+agent.id = 'other';
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+const asString: MessageInput = 'Hello';
+const asStrings: MessageInput = ['Hello', 'How are you?'];
+const asModelMessages: MessageInput = [
+  { role: 'system', content: 'Be brief.' },
+  {
+    role: 'user',
+    content: [
+      { type: 'text', text: 'What is in this picture?' },
+      { type: 'image', image: 'https://example.com/cat.png', mediaType: 'image/png' },
+      { type: 'file', data: new Uint8Array([1, 2, 3]), mediaType: 'application/pdf', filename: 'a.pdf' },
+    ],
+  },
+  { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'weather', input: { city: 'Paris' } }] },
+  { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'weather', output: { temperatureC: 18 } }] },
+];
+const asUiMessages: MessageInput = [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'Hi' }] }];
+void [asString, asStrings, asModelMessages, asUiMessages];
+
+// @ts-expect-error a role the model does not know
+const badRole: MessageInput = [{ role: 'robot', content: 'beep' }];
+
+// ---------------------------------------------------------------------------------------------
+// Tools
+
+const weather = createTool({
+  id: 'weather',
+  description: 'Current weather for a city',
+  inputSchema: {
+    type: 'object',
+    properties: { city: { type: 'string', description: 'City name' } },
+    required: ['city'],
+  },
+  outputSchema: { type: 'object', properties: { temperatureC: { type: 'number' } } },
+  execute: async ({ city }: { city: string }, context) => {
+    check<Equal<typeof context, ToolExecutionContext>>();
+    const signal: AbortSignal = context.abortSignal;
+    const ids: string[] = [context.toolCallId, context.runId, context.agentId, context.agent.agentId];
+    const thread: string | undefined = context.threadId ?? context.agent.threadId;
+    const history: ModelMessage[] = context.messages;
+    await context.writer.write({ status: 'looking up', city });
+    await context.writer.custom({ type: 'data-weather-progress', data: { percent: 50 }, transient: true });
+    void [signal, ids, thread, history];
+    return { city, temperatureC: 18 };
+  },
+  requireApproval: (input: { city: string }) => input.city === 'Atlantis',
+});
+const weatherTool: Tool = weather;
+
+const addTask = createTool({
+  id: 'add-task',
+  description: 'Add a task to the to-do list',
+  inputSchema: z.object({
+    title: z.string().min(1).describe('What to do'),
+    due: z.iso.date().describe('Due date, YYYY-MM-DD'),
+    priority: z.enum(['low', 'normal', 'high']).default('normal'),
+  }),
+  execute: async (task: { title: string; due: string; priority: 'low' | 'normal' | 'high' }) => ({ added: task.title }),
+  requireApproval: true,
+});
+
+/** A client tool: no execute, the page answers its calls. */
+const pickColor: Tool = { description: 'Ask the user to pick a colour', inputSchema: { type: 'object', properties: {} } };
+
+// @ts-expect-error an input schema is an object (JSON Schema or Standard Schema), not a number
+createTool({ id: 'bad', description: 'x', inputSchema: 5, execute: async () => 1 });
+createTool({
+  id: 'bad-writer',
+  description: 'x',
+  inputSchema: { type: 'object' },
+  execute: async (_input: unknown, { writer }) => {
+    // @ts-expect-error custom chunks are typed `data-…`
+    await writer.custom({ type: 'progress', data: 1 });
+  },
+});
+
+const agentWithTools = new Agent({ id: 'tools', model: modelString, tools: { weather, addTask } });
+
+// ---------------------------------------------------------------------------------------------
+// Memory and storage
+
+/** A storage object of the kind a Worker builds over KV or D1: here, plain maps. */
+class MapStorage implements StorageAdapter {
+  threads = new Map<string, StorageThread>();
+  messages = new Map<string, StorageMessage>();
+  resources = new Map<string, StorageResource>();
+
+  async getThreadById({ threadId }: { threadId: string }) {
+    return this.threads.get(threadId) ?? null;
+  }
+  async saveThread({ thread }: { thread: StorageThread }) {
+    this.threads.set(thread.id, thread);
+    return thread;
+  }
+  async deleteThread({ threadId }: { threadId: string }) {
+    this.threads.delete(threadId);
+    for (const [id, m] of this.messages) if (m.threadId === threadId) this.messages.delete(id);
+  }
+  async listThreads({ resourceId }: { resourceId: string }) {
+    return [...this.threads.values()].filter((t) => t.resourceId === resourceId);
+  }
+  async listMessages({ threadId, last, before }: { threadId: string; last?: number; before?: string }) {
+    const all = [...this.messages.values()]
+      .filter((m) => m.threadId === threadId && (before === undefined || m.createdAt < before))
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+    return last === undefined ? all : all.slice(-last);
+  }
+  async saveMessages({ messages }: { messages: StorageMessage[] }) {
+    for (const m of messages) this.messages.set(m.id, m);
+  }
+  async deleteMessages({ messageIds }: { messageIds: string[] }) {
+    for (const id of messageIds) this.messages.delete(id);
+  }
+  async getResource({ resourceId }: { resourceId: string }) {
+    return this.resources.get(resourceId) ?? null;
+  }
+  async saveResource({ resource }: { resource: StorageResource }) {
+    this.resources.set(resource.id, resource);
+  }
+}
+
+/** Synchronous methods are allowed too. */
+const syncStorage: StorageAdapter = {
+  getThreadById: () => null,
+  saveThread: () => undefined,
+  deleteThread: () => undefined,
+  listThreads: () => [],
+  listMessages: () => [],
+  saveMessages: () => undefined,
+  deleteMessages: () => undefined,
+  getResource: () => null,
+  saveResource: () => undefined,
+};
+
+// @ts-expect-error a storage object needs every method (saveResource is missing)
+const incompleteStorage: StorageAdapter = {
+  getThreadById: () => null,
+  saveThread: () => undefined,
+  deleteThread: () => undefined,
+  listThreads: () => [],
+  listMessages: () => [],
+  saveMessages: () => undefined,
+  deleteMessages: () => undefined,
+  getResource: () => null,
+};
+
+const memoryOptions: MemoryOptions = {
+  lastMessages: 20,
+  readOnly: false,
+  filterIncompleteToolCalls: true,
+  workingMemory: { enabled: true, template: '# Notes\n', scope: 'resource' },
+  generateTitle: { model: 'openai/gpt-4o-mini', instructions: 'A short title' },
+};
+const memory = new Memory({ options: memoryOptions });
+new Memory({ storage: new InMemoryStore() });
+new Memory({ storage: new IndexedDBStore({ name: 'my-app' }) });
+new Memory({ storage: new MapStorage(), options: { lastMessages: false } });
+new Memory({ storage: syncStorage });
+// The defaults: `new Memory()` (IndexedDB in a browser, else in memory) and `new IndexedDBStore()`
+// (database "wasm-agent").
+new Memory();
+new IndexedDBStore();
+// @ts-expect-error lastMessages is a number or false
+new Memory({ options: { lastMessages: true } });
+// @ts-expect-error storage is a store or a storage object
+new Memory({ storage: 'indexeddb' });
+void incompleteStorage;
+
+async function memoryCalls() {
+  const threads: StorageThread[] = await memory.listThreads({ resourceId: 'user-42' });
+  const thread: StorageThread | null = await memory.getThreadById({ threadId: 't1' });
+  const renamed: StorageThread = await memory.updateThread({ id: 't1', title: 'Taxes' });
+  await memory.deleteThread('t1');
+  const stored = await memory.listMessages({ threadId: 't1', last: 10 });
+  // `format: 'ui'`: UI messages, ready to render.
+  const ui = await memory.listMessages({ threadId: 't1', format: 'ui' });
+  const partTypes: string[] = ui.flatMap((m) => m.parts.map((p) => p.type));
+  void [threads, thread, renamed, stored, partTypes];
+  // @ts-expect-error listThreads takes { resourceId }
+  await memory.listThreads({ resource: 'user-42' });
+}
+
+const agentWithMemory = new Agent({ id: 'chat', model: modelString, memory, tools: { weather } });
+
+// ---------------------------------------------------------------------------------------------
+// Stream options
+
+const controller = new AbortController();
+const options: StreamOptions = {
+  maxSteps: 4,
+  stopWhen: [stepCountIs(3), hasToolCall('weather'), ({ steps }) => steps.some((s) => s.text.includes('done'))],
+  toolsets: { extra: { weather } },
+  clientTools: { pickColor },
+  activeTools: ['weather'],
+  toolChoice: { type: 'tool', toolName: 'weather' },
+  toolCallConcurrency: 2,
+  requireToolApproval: false,
+  prepareStep: ({ stepNumber, steps, runId }) => {
+    void [steps, runId];
+    return stepNumber === 0 ? { toolChoice: 'required', activeTools: ['weather'] } : undefined;
+  },
+  onIterationComplete: ({ isFinal, finishReason }) => (isFinal || finishReason === 'stop' ? undefined : { continue: true, feedback: 'Go on.' }),
+  hooks: {
+    beforeToolCall: ({ toolName }) => (toolName === 'forbidden' ? { proceed: false, output: 'not allowed' } : undefined),
+    afterToolCall: async ({ toolName, result, error }) => {
+      void [toolName, result, error?.message];
+    },
+  },
+  requestContext: { userId: 'user-42' },
+  memory: {
+    thread: { id: 't1', title: 'Taxes', metadata: { pinned: true } },
+    resource: 'user-42',
+    options: { lastMessages: 5 },
+    onTitleGenerated: ({ threadId, title }) => void [threadId, title],
+  },
+  savePerStep: true,
+  instructions: 'Replace the agent instructions.',
+  system: ['Also this.'],
+  context: [{ role: 'user', content: 'Background the model sees but memory never stores.' }],
+  modelSettings: {
+    temperature: 0.7,
+    maxOutputTokens: 200,
+    maxRetries: 1,
+    topP: 0.9,
+    topK: 40,
+    presencePenalty: 0,
+    frequencyPenalty: 0,
+    stopSequences: ['END'],
+    seed: 7,
+    headers: { 'x-trace': '1' },
+  },
+  providerOptions: { openai: { reasoningEffort: 'low' } },
+  runId: 'run-1',
+  includeRawChunks: true,
+  abortSignal: controller.signal,
+  onChunk: (chunk) => {
+    check<Equal<typeof chunk, ChunkType>>();
+  },
+  onStepFinish: (step) => {
+    check<Equal<typeof step, StepResult>>();
+  },
+  onFinish: async (output) => {
+    check<Equal<typeof output, FullOutput>>();
+  },
+  onError: ({ error }) => {
+    const e: Error = error;
+    void e;
+  },
+  onAbort: (output) => void output.steps.length,
+};
+
+// @ts-expect-error temperature is a number
+const badSettings: StreamOptions = { modelSettings: { temperature: 'hot' } };
+// @ts-expect-error toolChoice is 'auto' | 'none' | 'required' | { type: 'tool', toolName }
+const badChoice: StreamOptions = { toolChoice: 'sometimes' };
+// @ts-expect-error a run's memory needs its resource
+const badMemory: StreamOptions = { memory: { thread: 't1' } };
+void [badRole, badSettings, badChoice, badMemory, agentWithTools];
+
+// ---------------------------------------------------------------------------------------------
+// The output
+
+async function outputs() {
+  // One argument is enough: the options are optional.
+  const quick = await agent.stream('What is WebAssembly?');
+  check<Equal<typeof quick, AgentStreamOutput>>();
+
+  const out = await agentWithMemory.stream(['What is the weather in Paris?'], options);
+  const runId: string = out.runId;
+
+  const text: string = await out.text;
+  const reasoning: string | undefined = await out.reasoningText;
+  const reason: FinishReason = await out.finishReason;
+  const usage: Usage = await out.usage;
+  const total: number | undefined = (await out.totalUsage).totalTokens;
+  const steps: StepResult[] = await out.steps;
+  const calls = await out.toolCalls;
+  const results = await out.toolResults;
+  const response = await out.response;
+  const warnings = await out.warnings;
+  const object: unknown = await out.object;
+  void [runId, text, reasoning, reason, usage, total, steps, object, warnings];
+  void [calls[0]?.toolName, results[0]?.result, response.messages.length];
+
+  const full: FullOutput = await out.getFullOutput();
+  const failed: string | undefined = full.error?.message;
+  void failed;
+  await out.consumeStream();
+
+  // @ts-expect-error the promises are read-only
+  out.text = Promise.resolve('');
+  // @ts-expect-error outputs come from agent.stream(), not a constructor
+  new AgentStreamOutput();
+  // @ts-expect-error usage is an object, not a number
+  const wrong: number = await out.usage;
+  void wrong;
+}
+
+function describe(chunk: ChunkType): string {
+  // Narrowing on `type` gives each chunk its payload.
+  switch (chunk.type) {
+    case 'start':
+      return chunk.payload.messageId ?? '';
+    case 'step-start':
+      return chunk.payload.request.body ?? '';
+    case 'text-delta':
+    case 'reasoning-delta':
+      return chunk.payload.text;
+    case 'text-start':
+    case 'text-end':
+      return chunk.payload.id;
+    case 'tool-call-input-streaming-start':
+      return chunk.payload.toolName;
+    case 'tool-call-delta':
+      return chunk.payload.argsTextDelta;
+    case 'tool-call':
+      return `${chunk.payload.toolName}(${JSON.stringify(chunk.payload.args)})`;
+    case 'tool-result':
+      return `${chunk.payload.toolCallId}: ${String(chunk.payload.result)} ${chunk.payload.isError ? '(error)' : ''}`;
+    case 'tool-error':
+      return chunk.payload.error.message;
+    case 'tool-output':
+      return String(chunk.payload.output);
+    case 'tool-call-approval':
+      return chunk.payload.resumeSchema;
+    case 'tool-output-denied':
+      return chunk.payload.approval.reason ?? 'declined';
+    case 'step-finish': {
+      const reason: FinishReason = chunk.payload.stepResult.reason;
+      const cont: boolean = chunk.payload.stepResult.isContinued;
+      return `${reason} ${cont} ${chunk.payload.output.text} ${chunk.payload.totalUsage.totalTokens ?? 0}`;
+    }
+    case 'finish':
+      return `${chunk.payload.stepResult.reason} ${chunk.payload.totalUsage.inputTokens ?? 0}`;
+    case 'error':
+      return `${chunk.payload.error.name}: ${chunk.payload.error.message} ${chunk.payload.error.status ?? ''}`;
+    case 'abort':
+      return chunk.payload.reason ?? 'aborted';
+    case 'raw':
+      return JSON.stringify(chunk.payload);
+    default:
+      break;
+  }
+  // Custom `data-…` chunks carry `data` at the top level.
+  if ('data' in chunk) {
+    const type: `data-${string}` = chunk.type;
+    return `${type} ${JSON.stringify(chunk.data)} ${chunk.transient ?? false}`;
+  }
+  return chunk.type;
+}
+
+function wrongNarrowing(chunk: ChunkType) {
+  if (chunk.type === 'text-delta') {
+    // @ts-expect-error a text delta has no tool name
+    void chunk.payload.toolName;
+  }
+  if (chunk.type === 'tool-call') {
+    // @ts-expect-error a tool call's payload has no text
+    void chunk.payload.text;
+  }
+  // @ts-expect-error no chunk has this type
+  if (chunk.type === 'no-such-chunk') return;
+}
+
+async function reading(out: AgentStreamOutput) {
+  // The output iterates its fullStream.
+  for await (const chunk of out) describe(chunk);
+  // The streams, read as async iterables or with a reader.
+  for await (const chunk of out.fullStream) describe(chunk);
+  for await (const piece of out.textStream) render(piece);
+  const reader = out.textStream.getReader();
+  for (let r = await reader.read(); !r.done; r = await reader.read()) {
+    const piece: string = r.value;
+    render(piece);
+  }
+  // A Worker's response: chunks as server-sent events.
+  const encoder = new TextEncoder();
+  const sse = out.fullStream.pipeThrough(
+    new TransformStream<ChunkType, Uint8Array>({
+      transform(chunk, c) {
+        c.enqueue(encoder.encode(`data: ${JSON.stringify(chunk)}\n\n`));
+      },
+    }),
+  );
+  return new Response(sse, { headers: { 'content-type': 'text/event-stream' } });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Approval
+
+async function approval() {
+  const out = await agentWithTools.stream('Add "file taxes" for 2025-04-15', { requireToolApproval: true });
+  for await (const chunk of out.fullStream) {
+    if (chunk.type !== 'tool-call-approval') continue;
+    const { toolCallId } = chunk.payload;
+    const ok: boolean =
+      toolCallId.length > 3
+        ? agentWithTools.approveToolCall({ runId: out.runId, toolCallId })
+        : agentWithTools.declineToolCall({ runId: out.runId, toolCallId, reason: 'not now' });
+    void ok;
+  }
+  // @ts-expect-error approval names the call
+  agentWithTools.approveToolCall({ runId: out.runId });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The AI SDK UI message stream, and memory in a Durable Object
+
+async function aiSdk() {
+  const out = await agent.stream('Hello');
+  const ui: ReadableStream<AISdkUIMessageChunk> = toAISdkStream(out, { from: 'agent' });
+  const reader = ui.getReader();
+  for (let r = await reader.read(); !r.done; r = await reader.read()) {
+    if (r.value.type === 'text-delta') render(r.value.delta);
+    if (r.value.type === 'tool-output-error') render(r.value.errorText);
+  }
+  // Options are optional; a fullStream works as well.
+  toAISdkStream(await agent.stream('Hi'));
+  toAISdkV5Stream((await agent.stream('Hi')).fullStream);
+  // @ts-expect-error 'agent' is the only source
+  toAISdkStream(out, { from: 'workflow' });
+}
+
+function durableObject(storage: DurableObjectStorageLike) {
+  const store = new DurableObjectStore(storage);
+  const adapter: StorageAdapter = store;
+  return new Agent({ id: 'do', model: modelString, memory: new Memory({ storage: adapter }) });
+}
+
+void [weatherTool, memoryCalls, outputs, wrongNarrowing, reading, approval, aiSdk, durableObject];
