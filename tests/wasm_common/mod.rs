@@ -148,7 +148,7 @@ async fn await_js(p: JsValue) -> Result<JsValue, JsValue> {
 async fn an_agent_streams_chunks_and_resolves_its_promises() {
     script_fetch(200, &[D1, D2, FIN, "[DONE]"]);
     let a = agent("openai/m").unwrap();
-    let out = await_js(a.stream("hi".into(), JsValue::UNDEFINED).into()).await.unwrap();
+    let out = await_js(a.stream("hi".into(), None).into()).await.unwrap();
     let text = await_js(get(&out, "text")).await.unwrap();
     assert_eq!(text.as_string().unwrap(), "Hello wasm");
     // fullStream created after the run still replays every chunk, in order.
@@ -172,7 +172,7 @@ async fn an_agent_streams_chunks_and_resolves_its_promises() {
 async fn a_failed_run_rejects_text_with_a_named_error() {
     script_fetch(401, &[r#"{"error":{"message":"bad key"}}"#]);
     let a = agent("openai/m").unwrap();
-    let out = await_js(a.stream("hi".into(), JsValue::UNDEFINED).into()).await.unwrap();
+    let out = await_js(a.stream("hi".into(), None).into()).await.unwrap();
     let err = await_js(get(&out, "text")).await.unwrap_err();
     assert_eq!(get(&err, "name").as_string().unwrap(), "APICallError");
     assert_eq!(get(&err, "status").as_f64(), Some(401.0));
@@ -196,13 +196,13 @@ async fn malformed_values_never_break_the_instance() {
     script_fetch(200, &[D1, FIN, "[DONE]"]);
     let a = agent("openai/m").unwrap();
     for v in bad_values.iter() {
-        let _ = await_js(a.stream(v.clone(), JsValue::UNDEFINED).into()).await;
-        let rejected = await_js(a.stream("hi".into(), v).into()).await;
+        let _ = await_js(a.stream(v.clone(), None).into()).await;
+        let rejected = await_js(a.stream("hi".into(), Some(v)).into()).await;
         if let Err(e) = rejected {
             assert_eq!(get(&e, "name").as_string().unwrap(), "TypeError");
         }
     }
-    let out = await_js(a.stream("hi".into(), JsValue::UNDEFINED).into()).await.unwrap();
+    let out = await_js(a.stream("hi".into(), None).into()).await.unwrap();
     assert_eq!(await_js(get(&out, "text")).await.unwrap().as_string().unwrap(), "Hello");
     restore_fetch();
 }
