@@ -17,3 +17,4 @@ pub mod run_memory;
 pub mod schema;
 pub mod step;
 pub mod tools;
+pub mod until_idle;
