@@ -29,6 +29,8 @@ pub enum Chunk {
     ToolOutput { tool_call_id: String, tool_name: String, output: Value },
     ToolCallApproval { call: ToolCall },
     ToolOutputDenied { call: ToolCall, reason: Option<String> },
+    /// A background task's lifecycle chunk (`background-task-*`, SPEC §4).
+    Background { kind: &'static str, payload: Value },
     /// A custom `data-*` chunk from `writer.custom`, sent as given (no envelope).
     Data { kind: String, data: Value, id: Option<String>, transient: bool },
     /// The end of one step; carries that step and the usage of all steps so far.
@@ -74,6 +76,7 @@ impl Chunk {
             Chunk::ToolCallApproval { .. } => "tool-call-approval",
             Chunk::ToolOutputDenied { .. } => "tool-output-denied",
             Chunk::Data { .. } => "data",
+            Chunk::Background { kind, .. } => kind,
             Chunk::StepFinish { .. } => "step-finish",
             Chunk::Finish { .. } => "finish",
             Chunk::Error(_) => "error",
@@ -136,6 +139,7 @@ impl Chunk {
                 v
             }
             Chunk::Data { data, .. } => data.clone(),
+            Chunk::Background { payload, .. } => payload.clone(),
             Chunk::StepFinish { step, is_continued, total_usage } => json!({
                 "messageId": step.message_id,
                 "stepResult": {

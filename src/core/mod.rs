@@ -1,6 +1,7 @@
 //! The heart of the agent, free of JavaScript types so it runs and is tested natively.
 
 pub mod abort;
+pub mod background;
 pub mod ai_sdk;
 pub mod base64;
 pub mod chunk;

@@ -1,0 +1,298 @@
+//! The background task manager with a fake clock and a hand-driven executor: eligibility,
+//! lifecycle chunks, concurrency and backpressure, timeouts, retries, cancellation, listeners,
+//! and results put back into memory.
+
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::core::memory::{InMemoryStore, StoredMessage, Thread};
+
+/// A clock that moves only when the test says so, and an executor polled by hand.
+#[derive(Default)]
+struct FakeRt {
+    now: Cell<f64>,
+    timers: RefCell<Vec<(f64, Rc<Cell<bool>>)>>,
+    spawned: RefCell<Vec<LocalFuture<'static, ()>>>,
+    ids: Cell<u32>,
+}
+
+impl TaskRuntime for FakeRt {
+    fn spawn(&self, fut: LocalFuture<'static, ()>) {
+        self.spawned.borrow_mut().push(fut);
+    }
+    fn sleep(&self, ms: u64) -> LocalFuture<'static, ()> {
+        let fired = Rc::new(Cell::new(false));
+        self.timers.borrow_mut().push((self.now.get() + ms as f64, fired.clone()));
+        Box::pin(std::future::poll_fn(move |_| if fired.get() { Poll::Ready(()) } else { Poll::Pending }))
+    }
+    fn now_ms(&self) -> f64 {
+        self.now.get()
+    }
+    fn new_id(&self) -> String {
+        self.ids.set(self.ids.get() + 1);
+        self.ids.get().to_string()
+    }
+}
+
+impl FakeRt {
+    /// Polls every spawned future until none makes progress.
+    fn settle(&self) {
+        let mut cx = Context::from_waker(Waker::noop());
+        for _ in 0..50 {
+            let mut futs: Vec<LocalFuture<'static, ()>> = std::mem::take(&mut *self.spawned.borrow_mut());
+            futs.retain_mut(|f| f.as_mut().poll(&mut cx).is_pending());
+            self.spawned.borrow_mut().extend(futs);
+        }
+    }
+
+    /// Moves the clock to `t`, firing the timers due, and settles.
+    fn advance_to(&self, t: f64) {
+        self.now.set(t);
+        for (at, fired) in self.timers.borrow().iter() {
+            if *at <= t {
+                fired.set(true);
+            }
+        }
+        self.settle();
+    }
+}
+
+/// A tool that ends after `ms` of fake time with `{ done: args }`, or fails when args say so,
+/// recording how many attempts ran and whether its abort flag was set.
+struct SlowTool {
+    rt: Rc<FakeRt>,
+    ms: u64,
+    fail_first: Cell<u32>,
+    attempts: Cell<u32>,
+    aborted: Rc<Cell<bool>>,
+    write: bool,
+}
+
+impl TaskRunner for SlowTool {
+    fn execute(&self, task: TaskRecord, abort: AbortFlag, emit: Rc<dyn Fn(Value)>) -> LocalFuture<'static, Result<Value, String>> {
+        self.attempts.set(self.attempts.get() + 1);
+        let fail = self.fail_first.get() > 0;
+        if fail {
+            self.fail_first.set(self.fail_first.get() - 1);
+        }
+        let sleep = self.rt.sleep(self.ms);
+        let aborted = self.aborted.clone();
+        let write = self.write;
+        let flag = abort.clone();
+        abort.on_abort(Box::new(move || aborted.set(true)));
+        Box::pin(async move {
+            if write {
+                emit(json!({ "progress": 50 }));
+            }
+            if flag.race(sleep).await.is_none() {
+                return Err("aborted".into());
+            }
+            if fail {
+                Err("the source was unreachable".into())
+            } else {
+                Ok(json!({ "done": task.args }))
+            }
+        })
+    }
+}
+
+fn tool(rt: &Rc<FakeRt>, ms: u64) -> Rc<SlowTool> {
+    Rc::new(SlowTool { rt: rt.clone(), ms, fail_first: Cell::new(0), attempts: Cell::new(0), aborted: Rc::new(Cell::new(false)), write: false })
+}
+
+fn config() -> BackgroundConfig {
+    BackgroundConfig { enabled: true, ..Default::default() }
+}
+
+fn call(id: &str) -> ToolCall {
+    ToolCall { tool_call_id: id.into(), tool_name: "research".into(), args: json!({ "q": id }) }
+}
+
+fn dispatch(m: &Rc<Manager>, id: &str, agent: &str, runner: Rc<SlowTool>, limits: TaskLimits) -> Dispatched {
+    m.dispatch(Dispatch {
+        call: call(id),
+        agent_id: agent.into(),
+        run_id: "run1".into(),
+        thread_id: Some("t1".into()),
+        resource_id: Some("u1".into()),
+        limits,
+        runner,
+        memory: None,
+    })
+}
+
+const LIMITS: TaskLimits = TaskLimits { timeout_ms: 10_000, max_retries: 0 };
+
+fn kinds(sub: &Subscription) -> Vec<String> {
+    let mut out = Vec::new();
+    while let Some(c) = sub.try_next() {
+        out.push(c.type_name().to_string());
+    }
+    out
+}
+
+fn scope(agent: &str) -> Scope {
+    Scope { agent_id: agent.into(), thread_id: Some("t1".into()), resource_id: Some("u1".into()) }
+}
+
+#[test]
+fn which_calls_run_in_the_background() {
+    let mut c = config();
+    assert_eq!(c.limits_for("x", None), None, "only tools that are chosen");
+    assert_eq!(c.limits_for("x", Some(&ToolBackground { enabled: Some(true), timeout_ms: Some(5), max_retries: Some(2) })), Some(TaskLimits { timeout_ms: 5, max_retries: 2 }));
+    c.tools = vec![("research".into(), true, Some(60_000)), ("off".into(), false, None)];
+    assert_eq!(c.limits_for("research", Some(&ToolBackground { enabled: None, timeout_ms: Some(5), max_retries: None })), Some(TaskLimits { timeout_ms: 60_000, max_retries: 0 }));
+    assert_eq!(c.limits_for("off", None), None);
+    assert_eq!(c.limits_for("research", Some(&ToolBackground { enabled: Some(false), ..Default::default() })), None, "the tool's own 'no' wins");
+    c.all_tools = true;
+    assert_eq!(c.limits_for("anything", None), Some(TaskLimits { timeout_ms: 300_000, max_retries: 0 }));
+    c.enabled = false;
+    assert_eq!(c.limits_for("anything", None), None);
+}
+
+#[test]
+fn a_task_runs_and_its_listeners_hear_each_step() {
+    let rt = Rc::new(FakeRt::default());
+    let m = Manager::new(config(), rt.clone());
+    let sub = m.subscribe(scope("a"));
+    let other = m.subscribe(Scope { thread_id: Some("t2".into()), ..scope("a") });
+    let t = Rc::new(SlowTool { write: true, ..Rc::try_unwrap(tool(&rt, 1000)).ok().unwrap() });
+    let Dispatched::Accepted { task_id } = dispatch(&m, "c1", "a", t.clone(), LIMITS) else { panic!() };
+    rt.settle();
+    assert_eq!(m.list(None, Some(TaskStatus::Running)).len(), 1);
+    rt.advance_to(1000.0);
+    assert_eq!(kinds(&sub), ["background-task-running", "background-task-output", "background-task-completed"]);
+    assert!(kinds(&other).is_empty(), "another thread's listener hears nothing");
+    let done = &m.list(Some("t1"), None)[0];
+    assert_eq!(done.status, TaskStatus::Completed);
+    assert_eq!(done.result, Some(json!({ "done": { "q": "c1" } })));
+    assert_eq!(m.result_of("c1"), Some((json!({ "done": { "q": "c1" } }), false)));
+    assert!(task_id.starts_with("task_"));
+}
+
+#[test]
+fn concurrency_limits_queue_tasks_until_a_slot_frees() {
+    let rt = Rc::new(FakeRt::default());
+    let m = Manager::new(BackgroundConfig { global_concurrency: 2, per_agent_concurrency: 2, ..config() }, rt.clone());
+    for (id, ms) in [("c1", 1000), ("c2", 5000), ("c3", 1000)] {
+        assert!(matches!(dispatch(&m, id, "a", tool(&rt, ms), LIMITS), Dispatched::Accepted { .. }));
+    }
+    rt.settle();
+    assert_eq!(m.list(None, Some(TaskStatus::Running)).len(), 2);
+    assert_eq!(m.list(None, Some(TaskStatus::Pending)).len(), 1);
+    rt.advance_to(1000.0);
+    assert_eq!(m.list(None, Some(TaskStatus::Running)).iter().map(|t| t.tool_call_id.as_str()).collect::<Vec<_>>(), ["c2", "c3"], "c3 started when c1 ended");
+    rt.advance_to(2000.0);
+    rt.advance_to(5000.0);
+    assert_eq!(m.list(None, Some(TaskStatus::Completed)).len(), 3);
+
+    // Per agent: agent a is full at 1, agent b still starts.
+    let m = Manager::new(BackgroundConfig { global_concurrency: 10, per_agent_concurrency: 1, ..config() }, rt.clone());
+    dispatch(&m, "a1", "a", tool(&rt, 1000), LIMITS);
+    dispatch(&m, "a2", "a", tool(&rt, 1000), LIMITS);
+    dispatch(&m, "b1", "b", tool(&rt, 1000), LIMITS);
+    assert_eq!(m.list(None, Some(TaskStatus::Running)).iter().map(|t| t.tool_call_id.as_str()).collect::<Vec<_>>(), ["a1", "b1"]);
+}
+
+#[test]
+fn backpressure_reject_and_fallback() {
+    let rt = Rc::new(FakeRt::default());
+    let m = Manager::new(BackgroundConfig { global_concurrency: 1, backpressure: Backpressure::Reject, ..config() }, rt.clone());
+    assert!(matches!(dispatch(&m, "c1", "a", tool(&rt, 1000), LIMITS), Dispatched::Accepted { .. }));
+    let Dispatched::Rejected { message } = dispatch(&m, "c2", "a", tool(&rt, 1000), LIMITS) else { panic!() };
+    assert!(message.contains("could not start") && message.contains("1 tasks are already running"), "{message}");
+    let m = Manager::new(BackgroundConfig { global_concurrency: 1, backpressure: Backpressure::FallbackSync, ..config() }, rt.clone());
+    dispatch(&m, "c1", "a", tool(&rt, 1000), LIMITS);
+    assert_eq!(dispatch(&m, "c2", "a", tool(&rt, 1000), LIMITS), Dispatched::RunInForeground);
+}
+
+#[test]
+fn a_timeout_aborts_the_tool_and_ends_as_failed_after_the_retries() {
+    let rt = Rc::new(FakeRt::default());
+    let m = Manager::new(config(), rt.clone());
+    let sub = m.subscribe(scope("a"));
+    let t = tool(&rt, 60_000);
+    dispatch(&m, "c1", "a", t.clone(), TaskLimits { timeout_ms: 1000, max_retries: 1 });
+    rt.settle();
+    rt.advance_to(1000.0);
+    rt.advance_to(2000.0);
+    assert_eq!(t.attempts.get(), 2, "one retry");
+    assert!(t.aborted.get(), "the tool's abort signal fired");
+    let rec = &m.list(None, None)[0];
+    assert_eq!(rec.status, TaskStatus::TimedOut);
+    assert_eq!(kinds(&sub).last().map(String::as_str), Some("background-task-failed"));
+
+    // A failing tool retried to success.
+    let t = tool(&rt, 10);
+    t.fail_first.set(2);
+    dispatch(&m, "c2", "a", t.clone(), TaskLimits { timeout_ms: 1000, max_retries: 2 });
+    rt.settle();
+    for step in 1..=5 {
+        rt.advance_to(2000.0 + 10.0 * step as f64);
+    }
+    assert_eq!(t.attempts.get(), 3);
+    let rec = m.list(None, None).into_iter().find(|r| r.tool_call_id == "c2").unwrap();
+    assert_eq!((rec.status, rec.attempts), (TaskStatus::Completed, 3));
+}
+
+#[test]
+fn cancelling_a_running_or_queued_task() {
+    let rt = Rc::new(FakeRt::default());
+    let m = Manager::new(BackgroundConfig { global_concurrency: 1, ..config() }, rt.clone());
+    let sub = m.subscribe(scope("a"));
+    let running = tool(&rt, 60_000);
+    let queued = tool(&rt, 1000);
+    let Dispatched::Accepted { task_id: first } = dispatch(&m, "c1", "a", running.clone(), LIMITS) else { panic!() };
+    let Dispatched::Accepted { task_id: second } = dispatch(&m, "c2", "a", queued.clone(), LIMITS) else { panic!() };
+    rt.settle();
+    assert!(m.cancel(&second));
+    rt.settle();
+    assert_eq!(queued.attempts.get(), 0, "a queued task that is cancelled never runs");
+    assert!(m.cancel(&first));
+    rt.settle();
+    assert!(running.aborted.get());
+    assert!(!m.cancel(&first), "an ended task cannot be cancelled");
+    let statuses: Vec<TaskStatus> = m.list(None, None).iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [TaskStatus::Cancelled, TaskStatus::Cancelled]);
+    let k = kinds(&sub);
+    assert_eq!(k.iter().filter(|k| *k == "background-task-cancelled").count(), 2, "{k:?}");
+    assert_eq!(m.result_of("c1").unwrap().1, true);
+}
+
+#[test]
+fn the_real_result_replaces_the_placeholder_in_memory() {
+    let rt = Rc::new(FakeRt::default());
+    let store = Rc::new(InMemoryStore::new());
+    let thread = Thread { id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, created_at: String::new(), updated_at: String::new() };
+    futures_ready(store.save_thread(&thread));
+    let msg = StoredMessage {
+        id: "m1".into(), thread_id: "t1".into(), resource_id: "u1".into(), role: "assistant".into(), created_at: "2026-01-01T00:00:00.000Z".into(),
+        parts: vec![json!({ "type": "tool-invocation", "toolInvocation": { "state": "result", "toolCallId": "c1", "toolName": "research", "args": {}, "result": placeholder("task_x", "research") } })],
+        metadata: None,
+    };
+    futures_ready(store.save_messages(std::slice::from_ref(&msg)));
+    let m = Manager::new(config(), rt.clone());
+    let memory = Some(MemoryTarget { store: store.clone(), thread_id: "t1".into() });
+    m.dispatch(Dispatch { call: call("c1"), agent_id: "a".into(), run_id: "r".into(), thread_id: Some("t1".into()), resource_id: Some("u1".into()), limits: LIMITS, runner: tool(&rt, 100), memory });
+    rt.settle();
+    rt.advance_to(100.0);
+    let q = MessageQuery { thread_id: "t1".into(), last: None, before: None };
+    let stored = futures_ready(store.list_messages(&q)).unwrap();
+    assert_eq!(stored[0].parts[0]["toolInvocation"]["result"], json!({ "done": { "q": "c1" } }));
+    assert_eq!(stored[0].parts[0]["toolInvocation"]["state"], "result");
+}
+
+/// Runs a future that completes without waiting (the in-memory store's).
+fn futures_ready<T>(f: Pin<Box<dyn Future<Output = T> + '_>>) -> T {
+    let mut f = f;
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => v,
+        Poll::Pending => panic!("the in-memory store never waits"),
+    }
+}
