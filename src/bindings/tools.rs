@@ -68,7 +68,7 @@ pub fn parse_tool(name: &str, v: &JsValue, path: &str, client: bool) -> Result<J
     };
     let validation = if standard.is_some() { Validation::Host } else { Validation::JsonSchema };
     Ok(JsTool {
-        def: ToolDef { name: name.to_string(), description, parameters, validation, approval, client: execute.is_none() },
+        def: ToolDef { name: name.to_string(), description, parameters, validation, approval, client: execute.is_none(), background: None },
         object: v.clone(),
         execute,
         standard,

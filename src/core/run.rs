@@ -3,6 +3,7 @@
 //! tests drive it with scripted responses and a fake clock.
 
 use std::cell::RefCell;
+use std::rc::Rc;
 
 
 use super::abort::AbortFlag;
@@ -16,7 +17,8 @@ use super::retry::{redact, send_with_retries};
 use super::run_memory::{generate_title, working_memory_prompt, working_memory_text, working_memory_tool, MemoryTools, TitleJob};
 use super::model::{FinishReason, ModelMessage, ModelRequest, ToolChoice, Usage, UserPart};
 use super::step::{messages_json, IdSource, StepBuilder, StepResult};
-use super::tools::{run_call, run_limited, Approvals, Outcome, ToolDef, ToolHost, ToolResult};
+use super::background::{Manager, MemoryTarget};
+use super::tools::{run_call, run_limited, Approvals, BackgroundCall, Outcome, ToolDef, ToolHost, ToolResult};
 use crate::providers::{self, Endpoint, HttpRequest};
 
 /// Everything one run needs, already validated.
@@ -41,6 +43,15 @@ pub struct RunConfig {
     pub memory: Option<MemoryRun>,
     /// Title a thread this run creates (`generateTitle`).
     pub title: Option<TitleJob>,
+    /// Background tasks, when the agent has them enabled.
+    pub background: Option<BackgroundRun>,
+}
+
+/// The manager a run hands background calls to, and the agent they belong to.
+#[derive(Clone)]
+pub struct BackgroundRun {
+    pub manager: Rc<Manager>,
+    pub agent_id: String,
 }
 
 /// Where the chunks of a run go.
@@ -168,11 +179,25 @@ pub async fn run(
     if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
         // Also after an abort or a failure: complete steps and what the user saw are kept.
         let partial = if outcome.aborted.is_some() || outcome.error.is_some() { outcome.partial.as_ref() } else { None };
-        if let Err(e) = mem.save_assistant(s, &outcome.steps, partial, env.now_ms()).await {
+        let steps = with_finished_tasks(&outcome.steps, cfg.background.as_ref());
+        if let Err(e) = mem.save_assistant(s, &steps, partial, env.now_ms()).await {
             sink.emit(Chunk::Error(e));
         }
     }
     finish(outcome, sink)
+}
+
+/// The steps with the real results of background tasks that already ended in place of their
+/// placeholders, so a save after a quick task does not bring a placeholder back.
+fn with_finished_tasks(steps: &[StepResult], bg: Option<&BackgroundRun>) -> Vec<StepResult> {
+    let mut steps = steps.to_vec();
+    let Some(bg) = bg else { return steps };
+    for r in steps.iter_mut().flat_map(|s| s.tool_results.iter_mut()) {
+        if let Some((result, is_error)) = bg.manager.result_of(&r.call.tool_call_id) {
+            r.outcome = if is_error { Outcome::Error(result.as_str().unwrap_or_default().to_string()) } else { Outcome::Result { result, is_error: false } };
+        }
+    }
+    steps
 }
 
 /// Emits the run's last chunk: `error`, `abort` or `finish`.
@@ -315,7 +340,19 @@ async fn run_steps(
                 .iter()
                 .map(|call| {
                     let tool = cfg.tools.iter().find(|t| t.name == call.tool_name && is_active(cfg, &overrides, &t.name));
-                    let fut = run_call(call, tool, cfg.require_tool_approval, host, approvals, abort, &prompt_json, &emit);
+                    let background = match (tool, &cfg.background) {
+                        (Some(t), Some(bg)) => bg.manager.config.limits_for(&t.name, t.background.as_ref()).map(|limits| BackgroundCall {
+                            manager: &bg.manager,
+                            limits,
+                            agent_id: &bg.agent_id,
+                            run_id: &cfg.run_id,
+                            thread_id: cfg.memory.as_ref().map(|m| m.thread_id.as_str()),
+                            resource_id: cfg.memory.as_ref().map(|m| m.resource_id.as_str()),
+                            memory: cfg.memory.as_ref().map(|m| MemoryTarget { store: m.store.clone(), thread_id: m.thread_id.clone() }),
+                        }),
+                        _ => None,
+                    };
+                    let fut = run_call(call, tool, cfg.require_tool_approval, host, approvals, abort, &prompt_json, &emit, background);
                     Box::pin(fut) as LocalFuture<'_, Option<ToolResult>>
                 })
                 .collect();

@@ -33,6 +33,7 @@ pub fn working_memory_tool() -> ToolDef {
         validation: Validation::JsonSchema,
         approval: Approval::Never,
         client: false,
+        background: None,
     }
 }
 
@@ -110,6 +111,9 @@ impl ToolHost for MemoryTools<'_> {
     }
     fn after_tool_call<'a>(&'a self, result: &'a ToolResult) -> LocalFuture<'a, ()> {
         self.hooks.after_tool_call(result)
+    }
+    fn task_runner(&self, tool: &str) -> Option<std::rc::Rc<dyn crate::core::background::TaskRunner>> {
+        self.hooks.task_runner(tool)
     }
 }
 

@@ -192,6 +192,7 @@ fn config(max_retries: u32, include_raw: bool) -> RunConfig {
         input_start: 0,
         memory: None,
         title: None,
+        background: None,
     }
 }
 

@@ -36,6 +36,7 @@ pub(super) fn tool(name: &str) -> ToolDef {
         validation: Validation::JsonSchema,
         approval: Approval::Never,
         client: false,
+        background: None,
     }
 }
 
@@ -52,6 +53,7 @@ pub(super) struct TestHost {
     skip_with: Option<Value>,
     after: RefCell<Vec<String>>,
     write_output: bool,
+    runner: Option<Rc<dyn crate::core::background::TaskRunner>>,
 }
 
 impl ToolHost for TestHost {
@@ -95,6 +97,10 @@ impl ToolHost for TestHost {
 
     fn after_tool_call<'a>(&'a self, result: &'a crate::core::tools::ToolResult) -> LocalFuture<'a, ()> {
         Box::pin(async move { self.after.borrow_mut().push(result.call.tool_call_id.clone()) })
+    }
+
+    fn task_runner(&self, _tool: &str) -> Option<Rc<dyn crate::core::background::TaskRunner>> {
+        self.runner.clone()
     }
 }
 
@@ -443,4 +449,98 @@ fn a_throwing_before_hook_fails_the_call_instead_of_letting_it_through() {
     let r = simple(vec![calls_reply(&[("x", "weather", r#"{"city":"P"}"#)]), text_reply("ok")], with_tools(vec![tool("weather")]), &host);
     assert!(host.started.borrow().is_empty());
     assert!(matches!(&r.out.steps[0].tool_results[0].outcome, crate::core::tools::Outcome::Error(m) if m == "not allowed for this user"));
+}
+
+mod background {
+    use std::cell::{Cell, RefCell};
+    use std::rc::Rc;
+
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::core::background::{BackgroundConfig, Manager, TaskRecord, TaskRunner, TaskRuntime, TaskStatus};
+    use crate::core::memory::{InMemoryStore, MemoryRun, MessageQuery, Store};
+    use crate::core::run::BackgroundRun;
+
+    /// Spawned futures polled by the test, and timers it fires.
+    #[derive(Default)]
+    struct Rt {
+        spawned: RefCell<Vec<LocalFuture<'static, ()>>>,
+        release: Rc<Cell<bool>>,
+    }
+
+    impl TaskRuntime for Rt {
+        fn spawn(&self, fut: LocalFuture<'static, ()>) {
+            self.spawned.borrow_mut().push(fut);
+        }
+        fn sleep(&self, _ms: u64) -> LocalFuture<'static, ()> {
+            Box::pin(std::future::pending())
+        }
+        fn now_ms(&self) -> f64 {
+            0.0
+        }
+        fn new_id(&self) -> String {
+            "bg1".into()
+        }
+    }
+
+    impl Rt {
+        fn poll_all(&self) {
+            let mut cx = Context::from_waker(Waker::noop());
+            let mut futs: Vec<LocalFuture<'static, ()>> = std::mem::take(&mut *self.spawned.borrow_mut());
+            futs.retain_mut(|f| f.as_mut().poll(&mut cx).is_pending());
+            self.spawned.borrow_mut().extend(futs);
+        }
+    }
+
+    /// A research tool that finishes when the test releases it.
+    struct Research(Rc<Cell<bool>>);
+
+    impl TaskRunner for Research {
+        fn execute(&self, task: TaskRecord, _abort: AbortFlag, _emit: Rc<dyn Fn(Value)>) -> LocalFuture<'static, Result<Value, String>> {
+            let release = self.0.clone();
+            Box::pin(async move {
+                std::future::poll_fn(|_| if release.get() { Poll::Ready(()) } else { Poll::Pending }).await;
+                Ok(json!({ "report": format!("all about {}", task.args["city"].as_str().unwrap_or("?")) }))
+            })
+        }
+    }
+
+    #[test]
+    fn an_eligible_call_goes_to_the_background_and_its_result_lands_in_memory() {
+        let rt = Rc::new(Rt::default());
+        let manager = Manager::new(BackgroundConfig { enabled: true, all_tools: true, ..Default::default() }, rt.clone());
+        let store = Rc::new(InMemoryStore::new());
+        let host = TestHost { runner: Some(Rc::new(Research(rt.release.clone()))), ..Default::default() };
+        let mut cfg = with_tools(vec![tool("research")]);
+        cfg.background = Some(BackgroundRun { manager: manager.clone(), agent_id: "agent".into() });
+        cfg.memory = Some(MemoryRun {
+            store: store.clone(),
+            thread_id: "t1".into(),
+            resource_id: "u1".into(),
+            title: None,
+            metadata: None,
+            config: Default::default(),
+            save_per_step: false,
+        });
+        let r = simple(vec![calls_reply(&[("c1", "research", r#"{"city":"Lima"}"#)]), text_reply("I started the research.")], cfg, &host);
+        let types = r.sink.types();
+        let at = |t: &str| types.iter().position(|x| *x == t).unwrap_or_else(|| panic!("no {t} in {types:?}"));
+        assert!(at("tool-call") < at("background-task-started") && at("background-task-started") < at("tool-result"));
+        assert!(host.started.borrow().is_empty(), "the tool did not run in the foreground");
+        let told = r.body(1)["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_string();
+        assert!(told.contains("\"status\":\"running\"") && told.contains("backgroundTaskId"), "{told}");
+        assert_eq!(manager.list(Some("t1"), Some(TaskStatus::Running)).len(), 1, "the task outlives the run");
+        let q = MessageQuery { thread_id: "t1".into(), last: None, before: None };
+        let inv = |s: &InMemoryStore| {
+            let msgs = block_on(s.list_messages(&q)).unwrap();
+            msgs[1].parts.iter().find(|p| p["type"] == "tool-invocation").unwrap()["toolInvocation"]["result"].clone()
+        };
+        assert_eq!(inv(&store)["status"], "running", "the placeholder is stored while the task runs");
+        rt.release.set(true);
+        rt.poll_all();
+        rt.poll_all();
+        assert_eq!(inv(&store), json!({ "report": "all about Lima" }), "the real result replaced the placeholder");
+        assert_eq!(manager.list(None, Some(TaskStatus::Completed)).len(), 1);
+    }
 }

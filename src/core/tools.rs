@@ -9,7 +9,10 @@ use std::task::Poll;
 
 use serde_json::{json, Value};
 
+use std::rc::Rc;
+
 use super::abort::AbortFlag;
+use super::background::{placeholder, Dispatch, Dispatched, Manager, MemoryTarget, TaskLimits, TaskRunner, ToolBackground};
 use super::chunk::Chunk;
 use super::env::LocalFuture;
 use super::model::ToolSpec;
@@ -45,6 +48,8 @@ pub struct ToolDef {
     pub approval: Approval,
     /// A client tool has no `execute`: the run stops at its call for the page to answer.
     pub client: bool,
+    /// The tool's own `background` settings.
+    pub background: Option<ToolBackground>,
 }
 
 impl ToolDef {
@@ -182,6 +187,21 @@ pub trait ToolHost {
     fn after_tool_call<'a>(&'a self, _result: &'a ToolResult) -> LocalFuture<'a, ()> {
         Box::pin(async {})
     }
+    /// Something that runs `tool` outside of this run, for a background task.
+    fn task_runner(&self, _tool: &str) -> Option<Rc<dyn TaskRunner>> {
+        None
+    }
+}
+
+/// What a call needs to go to the background: the manager and who the task belongs to.
+pub struct BackgroundCall<'a> {
+    pub manager: &'a Rc<Manager>,
+    pub limits: TaskLimits,
+    pub agent_id: &'a str,
+    pub run_id: &'a str,
+    pub thread_id: Option<&'a str>,
+    pub resource_id: Option<&'a str>,
+    pub memory: Option<MemoryTarget>,
 }
 
 /// Runs one call to its outcome, emitting its chunks. `None` when the run was aborted meanwhile.
@@ -195,8 +215,9 @@ pub async fn run_call(
     abort: &AbortFlag,
     messages: &Value,
     emit: &dyn Fn(Chunk),
+    background: Option<BackgroundCall<'_>>,
 ) -> Option<ToolResult> {
-    let outcome = abort.race(outcome_of(call, tool, require_approval, host, approvals, messages, emit)).await?;
+    let outcome = abort.race(outcome_of(call, tool, require_approval, host, approvals, messages, emit, background)).await?;
     let result = ToolResult { call: call.clone(), outcome };
     match &result.outcome {
         Outcome::Result { result: r, is_error } => emit(Chunk::ToolResult { call: call.clone(), result: r.clone(), is_error: *is_error }),
@@ -210,6 +231,7 @@ pub async fn run_call(
     Some(result)
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn outcome_of(
     call: &ToolCall,
     tool: Option<&ToolDef>,
@@ -218,6 +240,7 @@ async fn outcome_of(
     approvals: &Approvals,
     messages: &Value,
     emit: &dyn Fn(Chunk),
+    background: Option<BackgroundCall<'_>>,
 ) -> Outcome {
     let Some(tool) = tool else {
         return Outcome::Error(format!("Tool '{}' does not exist here. Call one of the tools you were given.", call.tool_name));
@@ -260,6 +283,28 @@ async fn outcome_of(
         Ok(Some(output)) => return Outcome::Result { result: output, is_error: false },
         Ok(None) => {}
         Err(message) => return Outcome::Error(message),
+    }
+    if let Some(bg) = background {
+        if let Some(runner) = host.task_runner(&tool.name) {
+            let d = Dispatch {
+                call: call.clone(),
+                agent_id: bg.agent_id.to_string(),
+                run_id: bg.run_id.to_string(),
+                thread_id: bg.thread_id.map(str::to_owned),
+                resource_id: bg.resource_id.map(str::to_owned),
+                limits: bg.limits,
+                runner,
+                memory: bg.memory,
+            };
+            match bg.manager.dispatch(d) {
+                Dispatched::Accepted { task_id } => {
+                    emit(Manager::started_chunk(&task_id, &call));
+                    return Outcome::Result { result: placeholder(&task_id, &tool.name), is_error: false };
+                }
+                Dispatched::Rejected { message } => return Outcome::Error(message),
+                Dispatched::RunInForeground => {}
+            }
+        }
     }
     match host.execute(ToolCtx { call: &call, messages, emit }).await {
         Ok(result) => Outcome::Result { result, is_error: false },
