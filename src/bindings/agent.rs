@@ -9,7 +9,13 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use super::convert::{error_to_js, js_kind, pick_json, to_json, type_error};
+use super::background::JsRuntime;
 use super::host::JsHost;
+use super::run::{IdleSetup, Turn};
+use crate::core::abort::AbortFlag;
+use crate::core::background::{parse_background_config, Manager, Scope, TaskStatus};
+use crate::core::run::BackgroundRun;
+use crate::core::until_idle::DEFAULT_MAX_IDLE_MS;
 use super::memory::{lookup_memory, MemoryInner};
 use crate::core::memory::{parse_memory_options, MemoryRun};
 use crate::core::run_memory::{TitleJob, DEFAULT_TITLE_INSTRUCTIONS};
@@ -53,6 +59,10 @@ struct Inner {
     default_options: JsValue,
     tools: Vec<JsTool>,
     memory: Option<Rc<MemoryInner>>,
+    /// Runs background tasks when `backgroundTasks` is enabled.
+    manager: Option<Rc<Manager>>,
+    /// Open untilIdle wrappers by (thread, resource), with the flag that closes each.
+    idle_wrappers: RefCell<Vec<((String, String), AbortFlag)>>,
     /// Runs in progress, for `approveToolCall` / `declineToolCall`.
     runs: RefCell<Vec<(String, Rc<Approvals>)>>,
 }
@@ -93,8 +103,66 @@ impl Agent {
         } else {
             Some(lookup_memory(&memory_js).ok_or_else(|| type_error("config.memory", &format!("expected a Memory (new Memory({{ storage }})), got {}", js_kind(&memory_js))))?)
         };
+        let bg_js = Reflect::get(&config, &"backgroundTasks".into()).unwrap_or(JsValue::UNDEFINED);
+        let bg = to_json(&bg_js, "config.backgroundTasks").map_err(|e| error_to_js(&e))?;
+        let bg = parse_background_config(&bg, "config.backgroundTasks").map_err(|e| error_to_js(&e))?;
+        let manager = bg.enabled.then(|| Manager::new(bg, Rc::new(JsRuntime)));
         let runs = RefCell::new(Vec::new());
-        Ok(Agent { inner: Rc::new(Inner { config: parsed, endpoint, model_name, default_options, tools, memory, runs }) })
+        let idle_wrappers = RefCell::new(Vec::new());
+        Ok(Agent { inner: Rc::new(Inner { config: parsed, endpoint, model_name, default_options, tools, memory, manager, idle_wrappers, runs }) })
+    }
+
+    /// The same as `stream(messages, { ...options, untilIdle: { maxIdleMs } })`; deprecated.
+    #[wasm_bindgen(js_name = streamUntilIdle, unchecked_return_type = "Promise<AgentStreamOutput>")]
+    pub fn stream_until_idle(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "MessageInput")] messages: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "StreamOptions & { maxIdleMs?: number }")] options: Option<JsValue>,
+    ) -> Promise {
+        warn_once_until_idle();
+        let options = options.filter(|o| o.is_object()).unwrap_or_else(|| js_sys::Object::new().into());
+        let copy = js_sys::Object::assign(&js_sys::Object::new(), options.unchecked_ref());
+        let max = Reflect::get(&options, &"maxIdleMs".into()).unwrap_or(JsValue::UNDEFINED);
+        let idle: JsValue = if max.is_undefined() {
+            JsValue::TRUE
+        } else {
+            let o = js_sys::Object::new();
+            let _ = Reflect::set(&o, &"maxIdleMs".into(), &max);
+            o.into()
+        };
+        let _ = Reflect::set(&copy, &"untilIdle".into(), &idle);
+        self.stream(messages, Some(copy.into()))
+    }
+
+    /// Cancels a background task of this agent. Returns whether it was still going.
+    #[wasm_bindgen(js_name = cancelBackgroundTask)]
+    pub fn cancel_background_task(&self, task_id: JsValue) -> Result<bool, JsValue> {
+        let id = task_id.as_string().ok_or_else(|| type_error("cancelBackgroundTask(taskId)", &format!("expected a task id string, got {}", js_kind(&task_id))))?;
+        Ok(self.inner.manager.as_ref().is_some_and(|m| m.cancel(&id)))
+    }
+
+    /// This agent's background tasks, oldest first: `{ threadId?, status? }` narrows the list.
+    #[wasm_bindgen(js_name = listBackgroundTasks, unchecked_return_type = "BackgroundTask[]")]
+    pub fn list_background_tasks(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ threadId?: string; status?: BackgroundTaskStatus }")] filter: Option<JsValue>,
+    ) -> Result<JsValue, JsValue> {
+        let filter = filter.unwrap_or(JsValue::UNDEFINED);
+        let f = to_json(&filter, "listBackgroundTasks(filter)").map_err(|e| error_to_js(&e))?;
+        const F: &str = "listBackgroundTasks(filter)";
+        let thread = crate::core::input::opt_str(&f, "threadId", F).map_err(|e| error_to_js(&e))?;
+        let status = match crate::core::input::opt_str(&f, "status", F).map_err(|e| error_to_js(&e))? {
+            None => None,
+            Some(s) => Some(
+                [TaskStatus::Pending, TaskStatus::Running, TaskStatus::Completed, TaskStatus::Failed, TaskStatus::Cancelled, TaskStatus::TimedOut]
+                    .into_iter()
+                    .find(|t| t.as_str() == s)
+                    .ok_or_else(|| type_error("listBackgroundTasks(filter).status", &format!("expected pending, running, completed, failed, cancelled or timed_out, got '{s}'")))?,
+            ),
+        };
+        let Some(m) = &self.inner.manager else { return Ok(js_sys::Array::new().into()) };
+        let tasks: Vec<Value> = m.list(thread, status).into_iter().filter(|t| t.agent_id == self.inner.config.id).map(|t| t.to_json()).collect();
+        Ok(super::convert::from_json(&Value::Array(tasks)))
     }
 
     /// Runs a call that waits for approval. Returns whether such a call was waiting.
@@ -224,6 +292,60 @@ impl Agent {
             return Err(type_error("options", "expected an object or undefined"));
         }
         check_functions(&options, "options")?;
+        let turn = self.prepare(messages, &options, None)?;
+        let callbacks = Callbacks::read(&options, &inner.default_options);
+        let signal = option_or_default(&options, &inner.default_options, "abortSignal");
+        if !signal.is_undefined() && !signal.is_null() && !is_abort_signal(&signal) {
+            return Err(type_error("options.abortSignal", "expected an AbortSignal"));
+        }
+        let idle = self.until_idle_setup(&options, &turn)?;
+        let shared = Shared::new(turn.run_id.clone(), turn.abort.clone());
+        spawn_run(turn, shared.clone(), callbacks, signal, idle);
+        Ok(AgentStreamOutput::new(shared))
+    }
+
+    /// The `untilIdle` wrapper of a call, when it applies: a memory thread and background tasks.
+    /// (Without them `untilIdle` is a plain stream.) A newer wrapper on the same thread and
+    /// resource closes the older one.
+    fn until_idle_setup(&self, options: &JsValue, first: &Turn) -> Result<Option<IdleSetup>, JsValue> {
+        let inner = &self.inner;
+        // Only the call's own option counts: untilIdle in defaultOptions must not make every
+        // continuation wrap itself again.
+        let v = if options.is_object() { Reflect::get(options, &"untilIdle".into()).unwrap_or(JsValue::UNDEFINED) } else { JsValue::UNDEFINED };
+        let max_idle_ms = match parse_until_idle(&v)? {
+            Some(ms) => ms,
+            None => return Ok(None),
+        };
+        let (Some(bg), Some(mem)) = (&first.cfg.background, &first.cfg.memory) else { return Ok(None) };
+        let key = (mem.thread_id.clone(), mem.resource_id.clone());
+        let outer = first.abort.clone();
+        {
+            let mut wrappers = inner.idle_wrappers.borrow_mut();
+            if let Some(pos) = wrappers.iter().position(|(k, _)| *k == key) {
+                let (_, older) = wrappers.remove(pos);
+                older.abort(Some("a newer untilIdle stream on this thread took over".into()));
+            }
+            wrappers.push((key.clone(), outer.clone()));
+        }
+        let scope = Scope { agent_id: inner.config.id.clone(), thread_id: Some(key.0.clone()), resource_id: Some(key.1.clone()) };
+        let subscription = bg.manager.subscribe(scope.clone());
+        let me = self.inner.clone();
+        let opts = options.clone();
+        let next_turn = Box::new(move |directive: String| Agent { inner: me.clone() }.prepare(JsValue::from(js_sys::Array::new()), &opts, Some(&directive)));
+        let weak = Rc::downgrade(&self.inner);
+        let flag = outer.clone();
+        let on_close = Box::new(move || {
+            if let Some(inner) = weak.upgrade() {
+                inner.idle_wrappers.borrow_mut().retain(|(k, f)| !(k == &key && f.same(&flag)));
+            }
+        });
+        Ok(Some(IdleSetup { manager: bg.manager.clone(), subscription, scope, max_idle_ms, next_turn, on_close }))
+    }
+
+    /// One turn of a call: its run config, tool host and abort flag. `directive` (for untilIdle
+    /// continuations) is added to the context, sent to the model and never stored.
+    fn prepare(&self, messages: JsValue, options: &JsValue, directive: Option<&str>) -> Result<Turn, JsValue> {
+        let inner = &self.inner;
         let js = |e: AgentError| error_to_js(&e);
         if messages.is_undefined() || messages.is_function() {
             return Err(type_error(
@@ -232,16 +354,15 @@ impl Agent {
             ));
         }
         let input = parse_messages(&to_json(&messages, "messages").map_err(js)?, "messages").map_err(js)?;
-        let call = pick_json(&options, OPTION_KEYS, "options").map_err(js)?;
+        let call = pick_json(options, OPTION_KEYS, "options").map_err(js)?;
         let merged = merge_options(&inner.config.default_options, &call);
-        let opts = parse_stream_options(&merged, "options").map_err(js)?;
-        let callbacks = Callbacks::read(&options, &inner.default_options);
-        let signal = option_or_default(&options, &inner.default_options, "abortSignal");
-        if !signal.is_undefined() && !signal.is_null() && !is_abort_signal(&signal) {
-            return Err(type_error("options.abortSignal", "expected an AbortSignal"));
+        let mut opts = parse_stream_options(&merged, "options").map_err(js)?;
+        if let Some(d) = directive {
+            opts.context.push(crate::core::model::ModelMessage::System(d.to_string()));
+            opts.run_id = None;
         }
         let run_id = opts.run_id.clone().unwrap_or_else(crate::platform::random_uuid);
-        let opt = |k: &str| option_or_default(&options, &inner.default_options, k);
+        let opt = |k: &str| option_or_default(options, &inner.default_options, k);
         let mut tools = inner.tools.clone();
         let toolsets = opt("toolsets");
         if toolsets.is_object() {
@@ -286,13 +407,14 @@ impl Agent {
                 request_context: opt("requestContext"),
             },
             &hooks,
-            callback(&options, &inner.default_options, "prepareStep"),
+            callback(options, &inner.default_options, "prepareStep"),
             stop_fns,
-            callback(&options, &inner.default_options, "onIterationComplete"),
+            callback(options, &inner.default_options, "onIterationComplete"),
             max_steps as usize,
             merged.get("modelSettings").cloned().unwrap_or(Value::Null),
         );
         host.on_title_generated = on_title;
+        let background = inner.manager.clone().map(|manager| BackgroundRun { manager, agent_id: inner.config.id.clone() });
         let cfg = RunConfig {
             run_id: run_id.clone(),
             endpoint: inner.endpoint.clone(),
@@ -309,19 +431,55 @@ impl Agent {
             input_start,
             memory,
             title,
+            background,
         };
-        let shared = Shared::new(run_id.clone(), abort.clone());
         let approvals = Rc::new(Approvals::default());
         inner.runs.borrow_mut().push((run_id.clone(), approvals.clone()));
         let me = Rc::downgrade(&self.inner);
+        let id = run_id.clone();
         let done = Box::new(move || {
             if let Some(inner) = me.upgrade() {
-                inner.runs.borrow_mut().retain(|(r, _)| *r != run_id);
+                inner.runs.borrow_mut().retain(|(r, _)| *r != id);
             }
         });
-        spawn_run(cfg, shared.clone(), callbacks, abort, signal, host, approvals, done);
-        Ok(AgentStreamOutput::new(shared))
+        Ok(Turn { cfg, host, approvals, run_id, abort, done })
     }
+}
+
+thread_local! {
+    static WARNED_UNTIL_IDLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// `streamUntilIdle()` is deprecated: one warning per process.
+fn warn_once_until_idle() {
+    if WARNED_UNTIL_IDLE.with(|w| w.replace(true)) {
+        return;
+    }
+    let console = Reflect::get(&js_sys::global(), &"console".into()).unwrap_or(JsValue::UNDEFINED);
+    if let Ok(warn) = Reflect::get(&console, &"warn".into()).and_then(|w| w.dyn_into::<Function>()) {
+        let _ = warn.call1(&console, &"wasm-agent: agent.streamUntilIdle() is deprecated; use agent.stream(messages, { untilIdle: true }) instead".into());
+    }
+}
+
+/// `untilIdle: true | { maxIdleMs }`: the idle timeout, or `None` when not asked for.
+fn parse_until_idle(v: &JsValue) -> Result<Option<u64>, JsValue> {
+    if v.is_undefined() || v.is_null() || v.as_bool() == Some(false) {
+        return Ok(None);
+    }
+    if v.as_bool() == Some(true) {
+        return Ok(Some(DEFAULT_MAX_IDLE_MS));
+    }
+    if v.is_object() {
+        let ms = Reflect::get(v, &"maxIdleMs".into()).unwrap_or(JsValue::UNDEFINED);
+        if ms.is_undefined() {
+            return Ok(Some(DEFAULT_MAX_IDLE_MS));
+        }
+        return match ms.as_f64() {
+            Some(n) if n.is_finite() && n >= 0.0 => Ok(Some(n as u64)),
+            _ => Err(type_error("options.untilIdle.maxIdleMs", &format!("expected a non-negative number of milliseconds, got {}", js_kind(&ms)))),
+        };
+    }
+    Err(type_error("options.untilIdle", &format!("expected true or {{ maxIdleMs }}, got {}", js_kind(v))))
 }
 
 fn option_or_default(options: &JsValue, defaults: &JsValue, key: &str) -> JsValue {

@@ -140,6 +140,11 @@ impl ToolHost for JsHost {
         })
     }
 
+    fn task_runner(&self, tool: &str) -> Option<std::rc::Rc<dyn crate::core::background::TaskRunner>> {
+        let tool = self.tool(tool)?.clone();
+        Some(std::rc::Rc::new(super::background::JsTaskRunner { tool, env: self.env.clone() }))
+    }
+
     fn after_tool_call<'a>(&'a self, result: &'a ToolResult) -> LocalFuture<'a, ()> {
         Box::pin(async move {
             let Some(f) = &self.after_tool_call else { return };

@@ -1,6 +1,7 @@
 //! The JavaScript face of the package: classes, option parsing and stream bridging. wasm32 only.
 
 pub mod agent;
+pub mod background;
 pub mod ai_sdk;
 pub mod chunk_js;
 pub mod convert;

@@ -47,7 +47,7 @@ struct State {
     text: Slot,
     /// Chunks produced before `fullStream` was created, kept as Rust values: a caller who only
     /// reads `textStream` never pays for chunk objects.
-    full_pending: Vec<Chunk>,
+    full_pending: Vec<(usize, Chunk)>,
     /// Text produced before `textStream` was created; replayed as one piece.
     text_pending: String,
     /// `Ok(full output)` or `Err(error)` once the run ended.
@@ -55,24 +55,46 @@ struct State {
     /// Promises handed out, by property, with their settle functions while pending.
     promises: Vec<(&'static str, Promise)>,
     pending: Vec<(&'static str, Function, Function)>,
+    /// `consumeStream()` promises, resolved when the streams close.
+    drained: Vec<Function>,
 }
 
 pub struct Shared {
     st: RefCell<State>,
     abort: AbortFlag,
     run_id: String,
-    writer: ChunkWriter,
+    /// One writer per turn (`untilIdle` continuation turns have their own run ids).
+    writers: RefCell<Vec<ChunkWriter>>,
 }
 
 impl Shared {
     pub fn new(run_id: String, abort: AbortFlag) -> Rc<Self> {
         let writer = ChunkWriter::new(&run_id);
-        Rc::new(Shared { st: RefCell::new(State::default()), abort, run_id, writer })
+        Rc::new(Shared { st: RefCell::new(State::default()), abort, run_id, writers: RefCell::new(vec![writer]) })
+    }
+
+    /// Chunks from now on carry `run_id` (a continuation turn's).
+    pub fn begin_turn(&self, run_id: &str) {
+        self.writers.borrow_mut().push(ChunkWriter::new(run_id));
+    }
+
+    fn turn(&self) -> usize {
+        self.writers.borrow().len() - 1
+    }
+
+    fn to_js(&self, turn: usize, chunk: &Chunk) -> JsValue {
+        let writers = self.writers.borrow();
+        writers.get(turn).or(writers.last()).map(|w| w.to_js(chunk)).unwrap_or(JsValue::NULL)
     }
 
     /// The chunk as JavaScript sees it.
     pub fn chunk_js(&self, chunk: &Chunk) -> JsValue {
-        self.writer.to_js(chunk)
+        self.to_js(self.turn(), chunk)
+    }
+
+    /// The flag whose setting aborts this output's run (and, with `untilIdle`, closes it).
+    pub fn abort_flag(&self) -> &AbortFlag {
+        &self.abort
     }
 
     /// Delivers a chunk to the streams; `js` is its object when one was already made.
@@ -85,24 +107,45 @@ impl Shared {
                 st.text_pending.push_str(text);
             }
         }
+        let turn = self.turn();
         if let Some(c) = &st.full.ctrl {
-            let _ = c.enqueue_with_chunk(&js.unwrap_or_else(|| self.writer.to_js(&chunk)));
+            let _ = c.enqueue_with_chunk(&js.unwrap_or_else(|| self.to_js(turn, &chunk)));
         } else if st.full.waiting() {
-            st.full_pending.push(chunk);
+            st.full_pending.push((turn, chunk));
         }
     }
 
-    /// Ends the run: closes the streams and settles every promise handed out.
+    /// Ends the run: settles every promise handed out and closes the streams.
     pub fn finish(&self, result: Result<JsValue, JsValue>) {
+        self.settle_all(result);
+        self.close_streams();
+    }
+
+    /// Settles the aggregate promises (with `untilIdle`, from the first turn while the stream
+    /// goes on). Later calls change nothing.
+    pub fn settle_all(&self, result: Result<JsValue, JsValue>) {
         let pending = {
             let mut st = self.st.borrow_mut();
-            st.full.close();
-            st.text.close();
+            if st.result.is_some() {
+                return;
+            }
             st.result = Some(result.clone());
             std::mem::take(&mut st.pending)
         };
         for (field, resolve, reject) in pending {
             settle(&result, field, &resolve, &reject);
+        }
+    }
+
+    pub fn close_streams(&self) {
+        let drained = {
+            let mut st = self.st.borrow_mut();
+            st.full.close();
+            st.text.close();
+            std::mem::take(&mut st.drained)
+        };
+        for resolve in drained {
+            let _ = resolve.call0(&JsValue::UNDEFINED);
         }
     }
 
@@ -118,8 +161,8 @@ impl Shared {
                     let _ = ctrl.enqueue_with_chunk(&JsValue::from_str(&pending));
                 }
             } else {
-                for chunk in std::mem::take(&mut st.full_pending) {
-                    let _ = ctrl.enqueue_with_chunk(&me.writer.to_js(&chunk));
+                for (turn, chunk) in std::mem::take(&mut st.full_pending) {
+                    let _ = ctrl.enqueue_with_chunk(&me.to_js(turn, &chunk));
                 }
             }
             let slot = if text { &mut st.text } else { &mut st.full };
@@ -149,6 +192,21 @@ impl Shared {
     fn promise(self: &Rc<Self>, field: &'static str) -> Promise {
         if let Some((_, p)) = self.st.borrow().promises.iter().find(|(f, _)| *f == field) {
             return p.clone();
+        }
+        if field == "consume" {
+            // Draining ends when the stream closes, which with untilIdle is after the last turn.
+            let me = self.clone();
+            let promise = Promise::new(&mut |resolve, _reject| {
+                let mut st = me.st.borrow_mut();
+                if st.full.closed {
+                    drop(st);
+                    let _ = resolve.call0(&JsValue::UNDEFINED);
+                } else {
+                    st.drained.push(resolve);
+                }
+            });
+            self.st.borrow_mut().promises.push((field, promise.clone()));
+            return promise;
         }
         let done = self.st.borrow().result.clone();
         let promise = match done {
@@ -184,8 +242,6 @@ fn settle(result: &Result<JsValue, JsValue>, field: &str, resolve: &Function, re
     let _ = match result {
         Ok(full) if field.is_empty() => resolve.call1(&JsValue::UNDEFINED, full),
         Ok(full) => resolve.call1(&JsValue::UNDEFINED, &Reflect::get(full, &field.into()).unwrap_or(JsValue::UNDEFINED)),
-        // consumeStream() settles without the error: draining is not reading the result.
-        Err(_) if field == "consume" => resolve.call0(&JsValue::UNDEFINED),
         Err(e) => reject.call1(&JsValue::UNDEFINED, e),
     };
 }

@@ -3,6 +3,7 @@
 //! caller's `AbortSignal` is wired to the run's abort flag.
 
 use std::cell::Cell;
+use std::future::Future;
 use std::rc::Rc;
 
 use js_sys::{Function, Object, Promise, Reflect};
@@ -18,7 +19,10 @@ use crate::core::abort::AbortFlag;
 use crate::core::tools::Approvals;
 use crate::core::chunk::Chunk;
 use crate::core::env::LocalFuture;
-use crate::core::run::{run, RunConfig, Sink};
+use crate::core::background::{Manager, Scope, Subscription};
+use crate::core::env::Env;
+use crate::core::run::{run, RunConfig, RunOutcome, Sink};
+use crate::core::until_idle::{Action, Event, Finished, IdleLoop, TaskOutcome};
 use crate::core::step::StepResult;
 use crate::platform::JsEnv;
 
@@ -45,7 +49,7 @@ impl Callbacks {
 }
 
 struct JsSink {
-    shared: Rc<Shared>,
+    pub(crate) shared: Rc<Shared>,
     on_chunk: Option<Function>,
     on_step_finish: Option<Function>,
 }
@@ -80,58 +84,245 @@ async fn call_and_wait(f: &Function, arg: &JsValue) {
     }
 }
 
-/// Starts the run on the event loop. `done` runs when it ended.
-#[allow(clippy::too_many_arguments)]
-pub fn spawn_run(
-    cfg: RunConfig,
-    shared: Rc<Shared>,
-    cb: Callbacks,
-    abort: AbortFlag,
-    signal: JsValue,
-    host: JsHost,
-    approvals: Rc<Approvals>,
-    done: Box<dyn FnOnce()>,
-) {
-    let run_id = cfg.run_id.clone();
-    let listener = listen_abort(&signal, &abort);
+/// One turn, ready to run.
+pub struct Turn {
+    pub cfg: RunConfig,
+    pub host: JsHost,
+    pub approvals: Rc<Approvals>,
+    pub run_id: String,
+    pub abort: AbortFlag,
+    /// Unregisters the turn's approvals when it ended.
+    pub done: Box<dyn FnOnce()>,
+}
+
+/// What an `untilIdle` stream needs besides its first turn.
+pub struct IdleSetup {
+    pub manager: Rc<Manager>,
+    /// Subscribed before the first turn, so no task chunk is missed.
+    pub subscription: Rc<Subscription>,
+    pub scope: Scope,
+    pub max_idle_ms: u64,
+    /// Builds a continuation turn with this directive in its context.
+    pub next_turn: Box<dyn Fn(String) -> Result<Turn, JsValue>>,
+    /// Runs when the wrapper closed.
+    pub on_close: Box<dyn FnOnce()>,
+}
+
+/// Starts the call on the event loop: its first turn, and with `idle` the continuation turns
+/// until nothing is left to answer.
+pub fn spawn_run(first: Turn, shared: Rc<Shared>, cb: Callbacks, signal: JsValue, idle: Option<IdleSetup>) {
+    let outer = first.abort.clone();
+    let listener = listen_abort(&signal, &outer);
     wasm_bindgen_futures::spawn_local(async move {
-        let sink = JsSink {
-            shared: shared.clone(),
-            on_chunk: cb.on_chunk.clone(),
-            on_step_finish: cb.on_step_finish.clone(),
+        let sink = JsSink { shared: shared.clone(), on_chunk: cb.on_chunk.clone(), on_step_finish: cb.on_step_finish.clone() };
+        let run_id = first.run_id.clone();
+        let first_failed;
+        let result = {
+            let fut = run(first.cfg, &JsEnv, &sink, &first.host, &first.approvals, &first.abort);
+            let outcome = match &idle {
+                Some(setup) => with_task_chunks(fut, &setup.subscription, &sink, None).await,
+                None => fut.await,
+            };
+            (first.done)();
+            first_failed = outcome.error.is_some();
+            settle_first(&outcome, &run_id, &cb).await
         };
-        let outcome = run(cfg, &JsEnv, &sink, &host, &approvals, &abort).await;
-        done();
+        match idle {
+            None => shared.finish(result),
+            Some(setup) => {
+                // The aggregates come from the first turn; the stream goes on.
+                shared.settle_all(result);
+                drive_idle(setup, &sink, &outer, first_failed).await;
+                shared.close_streams();
+            }
+        }
         if let Some((signal, f)) = &listener {
             let _ = Reflect::get(signal, &"removeEventListener".into())
                 .ok()
                 .and_then(|r| r.dyn_into::<Function>().ok())
                 .map(|r| r.call2(signal, &"abort".into(), f));
         }
-        let full = json_value(&outcome.output_json(&run_id));
-        let result = match &outcome.error {
-            Some(e) => {
-                let err = error_to_js(e);
-                if let Some(f) = &cb.on_error {
-                    let arg = Object::new();
-                    let _ = Reflect::set(&arg, &"error".into(), &err);
-                    call_and_wait(f, &arg).await;
-                }
-                Err(err)
+    });
+}
+
+/// The first turn's output for the promises, after its callbacks ran.
+async fn settle_first(outcome: &RunOutcome, run_id: &str, cb: &Callbacks) -> Result<JsValue, JsValue> {
+    let full = json_value(&outcome.output_json(run_id));
+    match &outcome.error {
+        Some(e) => {
+            let err = error_to_js(e);
+            if let Some(f) = &cb.on_error {
+                let arg = Object::new();
+                let _ = Reflect::set(&arg, &"error".into(), &err);
+                call_and_wait(f, &arg).await;
             }
-            None => {
-                if outcome.aborted.is_some() {
-                    if let Some(f) = &cb.on_abort {
-                        call_and_wait(f, &full).await;
-                    }
-                } else if let Some(f) = &cb.on_finish {
+            Err(err)
+        }
+        None => {
+            if outcome.aborted.is_some() {
+                if let Some(f) = &cb.on_abort {
                     call_and_wait(f, &full).await;
                 }
-                Ok(full)
+            } else if let Some(f) = &cb.on_finish {
+                call_and_wait(f, &full).await;
+            }
+            Ok(full)
+        }
+    }
+}
+
+/// Runs a turn while forwarding the chunks of background tasks as they come; with `idle`,
+/// the tasks that end meanwhile are told to the loop (it answers them after the turn).
+async fn with_task_chunks<F: std::future::Future<Output = RunOutcome>>(
+    turn: F,
+    sub: &Subscription,
+    sink: &JsSink,
+    mut idle: Option<&mut IdleLoop>,
+) -> RunOutcome {
+    let mut turn = std::pin::pin!(turn);
+    std::future::poll_fn(|cx| {
+        while let Some(c) = sub.try_next() {
+            if let (Some(l), Some(f)) = (idle.as_deref_mut(), finished_of(&c)) {
+                l.on(Event::TaskEnded(f), js_sys::Date::now());
+            }
+            sink.emit(c);
+        }
+        if let std::task::Poll::Ready(o) = turn.as_mut().poll(cx) {
+            return std::task::Poll::Ready(o);
+        }
+        // Woken by the next task chunk too.
+        let mut next = std::pin::pin!(sub.next());
+        if let std::task::Poll::Ready(c) = next.as_mut().poll(cx) {
+            if let (Some(l), Some(f)) = (idle.as_deref_mut(), finished_of(&c)) {
+                l.on(Event::TaskEnded(f), js_sys::Date::now());
+            }
+            sink.emit(c);
+            cx.waker().wake_by_ref();
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}
+
+/// A terminal task chunk as the loop names it.
+fn finished_of(c: &Chunk) -> Option<Finished> {
+    let Chunk::Background { kind, payload } = c else { return None };
+    let s = |k: &str| payload.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    let outcome = match *kind {
+        "background-task-completed" => TaskOutcome::Completed,
+        "background-task-cancelled" => TaskOutcome::Cancelled,
+        "background-task-failed" => {
+            let message = payload["error"]["message"].as_str().unwrap_or_default().to_string();
+            if message.starts_with("timed out") {
+                TaskOutcome::TimedOut
+            } else {
+                TaskOutcome::Failed { message }
+            }
+        }
+        _ => return None,
+    };
+    Some(Finished { task_id: s("taskId"), tool_call_id: s("toolCallId"), tool_name: s("toolName"), outcome })
+}
+
+/// Tells the loop about the scope's tasks that are still going.
+fn note_running(l: &mut IdleLoop, setup: &IdleSetup) {
+    let thread = setup.scope.thread_id.as_deref();
+    for t in setup.manager.list(thread, None) {
+        let mine = t.agent_id == setup.scope.agent_id && t.resource_id == setup.scope.resource_id;
+        if mine && !t.status.is_terminal() {
+            l.on(Event::TaskStarted { task_id: t.id }, js_sys::Date::now());
+        }
+    }
+}
+
+/// What woke the idle wait.
+enum Woke {
+    Task(Chunk),
+    Timer,
+    Aborted,
+}
+
+/// SPEC §9: after the first turn, continue once per batch of finished tasks, one turn at a
+/// time, until nothing runs, nothing is queued and no turn streams — or the idle timer fires,
+/// the caller aborts, or a continuation fails.
+async fn drive_idle(setup: IdleSetup, sink: &JsSink, outer: &AbortFlag, first_failed: bool) {
+    let mut l = IdleLoop::new(setup.max_idle_ms);
+    if outer.is_aborted() {
+        l.on(Event::Abort, js_sys::Date::now());
+    }
+    note_running(&mut l, &setup);
+    let mut actions = l.on(Event::TurnEnded { failed: first_failed }, js_sys::Date::now());
+    let mut deadline: Option<f64> = None;
+    while !l.is_closed() {
+        for action in std::mem::take(&mut actions) {
+            match action {
+                Action::ArmIdleTimer { deadline_ms } => deadline = Some(deadline_ms),
+                Action::Close(_) => {}
+                Action::Continue { directive, .. } => {
+                    deadline = None;
+                    let turn = match (setup.next_turn)(directive) {
+                        Ok(t) => t,
+                        Err(e) => {
+                            let message = js_sys::Reflect::get(&e, &"message".into()).ok().and_then(|m| m.as_string()).unwrap_or_default();
+                            sink.emit(Chunk::Error(crate::core::error::AgentError::Validation { message }));
+                            actions = l.on(Event::TurnEnded { failed: true }, js_sys::Date::now());
+                            continue;
+                        }
+                    };
+                    sink.shared.begin_turn(&turn.run_id);
+                    let turn_abort = turn.abort.clone();
+                    outer.on_abort(Box::new(move || {
+                        turn_abort.abort(Some("the untilIdle stream was closed".into()));
+                    }));
+                    let fut = run(turn.cfg, &JsEnv, sink, &turn.host, &turn.approvals, &turn.abort);
+                    let outcome = with_task_chunks(fut, &setup.subscription, sink, Some(&mut l)).await;
+                    (turn.done)();
+                    note_running(&mut l, &setup);
+                    let event = if outer.is_aborted() { Event::Abort } else { Event::TurnEnded { failed: outcome.error.is_some() } };
+                    actions = l.on(event, js_sys::Date::now());
+                }
+            }
+        }
+        if l.is_closed() || !actions.is_empty() {
+            continue;
+        }
+        let woke = wait(&setup.subscription, deadline, outer).await;
+        let now = js_sys::Date::now();
+        actions = match woke {
+            Woke::Aborted => l.on(Event::Abort, now),
+            Woke::Timer => l.on(Event::Tick, now),
+            Woke::Task(c) => {
+                let finished = finished_of(&c);
+                sink.emit(c);
+                match finished {
+                    Some(f) => l.on(Event::TaskEnded(f), now),
+                    None => l.on(Event::Chunk, now),
+                }
             }
         };
-        shared.finish(result);
-    });
+    }
+    (setup.on_close)();
+}
+
+/// Waits for the next task chunk, the idle deadline, or the caller's abort.
+async fn wait(sub: &Subscription, deadline: Option<f64>, outer: &AbortFlag) -> Woke {
+    let timer = deadline.map(|d| JsEnv.sleep((d - js_sys::Date::now()).max(0.0) as u64));
+    let mut next = std::pin::pin!(sub.next());
+    let mut timer = timer;
+    let raced = outer
+        .race(std::future::poll_fn(|cx| {
+            if let std::task::Poll::Ready(c) = next.as_mut().poll(cx) {
+                return std::task::Poll::Ready(Woke::Task(c));
+            }
+            if let Some(t) = timer.as_mut() {
+                if t.as_mut().poll(cx).is_ready() {
+                    return std::task::Poll::Ready(Woke::Timer);
+                }
+            }
+            std::task::Poll::Pending
+        }))
+        .await;
+    raced.unwrap_or(Woke::Aborted)
 }
 
 /// Wires `signal`'s abort event to the flag; returns the listener to remove when the run ends.

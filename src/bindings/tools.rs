@@ -67,8 +67,11 @@ pub fn parse_tool(name: &str, v: &JsValue, path: &str, client: bool) -> Result<J
         return Err(type_error(&join(path, "requireApproval"), &format!("expected a boolean or a function, got {}", js_kind(&approval_js))));
     };
     let validation = if standard.is_some() { Validation::Host } else { Validation::JsonSchema };
+    let bg_path = join(path, "background");
+    let bg_json = to_json(&get(v, "background"), &bg_path).map_err(|e| super::convert::error_to_js(&e))?;
+    let background = crate::core::background::parse_tool_background(&bg_json, &bg_path).map_err(|e| super::convert::error_to_js(&e))?;
     Ok(JsTool {
-        def: ToolDef { name: name.to_string(), description, parameters, validation, approval, client: execute.is_none(), background: None },
+        def: ToolDef { name: name.to_string(), description, parameters, validation, approval, client: execute.is_none(), background },
         object: v.clone(),
         execute,
         standard,
@@ -213,6 +216,7 @@ pub async fn call_async(f: &Function, this: &JsValue, args: &[&JsValue]) -> Resu
 }
 
 /// Per-run facts a tool's `context` carries.
+#[derive(Clone)]
 pub struct ToolEnv {
     pub run_id: String,
     pub agent_id: String,

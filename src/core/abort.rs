@@ -55,6 +55,11 @@ impl AbortFlag {
         }
     }
 
+    /// Whether both are the same flag.
+    pub fn same(&self, other: &AbortFlag) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+
     pub fn is_aborted(&self) -> bool {
         self.0.borrow().aborted
     }

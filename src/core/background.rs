@@ -578,3 +578,69 @@ pub async fn replace_placeholder(m: &MemoryTarget, tool_call_id: &str, result: V
 #[cfg(test)]
 #[path = "background_tests.rs"]
 mod tests;
+
+/// Reads `backgroundTasks` (`{ enabled, globalConcurrency, perAgentConcurrency, backpressure,
+/// defaultTimeoutMs, defaultRetries, tools }`) with errors that name the field.
+pub fn parse_background_config(v: &Value, field: &str) -> Result<BackgroundConfig, super::error::AgentError> {
+    use super::error::AgentError;
+    use super::input::{join, kind, opt_bool, opt_str, opt_u64};
+    let mut c = BackgroundConfig::default();
+    if v.is_null() {
+        return Ok(c);
+    }
+    if !v.is_object() {
+        return Err(AgentError::invalid(field, format!("expected an object like {{ enabled: true }}, got {}", kind(v))));
+    }
+    c.enabled = opt_bool(v, "enabled", field)?.unwrap_or(true);
+    let positive = |key: &str, default: usize| -> Result<usize, AgentError> {
+        match opt_u64(v, key, field)? {
+            Some(0) => Err(AgentError::invalid(join(field, key), "expected an integer of at least 1, got 0")),
+            Some(n) => Ok(n.min(1000) as usize),
+            None => Ok(default),
+        }
+    };
+    c.global_concurrency = positive("globalConcurrency", c.global_concurrency)?;
+    c.per_agent_concurrency = positive("perAgentConcurrency", c.per_agent_concurrency)?;
+    c.backpressure = match opt_str(v, "backpressure", field)? {
+        None | Some("queue") => Backpressure::Queue,
+        Some("reject") => Backpressure::Reject,
+        Some("fallback-sync") => Backpressure::FallbackSync,
+        Some(other) => {
+            return Err(AgentError::invalid(join(field, "backpressure"), format!("expected 'queue', 'reject' or 'fallback-sync', got '{other}'")))
+        }
+    };
+    c.default_timeout_ms = opt_u64(v, "defaultTimeoutMs", field)?.unwrap_or(c.default_timeout_ms);
+    c.default_retries = opt_u64(v, "defaultRetries", field)?.unwrap_or(0).min(100) as u32;
+    match v.get("tools") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) if s == "all" => c.all_tools = true,
+        Some(Value::Object(map)) => {
+            for (name, setting) in map {
+                let path = join(&join(field, "tools"), name.as_str());
+                let entry = match setting {
+                    Value::Bool(b) => (name.clone(), *b, None),
+                    Value::Object(_) => (name.clone(), opt_bool(setting, "enabled", &path)?.unwrap_or(true), opt_u64(setting, "timeoutMs", &path)?),
+                    other => return Err(AgentError::invalid(path, format!("expected true, false or {{ enabled, timeoutMs }}, got {}", kind(other)))),
+                };
+                c.tools.push(entry);
+            }
+        }
+        Some(other) => return Err(AgentError::invalid(join(field, "tools"), format!("expected 'all' or an object of tool names, got {}", kind(other)))),
+    }
+    Ok(c)
+}
+
+/// Reads a tool's own `background: { enabled, timeoutMs, maxRetries }`.
+pub fn parse_tool_background(v: &Value, field: &str) -> Result<Option<ToolBackground>, super::error::AgentError> {
+    use super::input::{kind, opt_bool, opt_u64};
+    match v {
+        Value::Null => Ok(None),
+        Value::Bool(b) => Ok(Some(ToolBackground { enabled: Some(*b), ..Default::default() })),
+        Value::Object(_) => Ok(Some(ToolBackground {
+            enabled: Some(opt_bool(v, "enabled", field)?.unwrap_or(true)),
+            timeout_ms: opt_u64(v, "timeoutMs", field)?,
+            max_retries: opt_u64(v, "maxRetries", field)?.map(|n| n.min(100) as u32),
+        })),
+        other => Err(super::error::AgentError::invalid(field, format!("expected {{ enabled, timeoutMs, maxRetries }}, got {}", kind(other)))),
+    }
+}
