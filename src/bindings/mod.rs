@@ -33,6 +33,7 @@ export interface AgentConfig {
   defaultOptions?: StreamOptions;
   tools?: Record<string, Tool>;
   memory?: Memory;
+  backgroundTasks?: BackgroundTasksConfig;
 }
 
 export type TextPart = { type: 'text'; text: string };
@@ -105,6 +106,8 @@ export interface Tool<Input = any, Output = unknown> {
   /** Absent only for client tools (`clientTools`), whose calls the page answers. */
   execute?: (input: Input, context: ToolExecutionContext) => Output | Promise<Output>;
   requireApproval?: boolean | ((input: Input) => boolean | Promise<boolean>);
+  /** Run calls of this tool as background tasks (the agent needs `backgroundTasks`). */
+  background?: { enabled?: boolean; timeoutMs?: number; maxRetries?: number };
 }
 
 export interface MemoryOptions {
@@ -176,6 +179,38 @@ export interface MemoryInit {
   options?: MemoryOptions;
 }
 
+export type BackgroundTaskStatus = 'pending' | 'running' | 'completed' | 'failed' | 'cancelled' | 'timed_out';
+
+/** `backgroundTasks` of an agent: which tool calls run in the background, and how many at once. */
+export interface BackgroundTasksConfig {
+  enabled?: boolean;
+  globalConcurrency?: number;
+  perAgentConcurrency?: number;
+  /** When full: wait ('queue'), refuse ('reject'), or run in the foreground ('fallback-sync'). */
+  backpressure?: 'queue' | 'reject' | 'fallback-sync';
+  defaultTimeoutMs?: number;
+  defaultRetries?: number;
+  tools?: 'all' | Record<string, boolean | { enabled?: boolean; timeoutMs?: number }>;
+}
+
+export interface BackgroundTask {
+  id: string;
+  toolName: string;
+  toolCallId: string;
+  args: unknown;
+  agentId: string;
+  runId: string;
+  threadId: string | null;
+  resourceId: string | null;
+  status: BackgroundTaskStatus;
+  result: unknown;
+  error: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  completedAt: string | null;
+  attempts: number;
+}
+
 export type StopCondition = (options: { steps: StepResult[] }) => boolean | Promise<boolean>;
 export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'tool'; toolName: string };
 
@@ -217,6 +252,11 @@ export interface StreamOptions {
   };
   /** Save the reply after each step instead of at the end. */
   savePerStep?: boolean;
+  /**
+   * Keep `fullStream` open until every background task of the thread ended and the agent
+   * answered each result (needs `memory` and `backgroundTasks`; otherwise a plain stream).
+   */
+  untilIdle?: boolean | { maxIdleMs?: number };
   instructions?: SystemInstructions;
   system?: SystemInstructions;
   /** Messages sent to the model before the input, never stored. */
@@ -284,6 +324,12 @@ export type ChunkType =
   | Envelope<'tool-call-approval', ToolCallPayload & { resumeSchema: string }>
   | Envelope<'tool-output-denied', ToolCallPayload & { approval: { id: string; approved: false; reason?: string } }>
   | { type: `data-${string}`; data: unknown; id?: string; transient?: boolean }
+  | Envelope<'background-task-started', { taskId: string; toolName: string; toolCallId: string }>
+  | Envelope<'background-task-running', { taskId: string; toolName: string; toolCallId: string; runId: string; agentId: string; startedAt: string; args: unknown }>
+  | Envelope<'background-task-output', { taskId: string; toolName: string; toolCallId: string; payload: { type: 'tool-output'; runId: string; from: 'USER'; payload: { toolCallId: string; toolName: string; output: unknown } } }>
+  | Envelope<'background-task-completed', { taskId: string; toolName: string; toolCallId: string; result: unknown; completedAt: string }>
+  | Envelope<'background-task-failed', { taskId: string; toolName: string; toolCallId: string; error: { message: string }; completedAt: string }>
+  | Envelope<'background-task-cancelled', { taskId: string; toolName: string; toolCallId: string; completedAt: string }>
   | Envelope<'step-finish', {
       messageId: string;
       stepResult: { reason: FinishReason; isContinued: boolean; warnings: Warning[] };
