@@ -1,7 +1,11 @@
-// The wasm-agent chat demo: one Agent in the page, streaming from the model /config.json names,
-// with its conversations kept in the package's Memory (IndexedDB in a browser).
-// Model output (replies, reasoning, titles) is only ever inserted with textContent, so it can
-// never run as HTML.
+// The wasm-agent chat demo: one Agent in the page, streaming from the model /config.json names
+// (or the provider the user picks in Settings), with its conversations kept in the package's
+// Memory (IndexedDB in a browser).
+// Model output is never parsed as HTML: replies are drawn by markdown.js, which builds DOM nodes
+// with createElement and text nodes only; reasoning, tool cards and titles use textContent.
+
+import { renderMarkdown } from './markdown.js';
+import { PROVIDERS, SERVER, loadKey, loadSettings, providerInfo, saveSettings, storeKey } from './settings.js';
 
 const $ = (id) => document.getElementById(id);
 const messagesEl = $('messages');
@@ -14,6 +18,18 @@ const threadsEl = $('threads');
 const newChatButton = $('new-chat');
 const menuButton = $('menu');
 const scrim = $('scrim');
+const settingsButton = $('settings-button');
+const settingsDialog = $('settings');
+const settingsForm = $('settings-form');
+const setProvider = $('set-provider');
+const setModel = $('set-model');
+const setModels = $('set-models');
+const setUrl = $('set-url');
+const setKey = $('set-key');
+const setRemember = $('set-remember');
+const setForget = $('set-forget');
+const setHint = $('set-hint');
+const setError = $('set-error');
 
 /** Every conversation of this page belongs to this resource. */
 const RESOURCE = 'demo-user';
@@ -21,9 +37,19 @@ const RESOURCE = 'demo-user';
 const THREAD_KEY = 'wasm-agent-demo:thread';
 /** Earlier messages the agent loads into each prompt. */
 const LAST_MESSAGES = 40;
+/** `?approve=1`: the clock tool asks before it runs (shows the Approve / Decline buttons). */
+const APPROVE_MODE = new URLSearchParams(location.search).get('approve') === '1';
+/** What a declined call tells the model. */
+const DECLINE_REASON = 'Declined in the demo';
 
 let agent = null;
 let memory = null;
+let pkg = null; // the wasm-agent package module
+let config = null; // /config.json: the server's model
+let settings = { provider: SERVER, model: '', baseUrl: '' }; // what the Agent was built from
+let active = null; // the model in use: { kind: 'server' | 'direct', model, badge, label, title, memoryOptions }
+let settingsNote = ''; // why saved settings could not be used (shown in the Settings dialog)
+let clockTool = null;
 let running = null; // { controller, threadId } while a reply streams
 let threadId = null; // the conversation on screen
 let threads = []; // the stored threads, most recently updated first
@@ -114,17 +140,136 @@ function setRunning(on) {
   sendButton.disabled = on || !agent;
   stopButton.disabled = !on;
   newChatButton.disabled = on || !agent;
+  settingsButton.disabled = on || !pkg || !config;
   for (const button of threadsEl.querySelectorAll('button')) button.disabled = on;
   document.body.classList.toggle('streaming', on);
 }
 
+/** Compact text of a value for a tool card: strings as they are, anything else as JSON. */
+function preview(value, max) {
+  let text;
+  if (typeof value === 'string') text = value;
+  else {
+    try {
+      text = JSON.stringify(value) ?? String(value);
+    } catch {
+      text = String(value);
+    }
+  }
+  text = text.replace(/\s+/g, ' ').trim();
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+const TOOL_ICONS = { running: '⋯', approval: '?', done: '✓', failed: '✗', denied: '⊘', stopped: '■' };
+const TOOL_LABELS = {
+  running: 'running',
+  approval: 'waits for your approval',
+  done: 'done',
+  failed: 'failed',
+  denied: 'declined',
+  stopped: 'stopped',
+};
+
 /**
- * One assistant reply: a collapsible thinking block, the text, and a footer line. A reply
- * drawn from memory (`restored`) has no timing, so its thinking block is just "Reasoning".
+ * One tool call, as a card: "⋯ clock {…}" while it runs, ✓ with a preview of the result, ✗ with
+ * the error, Approve / Decline while it waits for approval. `data-state` says which.
+ */
+function toolCard(name) {
+  const root = el('div', 'tool-card');
+  const head = el('div', 'tool-head');
+  const icon = el('span', 'tool-icon');
+  icon.setAttribute('aria-hidden', 'true');
+  const nameEl = el('span', 'tool-name', name);
+  const argsEl = el('code', 'tool-args');
+  const status = el('span', 'tool-status');
+  head.append(icon, nameEl, argsEl, status);
+  const progress = el('div', 'tool-progress');
+  const outcome = el('div', 'tool-outcome');
+  const actions = el('div', 'tool-actions');
+  root.append(head, progress, outcome, actions);
+  let argsText = '';
+
+  const card = {
+    root,
+    get state() {
+      return root.dataset.state;
+    },
+    setState(state) {
+      root.dataset.state = state;
+      icon.textContent = TOOL_ICONS[state] ?? '';
+      status.textContent = TOOL_LABELS[state] ?? state;
+      if (state !== 'approval') actions.replaceChildren();
+    },
+    /** Arguments as the model streams them (raw JSON text). */
+    argsDelta(delta) {
+      argsText += delta;
+      argsEl.textContent = preview(argsText, 120);
+    },
+    args(value) {
+      if (value === undefined) return;
+      argsEl.textContent = preview(value, 120);
+      argsEl.title = preview(value, 4000);
+    },
+    progress(value) {
+      progress.textContent = preview(value, 200);
+    },
+    result(value) {
+      card.setState('done');
+      progress.textContent = '';
+      outcome.className = 'tool-outcome tool-result';
+      outcome.textContent = `→ ${preview(value, 200)}`;
+      outcome.title = preview(value, 4000);
+    },
+    error(message, state = 'failed') {
+      card.setState(state);
+      progress.textContent = '';
+      outcome.className = 'tool-outcome tool-error';
+      outcome.textContent = preview(message, 300);
+      outcome.title = preview(message, 4000);
+    },
+    /** Approve / Decline buttons; each handler returns whether the call was still waiting. */
+    askApproval(onApprove, onDecline) {
+      card.setState('approval');
+      const decide = (handler, approved) => {
+        for (const button of actions.querySelectorAll('button')) button.disabled = true;
+        let waiting = false;
+        try {
+          waiting = handler();
+        } catch (err) {
+          console.warn('wasm-agent demo: could not decide the tool call', err);
+        }
+        if (!waiting) {
+          outcome.className = 'tool-outcome tool-error';
+          outcome.textContent = 'This call is no longer waiting for a decision.';
+          actions.replaceChildren();
+        } else if (approved) {
+          card.setState('running');
+        } else {
+          actions.replaceChildren(el('span', 'tool-deciding', 'Declining…'));
+        }
+      };
+      const approve = el('button', 'approve', 'Approve');
+      approve.type = 'button';
+      approve.addEventListener('click', () => decide(onApprove, true));
+      const decline = el('button', 'decline', 'Decline');
+      decline.type = 'button';
+      decline.addEventListener('click', () => decide(onDecline, false));
+      actions.replaceChildren(approve, decline);
+    },
+  };
+  card.setState('running');
+  return card;
+}
+
+/**
+ * One assistant reply: a collapsible thinking block, tool cards, the text (markdown, redrawn at
+ * most once per animation frame while it streams) and a footer line. A reply drawn from memory
+ * (`restored`) has no timing, so its thinking block is just "Reasoning".
  */
 function replyView({ restored = false } = {}) {
   const { item, bubble } = addMessage('assistant');
   item.classList.add('pending');
+  const tools = el('div', 'tools');
   const text = el('div', 'text');
   const footer = el('div', 'meta');
   let thinking = null;
@@ -133,8 +278,42 @@ function replyView({ restored = false } = {}) {
   let thinkingStarted = 0;
   let stepBreak = false; // the next text starts a new step: a blank line first
   let reasoningBreak = false; // the later step's reasoning has had its blank line
-  bubble.append(text);
+  let raw = ''; // the reply's markdown so far
+  let drawn = ''; // the markdown on screen
+  let frame = 0;
+  let timer = 0;
+  const cards = new Map(); // toolCallId → card
+  bubble.append(tools, text);
   item.append(footer);
+
+  function draw() {
+    cancelAnimationFrame(frame);
+    clearTimeout(timer);
+    frame = 0;
+    timer = 0;
+    if (raw === drawn) return;
+    drawn = raw;
+    text.replaceChildren(renderMarkdown(raw));
+    follow();
+  }
+
+  function card(id, name) {
+    let found = cards.get(id);
+    if (!found) {
+      found = toolCard(name || 'tool');
+      found.root.dataset.toolCallId = id ?? '';
+      cards.set(id, found);
+      tools.append(found.root);
+      item.classList.remove('pending');
+      follow();
+    }
+    return found;
+  }
+
+  /** Calls still running or waiting for approval end as stopped (the run ended without them). */
+  function stopCards() {
+    for (const c of cards.values()) if (c.state === 'running' || c.state === 'approval') c.setState('stopped');
+  }
 
   return {
     item,
@@ -150,7 +329,7 @@ function replyView({ restored = false } = {}) {
           if (thinking.dataset.auto !== '1') thinkingTouched = true;
           thinking.dataset.auto = '';
         });
-        bubble.insertBefore(thinking, text);
+        bubble.insertBefore(thinking, tools);
         thinkingStarted = performance.now();
       } else if (thinking.classList.contains('done') && delta && !reasoningBreak) {
         // Reasoning of a later step goes on in the same block, after a blank line.
@@ -165,18 +344,51 @@ function replyView({ restored = false } = {}) {
       item.classList.remove('pending');
       if (stepBreak && delta) {
         stepBreak = false;
-        if (text.textContent && !text.textContent.endsWith('\n')) text.textContent += '\n\n';
+        if (raw && !raw.endsWith('\n')) raw += '\n\n';
       }
-      text.textContent += delta;
-      follow();
+      raw += delta;
+      if (restored) return; // drawn once, by done()
+      // One redraw per frame; the timer covers a tab whose frames are paused (hidden).
+      if (!frame) frame = requestAnimationFrame(draw);
+      if (!timer) timer = setTimeout(draw, 100);
     },
     step() {
-      if (text.textContent) stepBreak = true;
+      if (raw) stepBreak = true;
     },
-    tool(name, state) {
-      item.classList.remove('pending');
-      const line = el('div', 'tool', `Tool ${name}${state ? ` · ${state}` : ''}`);
-      bubble.insertBefore(line, text);
+    toolStart(id, name) {
+      card(id, name);
+    },
+    toolArgsDelta(id, name, delta) {
+      card(id, name).argsDelta(delta ?? '');
+    },
+    toolCall(id, name, args) {
+      card(id, name).args(args);
+    },
+    toolOutput(id, name, output) {
+      card(id, name).progress(output);
+    },
+    toolResult(id, name, result) {
+      card(id, name).result(result);
+    },
+    toolError(id, name, message) {
+      card(id, name).error(message);
+    },
+    toolApproval(id, name, args, onApprove, onDecline) {
+      const c = card(id, name);
+      c.args(args);
+      c.askApproval(onApprove, onDecline);
+    },
+    toolDenied(id, name, reason) {
+      card(id, name).error(reason ? `Declined: ${reason}` : 'Declined', 'denied');
+    },
+    /** A tool part of a stored message (`tool-<name>` UI part). */
+    toolStored(part, name) {
+      const c = card(part.toolCallId ?? `stored-${cards.size}`, name);
+      c.args(part.input);
+      if (part.state === 'output-available') c.result(part.output);
+      else if (part.state === 'output-error') c.error(part.errorText ?? 'The tool failed.');
+      else if (part.state === 'output-denied') c.error(part.errorText ?? 'Declined', 'denied');
+      else c.setState('stopped');
     },
     endThinking(label) {
       reasoningBreak = false;
@@ -195,24 +407,30 @@ function replyView({ restored = false } = {}) {
       footer.className = `meta ${className}`.trim();
     },
     error(message) {
+      draw();
       this.endThinking();
+      stopCards();
       item.classList.remove('pending');
       item.classList.add('failed');
       bubble.append(el('div', 'error', message));
       follow(true);
     },
     stopped() {
+      draw();
       this.endThinking();
+      stopCards();
       item.classList.remove('pending');
       item.classList.add('stopped');
       this.footer('stopped', 'stopped-label');
     },
     done() {
+      draw();
+      stopCards();
       item.classList.remove('pending');
       item.dataset.done = '1';
     },
     get textContent() {
-      return text.textContent;
+      return raw;
     },
   };
 }
@@ -237,15 +455,6 @@ function firstWords(text, max = 42) {
   return `${(space > max / 2 ? cut.slice(0, space) : cut).replace(/[\s.,;:!?-]+$/, '')}…`;
 }
 
-const TOOL_STATES = {
-  'input-streaming': 'called',
-  'input-available': 'called',
-  'output-available': 'done',
-  'output-error': 'failed',
-  'output-denied': 'denied',
-  'approval-requested': 'waiting for approval',
-};
-
 /** Draws one stored UI message the way it looked when it streamed. */
 function renderStored(message) {
   const when = message.createdAt ? new Date(message.createdAt) : null;
@@ -264,7 +473,8 @@ function renderStored(message) {
     if (type === 'step-start') view.step();
     else if (type === 'reasoning') view.reasoning(String(part.text ?? ''));
     else if (type === 'text') view.text(String(part.text ?? ''));
-    else if (type.startsWith('tool-')) view.tool(type.slice('tool-'.length), TOOL_STATES[part.state] ?? '');
+    else if (type === 'dynamic-tool') view.toolStored(part, String(part.toolName ?? 'tool'));
+    else if (type.startsWith('tool-')) view.toolStored(part, type.slice('tool-'.length));
     // `data-*`, `file` and `source-*` parts have nothing to show in this demo.
   }
   view.endThinking();
@@ -437,6 +647,7 @@ async function send(textValue) {
 
   const view = replyView();
   const controller = new AbortController();
+  const runAgent = agent; // the agent of this turn (Settings cannot rebuild it while it runs)
   running = { controller, threadId: id };
   setRunning(true);
   let failed = false;
@@ -445,12 +656,15 @@ async function send(textValue) {
 
   try {
     // Only the new message: the agent loads the earlier ones from memory and saves both sides.
-    const out = await agent.stream(content, {
-      memory: { thread: id, resource: RESOURCE },
-      abortSignal: controller.signal,
-    });
+    const options = { memory: { thread: id, resource: RESOURCE }, abortSignal: controller.signal };
+    if (active.memoryOptions) options.memory.options = active.memoryOptions;
+    const script = offlineScriptFor(content);
+    if (script) options.modelSettings = { headers: { 'x-script': script } };
+    const out = await runAgent.stream(content, options);
     for await (const chunk of out.fullStream) {
       const payload = chunk.payload ?? {};
+      const callId = payload.toolCallId;
+      const toolName = payload.toolName;
       switch (chunk.type) {
         case 'step-start':
           view.step();
@@ -464,8 +678,38 @@ async function send(textValue) {
         case 'text-delta':
           view.text(payload.text ?? '');
           break;
+        case 'tool-call-input-streaming-start':
+          view.toolStart(callId, toolName);
+          break;
+        case 'tool-call-delta':
+          view.toolArgsDelta(callId, toolName, payload.argsTextDelta);
+          break;
         case 'tool-call':
-          view.tool(payload.toolName ?? 'tool', 'called');
+          view.toolCall(callId, toolName, payload.args);
+          break;
+        case 'tool-output':
+          view.toolOutput(callId, toolName, payload.output);
+          break;
+        case 'tool-result':
+          if (payload.isError) view.toolError(callId, toolName, payload.result);
+          else view.toolResult(callId, toolName, payload.result);
+          break;
+        case 'tool-error':
+          view.toolError(callId, toolName, payload.error?.message ?? payload.error ?? 'The tool failed.');
+          break;
+        case 'tool-call-approval': {
+          const runId = chunk.runId;
+          view.toolApproval(
+            callId,
+            toolName,
+            payload.args,
+            () => runAgent.approveToolCall({ runId, toolCallId: callId }),
+            () => runAgent.declineToolCall({ runId, toolCallId: callId, reason: DECLINE_REASON }),
+          );
+          break;
+        }
+        case 'tool-output-denied':
+          view.toolDenied(callId, toolName, payload.approval?.reason);
           break;
         case 'data-thread-title': {
           const { threadId: titled, title } = chunk.data ?? {};
@@ -562,10 +806,223 @@ channel?.addEventListener('message', (event) => {
 });
 
 // ---------------------------------------------------------------------------------------------
+// The model, the demo tool and the Settings dialog
+
+/** Whether the offline demo model is in use (the friendly `demo` script of the model server). */
+function offlineDemo() {
+  return active?.kind === 'server' && config?.mode === 'offline' && /^openai\/demo(?::\d+)?$/.test(config.model?.id ?? '');
+}
+
+/**
+ * The offline model's script for this message, when it is not the page's model: the demo model
+ * cannot decide to call a tool, so a message about the time asks the model server for the
+ * `call:clock` script, which really calls the page's clock tool (and then reports its result).
+ */
+function offlineScriptFor(content) {
+  return offlineDemo() && /\btime\b/i.test(content) ? 'call:clock:{}' : null;
+}
+
+/** The demo's one tool: the current date and time, read in the page. */
+function makeClockTool(createTool) {
+  return createTool({
+    id: 'clock',
+    description: "The current date and time. Give an IANA time zone such as Europe/Paris, or none for the user's own.",
+    inputSchema: {
+      type: 'object',
+      properties: { timeZone: { type: 'string', description: 'An IANA time zone, e.g. Asia/Tokyo' } },
+    },
+    requireApproval: APPROVE_MODE,
+    async execute(input, context) {
+      const zone = input?.timeZone || Intl.DateTimeFormat().resolvedOptions().timeZone;
+      await context?.writer?.write(`Reading the clock (${zone})`);
+      // An unknown zone throws a RangeError: the card shows it and the model is told.
+      return new Intl.DateTimeFormat(undefined, { dateStyle: 'full', timeStyle: 'long', timeZone: zone }).format(new Date());
+    },
+  });
+}
+
+/**
+ * What `choice` ({ provider, model, baseUrl }) means: the Agent's model config and its labels.
+ * `key`: the API key to use (default: the stored one of that provider).
+ */
+function describe(choice, key = loadKey(choice.provider).key) {
+  if (choice.provider === SERVER) {
+    const offline = config.mode === 'offline';
+    return {
+      kind: 'server',
+      model: config.model,
+      badge: offline ? 'offline demo' : 'provider',
+      badgeClass: offline ? 'offline' : 'provider',
+      label: config.label ?? config.model?.id ?? '',
+      title: config.model?.id ?? '',
+      memoryOptions: null, // the Memory's own options (titles as /config.json says)
+    };
+  }
+  const info = providerInfo(choice.provider);
+  const id = `${info.id}/${choice.model.trim() || info.model}`;
+  const model = { id };
+  const baseUrl = choice.baseUrl.trim();
+  if (baseUrl) model.url = baseUrl;
+  if (key && !info.noKey) model.apiKey = key; // only here: never in memory, never in the page
+  let host = '';
+  try {
+    host = new URL(baseUrl || info.baseUrl).host;
+  } catch {
+    host = baseUrl;
+  }
+  return {
+    kind: 'direct',
+    model,
+    badge: 'provider',
+    badgeClass: 'provider',
+    label: `${id} · ${host}, from this browser`,
+    title: id,
+    // A real model titles each new conversation after its first exchange.
+    memoryOptions: { lastMessages: LAST_MESSAGES, generateTitle: true },
+  };
+}
+
+function buildAgent(model) {
+  return new pkg.Agent({
+    id: 'demo',
+    name: 'Demo',
+    instructions: 'You are a helpful, concise assistant. Format replies with Markdown when it helps.',
+    model,
+    tools: { clock: clockTool },
+    memory,
+  });
+}
+
+/** Builds the Agent for `choice`; throws (nothing changed) when the package refuses the config. */
+function useSettings(choice, key) {
+  const next = describe(choice, key);
+  agent = buildAgent(next.model);
+  active = next;
+  settings = { ...choice };
+  const mode = $('mode');
+  mode.textContent = next.badge;
+  mode.className = `badge ${next.badgeClass}`;
+  $('label').textContent = next.label;
+  $('label').title = next.title;
+  $('empty-hint').textContent = offlineDemo() ? 'Ask “What time is it?” to see a tool call.' : '';
+}
+
+function serverChoiceLabel() {
+  return config.mode === 'offline' ? 'offline demo' : `server (${config.model?.id ?? 'its model'}, key on the server)`;
+}
+
+/** Fills the dialog's fields for the provider picked in it. `values`: the saved choice, if it is that provider. */
+function fillSettingsFields(provider, values) {
+  setError.hidden = true;
+  const server = provider === SERVER;
+  const info = providerInfo(provider);
+  setModel.disabled = server;
+  setUrl.disabled = server;
+  setKey.disabled = server || Boolean(info?.noKey);
+  setRemember.disabled = setKey.disabled;
+  setModels.replaceChildren(...(info?.models ?? []).map((m) => Object.assign(document.createElement('option'), { value: m })));
+  if (server) {
+    setModel.value = config.model?.id ?? '';
+    setUrl.value = config.model?.url ?? '';
+    setKey.value = '';
+    setKey.placeholder = config.mode === 'offline' ? 'not needed' : 'kept on the server';
+    setRemember.checked = false;
+    setHint.textContent =
+      config.mode === 'offline'
+        ? 'The offline demo model runs on the local model server: no key, and no real answers. Pick a provider to talk to a real model.'
+        : 'The server adds its own key to each request: the page never sees it.';
+    setForget.hidden = true;
+    return;
+  }
+  setModel.value = values?.model ?? '';
+  setModel.placeholder = info.model;
+  setUrl.value = values?.baseUrl ?? '';
+  setUrl.placeholder = info.baseUrl;
+  const { key, remembered } = loadKey(provider);
+  setKey.value = info.noKey ? '' : key;
+  setKey.placeholder = info.noKey ? 'not needed' : `your ${info.name} API key`;
+  setRemember.checked = remembered;
+  setForget.hidden = info.noKey || !key;
+  setHint.textContent = info.noKey
+    ? 'Ollama must allow this page: start it with OLLAMA_ORIGINS set to this address.'
+    : `The key goes only to ${info.name}'s API, straight from this browser, and is never stored with your conversations. ` +
+      'It is kept for this tab only unless you tick "Remember on this device".';
+}
+
+function openSettings() {
+  if (running || !pkg || !config) return;
+  if (!setProvider.options.length) {
+    const options = [[SERVER, serverChoiceLabel()], ...PROVIDERS.map((p) => [p.id, p.name])];
+    setProvider.replaceChildren(...options.map(([value, label]) => Object.assign(document.createElement('option'), { value, textContent: label })));
+  }
+  setProvider.value = settings.provider;
+  fillSettingsFields(settings.provider, settings);
+  if (settingsNote) {
+    setError.textContent = settingsNote;
+    setError.hidden = false;
+  }
+  settingsDialog.showModal();
+}
+
+setProvider.addEventListener('change', () => {
+  const provider = setProvider.value;
+  fillSettingsFields(provider, provider === settings.provider ? settings : null);
+});
+
+setForget.addEventListener('click', () => {
+  storeKey(setProvider.value, '', false);
+  setKey.value = '';
+  setRemember.checked = false;
+  setForget.hidden = true;
+  setKey.focus();
+});
+
+$('set-cancel').addEventListener('click', () => settingsDialog.close());
+
+settingsForm.addEventListener('submit', (event) => {
+  event.preventDefault();
+  if (running) return;
+  const provider = setProvider.value;
+  const choice =
+    provider === SERVER ? { provider, model: '', baseUrl: '' } : { provider, model: setModel.value.trim(), baseUrl: setUrl.value.trim() };
+  const info = providerInfo(provider);
+  const key = setKey.value.trim();
+  try {
+    useSettings(choice, key);
+  } catch (err) {
+    // The package refused the config (e.g. no key): nothing changed.
+    setError.textContent = err?.message ?? String(err);
+    setError.hidden = false;
+    return;
+  }
+  if (info && !info.noKey) storeKey(provider, key, setRemember.checked);
+  saveSettings(choice);
+  settingsNote = '';
+  settingsButton.classList.remove('attention');
+  settingsDialog.close();
+  input.focus();
+});
+
+settingsButton.addEventListener('click', openSettings);
+
+// Copy buttons of code blocks (drawn by markdown.js).
+messagesEl.addEventListener('click', (event) => {
+  const button = event.target.closest?.('.copy-code');
+  if (!button) return;
+  const code = button.parentElement?.querySelector('code')?.textContent ?? '';
+  navigator.clipboard?.writeText(code).then(
+    () => {
+      button.classList.add('copied');
+      setTimeout(() => button.classList.remove('copied'), 1500);
+    },
+    () => {},
+  );
+});
+
+// ---------------------------------------------------------------------------------------------
 // Start
 
 async function start() {
-  let config;
   try {
     const res = await fetch(`/config.json${location.search}`, { cache: 'no-store' });
     if (!res.ok) throw new Error(`HTTP ${res.status}`);
@@ -580,14 +1037,13 @@ async function start() {
   $('label').textContent = config.label ?? config.model?.id ?? '';
   $('label').title = config.model?.id ?? '';
 
-  let pkg;
   try {
     pkg = await import('/pkg/index.browser.js');
   } catch (err) {
     addNotice(`Could not load the wasm-agent package from /pkg/ (${err.message}). Run ./x build.`, 'error');
     return;
   }
-  const { Agent, Memory, InMemoryStore } = pkg;
+  const { Memory, InMemoryStore, createTool } = pkg;
 
   // Titles: the provider's model writes them; the offline model only when /?title=<script>
   // names a script for it (else the list shows each thread's first words).
@@ -608,16 +1064,32 @@ async function start() {
     }
   }
   try {
-    agent = new Agent({
-      id: 'demo',
-      name: 'Demo',
-      instructions: 'You are a helpful, concise assistant.',
-      model: config.model,
-      memory,
-    });
+    clockTool = makeClockTool(createTool);
   } catch (err) {
-    addNotice(`Could not create the agent: ${err.message}`, 'error');
+    addNotice(`Could not create the clock tool: ${err.message}`, 'error');
     return;
+  }
+
+  // The saved settings, unless the address picks an offline script (`?model=`) for this visit.
+  const saved = loadSettings();
+  const choice = new URLSearchParams(location.search).has('model') ? { provider: SERVER, model: '', baseUrl: '' } : saved;
+  try {
+    useSettings(choice);
+  } catch (err) {
+    if (choice.provider === SERVER) {
+      addNotice(`Could not create the agent: ${err.message}`, 'error');
+      return;
+    }
+    // E.g. a key kept for one tab only, and this is another tab: back to the server's model.
+    settingsNote = `Could not use ${providerInfo(choice.provider)?.name ?? choice.provider}: ${err.message}`;
+    settingsButton.classList.add('attention');
+    try {
+      useSettings({ provider: SERVER, model: '', baseUrl: '' });
+      settings = { ...saved }; // the dialog opens on the saved choice, to add the key
+    } catch (err2) {
+      addNotice(`Could not create the agent: ${err2.message}`, 'error');
+      return;
+    }
   }
 
   threadId = loadThreadId() || newThreadId();

@@ -12,6 +12,11 @@
 // With a key (OPENAI_API_KEY, GROQ_API_KEY, ...) the page talks to a same-origin proxy at
 // /proxy/v1/* that adds the key server-side: the key never reaches the page.
 // WASM_AGENT_DEMO_MODEL overrides the provider's default model.
+// The page's Settings can also point its Agent at a provider directly, with a key the user types
+// in: the key stays in that browser (sessionStorage, or localStorage when remembered).
+// Offline, the page gives its Agent a `clock` tool; the demo model calls it when a message
+// mentions the time (the page asks for the `call:clock` script), and `/?approve=1` makes the
+// tool wait for the user's approval.
 
 import http from 'node:http';
 import { createReadStream, realpathSync } from 'node:fs';
@@ -121,6 +126,15 @@ export function chooseProvider(env = process.env) {
 
 // ---------------------------------------------------------------------------------------------
 // Static files
+
+/**
+ * Where the page may connect besides itself: the offline model server, and, for a provider the
+ * user picks in the page's Settings (the page then calls it directly with the user's key), any
+ * https: origin and a model server on this computer (Ollama).
+ */
+function connectSources(modelServerOrigin) {
+  return [modelServerOrigin, 'https:', 'http://127.0.0.1:*', 'http://localhost:*'].filter(Boolean).join(' ');
+}
 
 function securityHeaders(connectSrc) {
   return {
@@ -385,7 +399,7 @@ export async function startDemo(opts = {}) {
   async function handle(req, res) {
     req.on('error', () => {});
     res.on('error', () => {});
-    const headers = securityHeaders(modelServer ? modelServer.origin : '');
+    const headers = securityHeaders(connectSources(modelServer ? modelServer.origin : ''));
     // Only answer requests addressed to this server by name (no DNS rebinding).
     if (!allowedHosts.has(String(req.headers.host ?? '').toLowerCase())) {
       req.resume();

@@ -525,6 +525,7 @@ export function builtinScripts() {
   });
   add('replay', replayScript);
   for (const [name, script] of extraToolScripts()) add(name, script);
+  for (const [name, script] of providerWireScripts()) add(name, script);
   return scripts;
 }
 
@@ -659,6 +660,679 @@ function extraToolScripts() {
           await chat.complete('stop');
         },
       },
+    ],
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Anthropic Messages and Google Gemini on their own wire formats, for tests of the package's
+// anthropic/… and google/… providers (chosen with the x-script header). Each script first checks
+// the request the way the real API does (its headers, required fields, turn structure, tool-call
+// pairing, Gemini's schema subset) and answers a broken one with that API's own 400 error body,
+// so a request the real API would refuse fails the test that sent it.
+
+const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * Prompt "tokens" of an Anthropic or Gemini request: characters of its system prompt, turns and
+ * tools / 4 (at least 1). Tests recompute it from the recorded body to check usage exactly.
+ */
+export function wirePromptTokens(body) {
+  const text = JSON.stringify([
+    body?.system ?? body?.systemInstruction ?? null,
+    body?.messages ?? body?.contents ?? null,
+    body?.tools ?? null,
+  ]);
+  return Math.max(1, Math.ceil(text.length / 4));
+}
+
+/** Text pieces of about `n` words each: "a b c d e" (n = 2) → ["a b", " c d", " e"]. */
+function wordGroups(text, n) {
+  const pieces = words(text);
+  const out = [];
+  for (let i = 0; i < pieces.length; i += n) out.push(pieces.slice(i, i + n).join(''));
+  return out;
+}
+
+// --- Anthropic: reading the request
+
+/** A message's content as blocks (a string is one text block, as the API reads it). */
+function anthropicBlocks(content) {
+  if (typeof content === 'string') return [{ type: 'text', text: content }];
+  return Array.isArray(content) ? content : [];
+}
+
+/** Text of the text blocks of the last user message ('' when there is none). */
+export function anthropicLastUserText(body) {
+  const messages = Array.isArray(body?.messages) ? body.messages : [];
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (messages[i]?.role !== 'user') continue;
+    return anthropicBlocks(messages[i].content)
+      .filter((b) => b?.type === 'text')
+      .map((b) => b.text)
+      .join('\n');
+  }
+  return '';
+}
+
+/** The `tool_result` blocks of the last message when it is a user turn (else []). */
+export function anthropicToolResults(body) {
+  const last = Array.isArray(body?.messages) ? body.messages.at(-1) : undefined;
+  if (last?.role !== 'user') return [];
+  return anthropicBlocks(last.content).filter((b) => b?.type === 'tool_result');
+}
+
+/** The text of a `tool_result` block: its string content, or its text blocks joined. */
+function toolResultText(block) {
+  if (typeof block.content === 'string') return block.content;
+  if (Array.isArray(block.content)) return block.content.filter((b) => b?.type === 'text').map((b) => b.text).join('\n');
+  return '';
+}
+
+const ANTHROPIC_ERRORS = {
+  400: ['invalid_request_error', 'There was an issue with the format or content of your request.'],
+  401: ['authentication_error', 'invalid x-api-key'],
+  403: ['permission_error', 'Your API key does not have permission to use the specified resource.'],
+  404: ['not_found_error', 'The requested resource could not be found.'],
+  413: ['request_too_large', 'Request exceeds the maximum allowed number of bytes.'],
+  429: ['rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit.'],
+  500: ['api_error', 'Internal server error'],
+  529: ['overloaded_error', 'Overloaded'],
+};
+
+/** Anthropic's error response: `{ type: 'error', error: { type, message }, request_id }`. */
+function anthropicHttpError(ex, status, type, message, headers = {}) {
+  ex.json(status, { type: 'error', error: { type, message }, request_id: ex.requestId }, { 'request-id': ex.requestId, ...headers });
+}
+
+/** What the real API would refuse in this request: [status, error type, message], or null. */
+function anthropicProblem(ex) {
+  const { body, headers } = ex;
+  const invalid = (message) => [400, 'invalid_request_error', message];
+  if (!headers['x-api-key'] && !headers.authorization) return [401, 'authentication_error', 'x-api-key header is required'];
+  if (!headers['anthropic-version']) return invalid('anthropic-version: header is required');
+  if (!isObject(body)) return invalid('There was an issue with your request body: it is not a JSON object');
+  if (typeof body.model !== 'string' || body.model === '') return invalid('model: Field required');
+  if (!Number.isInteger(body.max_tokens) || body.max_tokens < 1) return invalid('max_tokens: Field required (an integer >= 1)');
+  if (body.system !== undefined && typeof body.system !== 'string' && !Array.isArray(body.system)) {
+    return invalid('system: Input should be a valid string or a list of text blocks');
+  }
+  if (!Array.isArray(body.messages) || body.messages.length === 0) return invalid('messages: at least one message is required');
+  const tools = body.tools ?? [];
+  if (!Array.isArray(tools)) return invalid('tools: Input should be a valid list');
+  for (const [i, tool] of tools.entries()) {
+    if (typeof tool?.name !== 'string' || !/^[a-zA-Z0-9_-]{1,64}$/.test(tool.name)) {
+      return invalid(`tools.${i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'`);
+    }
+    if (!isObject(tool.input_schema) || tool.input_schema.type !== 'object') {
+      return invalid(`tools.${i}.custom.input_schema.type: Input should be 'object'`);
+    }
+  }
+  let pending = []; // ids of the tool_use blocks of the previous assistant message
+  for (const [i, message] of body.messages.entries()) {
+    if (message?.role !== 'user' && message?.role !== 'assistant') return invalid(`messages.${i}.role: Input should be 'user' or 'assistant'`);
+    const blocks = anthropicBlocks(message.content);
+    const finalAssistant = i === body.messages.length - 1 && message.role === 'assistant';
+    if (blocks.length === 0 && !finalAssistant) {
+      return invalid(`messages.${i}: all messages must have non-empty content except for the optional final assistant message`);
+    }
+    const answered = new Set();
+    let seenOther = false;
+    for (const [j, block] of blocks.entries()) {
+      const at = `messages.${i}.content.${j}`;
+      if (!isObject(block) || typeof block.type !== 'string') return invalid(`${at}: Input should be a valid content block`);
+      if (block.type === 'text') {
+        if (typeof block.text !== 'string' || block.text === '') return invalid('messages: text content blocks must be non-empty');
+      } else if (block.type === 'tool_use') {
+        if (message.role !== 'assistant') return invalid(`${at}: tool_use blocks are only allowed in assistant messages`);
+        if (typeof block.id !== 'string' || block.id === '') return invalid(`${at}.tool_use.id: Field required`);
+        if (typeof block.name !== 'string' || block.name === '') return invalid(`${at}.tool_use.name: Field required`);
+        if (!isObject(block.input)) return invalid(`${at}.tool_use.input: Input should be a valid dictionary`);
+      } else if (block.type === 'tool_result') {
+        if (message.role !== 'user') return invalid(`${at}: tool_result blocks are only allowed in user messages`);
+        if (!pending.includes(block.tool_use_id)) {
+          return invalid(
+            `${at}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${block.tool_use_id}. ` +
+              'Each `tool_result` block must have a corresponding `tool_use` block in the previous message.',
+          );
+        }
+        if (seenOther) return invalid(`${at}: \`tool_result\` blocks must come before any other content in the user message`);
+        if (block.content !== undefined && typeof block.content !== 'string' && !Array.isArray(block.content)) {
+          return invalid(`${at}.tool_result.content: Input should be a valid string or list`);
+        }
+        answered.add(block.tool_use_id);
+      }
+      if (block.type !== 'tool_result') seenOther = true;
+    }
+    const missing = pending.filter((id) => !answered.has(id));
+    if (missing.length) {
+      return invalid(
+        `messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. ` +
+          'Each `tool_use` block must have a corresponding `tool_result` block in the next message.',
+      );
+    }
+    pending = message.role === 'assistant' ? blocks.filter((b) => b.type === 'tool_use').map((b) => b.id) : [];
+  }
+  return null;
+}
+
+/** Runs `reply(ex)` if the request passes anthropicProblem, else sends the API's error. */
+function anthropicScript(description, reply) {
+  return {
+    description,
+    async run(ex) {
+      const problem = anthropicProblem(ex);
+      if (problem) return anthropicHttpError(ex, ...problem);
+      await reply(ex);
+    },
+  };
+}
+
+// --- Anthropic: writing the reply
+
+const anthropicEvent = (type, data = {}) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+
+/**
+ * Answers with `blocks` ({ type: 'text', text } | { type: 'thinking', thinking } |
+ * { type: 'tool_use', id, name, input }) and `stopReason`: as Messages SSE events when the
+ * request streams (text in word-sized text_deltas, tool input in input_json_deltas split at odd
+ * places after an empty first one, usage in message_start and message_delta), else as one Message.
+ */
+async function anthropicReply(ex, blocks, stopReason, { beforeStop } = {}) {
+  const id = 'msg_01' + randomId(22);
+  const model = ex.body.model;
+  const inputTokens = wirePromptTokens(ex.body);
+  if (ex.body.stream !== true) {
+    const outputTokens = blocks.reduce((n, b) => n + words(b.text ?? b.thinking ?? '').length + (b.type === 'tool_use' ? 1 : 0), 0);
+    const content = blocks.map((b) => (b.type === 'thinking' ? { ...b, signature: 'sig_' + randomId(16) } : b));
+    ex.json(
+      200,
+      { id, type: 'message', role: 'assistant', model, content, stop_reason: stopReason, stop_sequence: null, usage: { input_tokens: inputTokens, output_tokens: outputTokens } },
+      { 'request-id': ex.requestId },
+    );
+    return;
+  }
+  ex.startEventStream({ 'request-id': ex.requestId });
+  const usage = { input_tokens: inputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 };
+  await ex.write(
+    anthropicEvent('message_start', {
+      message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage },
+    }) + anthropicEvent('ping'),
+  );
+  let outputTokens = 0;
+  for (const [index, block] of blocks.entries()) {
+    let buf = '';
+    const delta = (d) => {
+      outputTokens++;
+      buf += anthropicEvent('content_block_delta', { index, delta: d });
+    };
+    if (block.type === 'text') {
+      buf += anthropicEvent('content_block_start', { index, content_block: { type: 'text', text: '' } });
+      for (const piece of words(block.text)) delta({ type: 'text_delta', text: piece });
+    } else if (block.type === 'thinking') {
+      buf += anthropicEvent('content_block_start', { index, content_block: { type: 'thinking', thinking: '' } });
+      for (const piece of words(block.thinking)) delta({ type: 'thinking_delta', thinking: piece });
+      buf += anthropicEvent('content_block_delta', { index, delta: { type: 'signature_delta', signature: 'sig_' + randomId(40) } });
+    } else if (block.type === 'tool_use') {
+      buf += anthropicEvent('content_block_start', { index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
+      buf += anthropicEvent('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: '' } });
+      for (const piece of splitOddly(JSON.stringify(block.input))) delta({ type: 'input_json_delta', partial_json: piece });
+    }
+    buf += anthropicEvent('content_block_stop', { index });
+    await ex.write(buf);
+  }
+  if (beforeStop) return beforeStop(ex);
+  ex.end(
+    anthropicEvent('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: outputTokens } }) +
+      anthropicEvent('message_stop'),
+  );
+}
+
+function anthropicEchoText(ex) {
+  return ex.arg !== '' ? ex.arg : `You said: ${anthropicLastUserText(ex.body)}`;
+}
+
+// --- Gemini: reading the request
+
+/** `{ name, parameters }` of each function declaration of a Gemini request. */
+function geminiFunctions(body) {
+  const tools = Array.isArray(body?.tools) ? body.tools : [];
+  return tools
+    .flatMap((tool) => tool?.functionDeclarations ?? tool?.function_declarations ?? [])
+    .filter((d) => typeof d?.name === 'string' && d.name !== '')
+    .map((d) => ({ name: d.name, parameters: d.parameters ?? d.parametersJsonSchema ?? {} }));
+}
+
+const geminiContents = (body) => (Array.isArray(body?.contents) ? body.contents : []);
+const geminiParts = (content) => (Array.isArray(content?.parts) ? content.parts : []);
+
+/** Text of the text parts of the last user content ('' when there is none). */
+export function geminiLastUserText(body) {
+  const contents = geminiContents(body);
+  for (let i = contents.length - 1; i >= 0; i--) {
+    if ((contents[i]?.role ?? 'user') !== 'user') continue;
+    return geminiParts(contents[i])
+      .filter((p) => typeof p?.text === 'string')
+      .map((p) => p.text)
+      .join('\n');
+  }
+  return '';
+}
+
+/** The `functionResponse`s of the last content when it is a user turn (else []). */
+export function geminiFunctionResponses(body) {
+  const last = geminiContents(body).at(-1);
+  if ((last?.role ?? 'user') !== 'user') return [];
+  return geminiParts(last).map((p) => p?.functionResponse ?? p?.function_response).filter(Boolean);
+}
+
+const GEMINI_ERRORS = {
+  400: ['INVALID_ARGUMENT', 'Request contains an invalid argument.'],
+  401: ['UNAUTHENTICATED', 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.'],
+  403: ['PERMISSION_DENIED', 'The caller does not have permission'],
+  404: ['NOT_FOUND', 'models/unknown is not found for API version v1beta, or is not supported for generateContent. Call ListModels to see the list of available models and their supported methods.'],
+  429: ['RESOURCE_EXHAUSTED', 'You exceeded your current quota, please check your plan and billing details.'],
+  500: ['INTERNAL', 'An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting'],
+  503: ['UNAVAILABLE', 'The model is overloaded. Please try again later.'],
+  504: ['DEADLINE_EXCEEDED', 'The request timed out. Please try again.'],
+};
+
+/** Google's error response: `{ error: { code, message, status } }`. */
+function geminiHttpError(ex, code, message, status) {
+  ex.json(code, { error: { code, message, status } });
+}
+
+const GEMINI_BODY_KEYS = new Set(
+  ['contents', 'tools', 'toolConfig', 'safetySettings', 'systemInstruction', 'generationConfig', 'cachedContent']
+    .flatMap((k) => [k, k.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase())]),
+);
+
+/** The fields of Gemini's `Schema`; any other key in a function's `parameters` is refused. */
+const GEMINI_SCHEMA_KEYS = new Set([
+  'type', 'format', 'title', 'description', 'nullable', 'enum', 'default', 'example', 'properties', 'required',
+  'propertyOrdering', 'minProperties', 'maxProperties', 'items', 'minItems', 'maxItems', 'minLength', 'maxLength',
+  'pattern', 'minimum', 'maximum', 'anyOf',
+]);
+
+/** The first key of `schema` (recursively) that Gemini's Schema lacks: [key, path], or null. */
+function unknownSchemaKey(schema, at) {
+  if (!isObject(schema)) return null;
+  for (const [key, value] of Object.entries(schema)) {
+    if (!GEMINI_SCHEMA_KEYS.has(key)) return [key, at];
+    if (key === 'properties' && isObject(value)) {
+      for (const [name, sub] of Object.entries(value)) {
+        const found = unknownSchemaKey(sub, `${at}.properties[${JSON.stringify(name)}].value`);
+        if (found) return found;
+      }
+    } else if (key === 'items') {
+      const found = unknownSchemaKey(value, `${at}.items`);
+      if (found) return found;
+    } else if (key === 'anyOf' && Array.isArray(value)) {
+      for (const [i, sub] of value.entries()) {
+        const found = unknownSchemaKey(sub, `${at}.any_of[${i}]`);
+        if (found) return found;
+      }
+    }
+  }
+  return null;
+}
+
+/**
+ * The first rule of Gemini's Schema that `schema` breaks (recursively), worded as the API words
+ * its 400s, or null. The rules are the ones the API is known to enforce: string-only `enum` with
+ * string values, `format` on strings only `enum` or `date-time`, `items` on every ARRAY,
+ * `properties` (non-empty) and `required` (naming declared properties) only on OBJECT types.
+ */
+function geminiSchemaProblem(schema, at) {
+  if (!isObject(schema)) return null;
+  const semantic = (rest) => `* GenerateContentRequest.${at}${rest}\n`;
+  if (Array.isArray(schema.type)) {
+    return `Invalid value at '${at}.type' (type.googleapis.com/google.ai.generativelanguage.v1beta.Type), ${JSON.stringify(schema.type)}`;
+  }
+  const type = typeof schema.type === 'string' ? schema.type.toLowerCase() : undefined;
+  if (schema.enum !== undefined) {
+    const values = Array.isArray(schema.enum) ? schema.enum : [];
+    const bad = values.findIndex((v) => typeof v !== 'string');
+    if (bad !== -1) return `Invalid value at '${at}.enum[${bad}]' (TYPE_STRING), ${JSON.stringify(values[bad])}`;
+    if (type !== 'string') return semantic('.enum: only allowed for STRING type');
+  }
+  if (type === 'string' && schema.format !== undefined && !['enum', 'date-time'].includes(schema.format)) {
+    return semantic(".format: only 'enum' and 'date-time' are supported for STRING type");
+  }
+  if (type !== undefined && type !== 'object') {
+    if (schema.properties !== undefined) return semantic('.properties: only allowed for OBJECT type');
+    if (schema.required !== undefined) return semantic('.required: only allowed for OBJECT type');
+  }
+  if (type === 'array' && schema.items === undefined) return semantic('.items: missing field.');
+  const properties = isObject(schema.properties) ? schema.properties : {};
+  if (type === 'object' && Object.keys(properties).length === 0) return semantic('.properties: should be non-empty for OBJECT type');
+  for (const [i, name] of (Array.isArray(schema.required) ? schema.required : []).entries()) {
+    if (!(name in properties)) return semantic(`.required[${i}]: property is not defined`);
+  }
+  const nested = [
+    ...Object.entries(properties).map(([name, sub]) => [`.properties[${name}]`, sub]),
+    ['.items', schema.items],
+    ...(Array.isArray(schema.anyOf) ? schema.anyOf.map((sub, i) => [`.any_of[${i}]`, sub]) : []),
+  ];
+  for (const [key, sub] of nested) {
+    const found = geminiSchemaProblem(sub, at + key);
+    if (found) return found;
+  }
+  return null;
+}
+
+const GEMINI_PART_KEYS = ['text', 'inlineData', 'fileData', 'functionCall', 'functionResponse', 'executableCode', 'codeExecutionResult'];
+
+/** What the real API would refuse in this request: [code, message, status], or null. */
+function geminiProblem(ex) {
+  const { body, headers } = ex;
+  const invalid = (message) => [400, message, 'INVALID_ARGUMENT'];
+  const query = new URL(ex.req.url ?? '/', 'http://model-server.invalid').searchParams;
+  if (!headers['x-goog-api-key'] && !query.get('key') && !headers.authorization) {
+    return [
+      403,
+      "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
+      'PERMISSION_DENIED',
+    ];
+  }
+  if (!isObject(body)) return invalid('Invalid JSON payload received. Expected an object.');
+  for (const key of Object.keys(body)) {
+    if (!GEMINI_BODY_KEYS.has(key)) return invalid(`Invalid JSON payload received. Unknown name "${key}": Cannot find field.`);
+  }
+  const contents = body.contents;
+  if (!Array.isArray(contents) || contents.length === 0) return invalid('* GenerateContentRequest.contents: contents is not specified\n');
+  const tools = body.tools ?? [];
+  if (!Array.isArray(tools)) return invalid('Invalid JSON payload received. Unknown name "tools": Proto field is not repeating, cannot start list.');
+  for (const [i, tool] of tools.entries()) {
+    for (const [j, declaration] of (tool?.functionDeclarations ?? tool?.function_declarations ?? []).entries()) {
+      const at = `tools[${i}].function_declarations[${j}]`;
+      if (typeof declaration?.name !== 'string' || !/^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$/.test(declaration.name)) {
+        return invalid(`* GenerateContentRequest.${at}.name: Invalid function name.`);
+      }
+      const found = unknownSchemaKey(declaration.parameters, `${at}.parameters`);
+      if (found) return invalid(`Invalid JSON payload received. Unknown name "${found[0]}" at '${found[1]}': Cannot find field.`);
+      const problem = geminiSchemaProblem(declaration.parameters, `${at}.parameters`);
+      if (problem) return invalid(problem);
+    }
+  }
+  let previous = null; // { role, calls, responses } of the previous content
+  for (const [i, content] of contents.entries()) {
+    const role = content?.role ?? 'user';
+    if (role !== 'user' && role !== 'model') return invalid('Please use a valid role: user, model.');
+    const parts = geminiParts(content);
+    if (parts.length === 0) return invalid(`* GenerateContentRequest.contents[${i}].parts: contents.parts must not be empty.\n`);
+    let calls = 0;
+    let responses = 0;
+    for (const [j, part] of parts.entries()) {
+      const at = `contents[${i}].parts[${j}]`;
+      const data = GEMINI_PART_KEYS.filter((k) => part?.[k] !== undefined);
+      if (data.length !== 1) return invalid(`* GenerateContentRequest.${at}.data: required oneof field 'data' must have one initialized field\n`);
+      if (part.text !== undefined && (typeof part.text !== 'string' || part.text === '')) {
+        return invalid('Unable to submit request because it has an empty text parameter. Add a value to the parameter and try again.');
+      }
+      if (part.functionCall !== undefined) {
+        if (typeof part.functionCall?.name !== 'string' || part.functionCall.name === '') {
+          return invalid(`* GenerateContentRequest.${at}.function_call.name: Name cannot be empty.\n`);
+        }
+        if (part.functionCall.args !== undefined && !isObject(part.functionCall.args)) {
+          return invalid(`Invalid value at '${at}.function_call.args' (type.googleapis.com/google.protobuf.Struct): not an object`);
+        }
+        calls++;
+      }
+      if (part.functionResponse !== undefined) {
+        if (typeof part.functionResponse?.name !== 'string' || part.functionResponse.name === '') {
+          return invalid(`* GenerateContentRequest.${at}.function_response.name: Name cannot be empty.\n`);
+        }
+        if (!isObject(part.functionResponse.response)) {
+          return invalid(`Invalid value at '${at}.function_response.response' (type.googleapis.com/google.protobuf.Struct): not an object`);
+        }
+        responses++;
+      }
+    }
+    if (calls && role !== 'model') return invalid(`* GenerateContentRequest.contents[${i}]: function calls are only allowed in model turns\n`);
+    if (responses && role !== 'user') return invalid(`* GenerateContentRequest.contents[${i}]: function responses are only allowed in user turns\n`);
+    if (calls && previous && previous.role !== 'user') {
+      return invalid('Please ensure that function call turn comes immediately after a user turn or after a function response turn.');
+    }
+    if (responses && responses !== (previous?.calls ?? 0)) {
+      return invalid(
+        'Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.',
+      );
+    }
+    previous = { role, calls, responses };
+  }
+  // Gemini 3 and later want each function call of the current turn (since the last user text) back
+  // with the thoughtSignature it came with.
+  if (geminiWantsSignatures(modelFromGeminiPath(ex.record.path))) {
+    const userText = contents.findLastIndex((c) => (c?.role ?? 'user') === 'user' && geminiParts(c).some((p) => typeof p?.text === 'string'));
+    for (let i = userText + 1; i < contents.length; i++) {
+      for (const [j, part] of geminiParts(contents[i]).entries()) {
+        if (part?.functionCall && (typeof part.thoughtSignature !== 'string' || part.thoughtSignature === '')) {
+          return invalid(
+            'Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, ' +
+              `and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${part.functionCall.name}\` , ` +
+              `position ${j + 1}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.`,
+          );
+        }
+      }
+    }
+  }
+  return null;
+}
+
+/** Gemini 3 and later (`gemini-3-pro-preview`, `gemini-3.5-flash`, …) sign their function calls. */
+function geminiWantsSignatures(model) {
+  const match = /(?:^|\/)gemini-(\d+)/i.exec(model ?? '');
+  return match !== null && Number(match[1]) >= 3;
+}
+
+/** Runs `reply(ex, model)` if the request passes geminiProblem, else sends the API's error. */
+function geminiScript(description, reply) {
+  return {
+    description,
+    async run(ex) {
+      const problem = geminiProblem(ex);
+      if (problem) return geminiHttpError(ex, ...problem);
+      await reply(ex, modelFromGeminiPath(ex.record.path) ?? 'gemini-test');
+    },
+  };
+}
+
+function modelFromGeminiPath(pathname) {
+  const match = /\/models\/(.+):(stream)?generateContent$/i.exec(pathname ?? '');
+  return match ? decodeURIComponent(match[1]) : undefined;
+}
+
+// --- Gemini: writing the reply
+
+/**
+ * Answers with `events` (each the `parts` of one GenerateContentResponse), the last carrying
+ * `finishReason` and the full usageMetadata: as `data:` events ending in CR LF CR LF (as Google
+ * sends them) for `:streamGenerateContent?alt=sse`, as a JSON array without `alt=sse`, and as one
+ * merged response for `:generateContent`.
+ */
+async function geminiReply(ex, model, events, { finishReason = 'STOP', after } = {}) {
+  const prompt = wirePromptTokens(ex.body);
+  const responseId = randomId(22);
+  let answer = 0;
+  let thoughts = 0;
+  const responses = events.map((parts, i) => {
+    for (const part of parts) {
+      if (part.thought) thoughts++;
+      else answer++;
+    }
+    const last = i === events.length - 1;
+    const candidate = { content: { parts, role: 'model' }, index: 0 };
+    if (last) candidate.finishReason = finishReason;
+    const usageMetadata = last
+      ? {
+          promptTokenCount: prompt,
+          candidatesTokenCount: answer,
+          totalTokenCount: prompt + answer + thoughts,
+          promptTokensDetails: [{ modality: 'TEXT', tokenCount: prompt }],
+          ...(thoughts ? { thoughtsTokenCount: thoughts } : {}),
+        }
+      : { promptTokenCount: prompt, totalTokenCount: prompt };
+    return { candidates: [candidate], usageMetadata, modelVersion: model, responseId };
+  });
+  const path = ex.record.path ?? '';
+  if (/:generateContent$/i.test(path)) {
+    const parts = [];
+    for (const part of responses.flatMap((r) => r.candidates[0].content.parts)) {
+      const prev = parts.at(-1);
+      if (prev && typeof prev.text === 'string' && typeof part.text === 'string' && !prev.thought === !part.thought) {
+        parts[parts.length - 1] = { ...prev, text: prev.text + part.text };
+      } else parts.push(part);
+    }
+    const merged = responses.at(-1);
+    return ex.json(200, { ...merged, candidates: [{ ...merged.candidates[0], content: { parts, role: 'model' } }] });
+  }
+  const sse = new URL(ex.req.url ?? '/', 'http://model-server.invalid').searchParams.get('alt') === 'sse';
+  if (!sse) return ex.json(200, responses);
+  for (const response of after ? responses.slice(0, -1) : responses) await ex.write(`data: ${JSON.stringify(response)}\r\n\r\n`);
+  if (after) return after(ex);
+  ex.end();
+}
+
+function geminiEchoText(ex) {
+  return ex.arg !== '' ? ex.arg : `You said: ${geminiLastUserText(ex.body)}`;
+}
+
+const textEvents = (text) => wordGroups(text, 3).map((piece) => [{ text: piece }]);
+
+// --- The catalogue entries
+
+function providerWireScripts() {
+  return [
+    [
+      'anthropic-text',
+      anthropicScript(
+        'Anthropic Messages: anthropic-text[:<text>] streams <text> (default "You said: <last user text>") as text_deltas, stop_reason end_turn',
+        (ex) => anthropicReply(ex, [{ type: 'text', text: anthropicEchoText(ex) }], 'end_turn'),
+      ),
+    ],
+    [
+      'anthropic-thinking',
+      anthropicScript(
+        'Anthropic Messages: a thinking block (thinking_deltas, signature_delta), then anthropic-thinking[:<text>] like anthropic-text',
+        (ex) =>
+          anthropicReply(
+            ex,
+            [
+              { type: 'thinking', thinking: 'The user wants an answer. I will give a short one.' },
+              { type: 'text', text: anthropicEchoText(ex) },
+            ],
+            'end_turn',
+          ),
+      ),
+    ],
+    [
+      'anthropic-tool-loop',
+      anthropicScript(
+        'Anthropic Messages: a text block and a tool_use block for the first tool (input fits its schema, input_json_delta ' +
+          'split at odd places), stop_reason tool_use; once the last user turn holds tool_result blocks, ' +
+          '"The tool said: <results>" with stop_reason end_turn',
+        async (ex) => {
+          const results = anthropicToolResults(ex.body);
+          if (results.length) {
+            return anthropicReply(ex, [{ type: 'text', text: `The tool said: ${results.map(toolResultText).join('; ')}` }], 'end_turn');
+          }
+          const [tool] = requestTools(ex.body);
+          const call = {
+            type: 'tool_use',
+            id: 'toolu_01' + randomId(22),
+            name: tool ? tool.name : 'weather',
+            input: tool ? sampleObject(tool.parameters, 0) : { city: CITIES[0] },
+          };
+          await anthropicReply(ex, [{ type: 'text', text: 'Let me check that for you.' }, call], 'tool_use');
+        },
+      ),
+    ],
+    [
+      'anthropic-error',
+      anthropicScript(
+        'Anthropic Messages: message_start and one text_delta, then `event: error` with ' +
+          "{ type: 'error', error: { type: <arg, default overloaded_error>, message } } and the end of the stream",
+        async (ex) => {
+          const type = ex.arg || 'overloaded_error';
+          const message = Object.values(ANTHROPIC_ERRORS).find(([t]) => t === type)?.[1] ?? `Simulated ${type}`;
+          await anthropicReply(ex, [{ type: 'text', text: 'Partial' }], 'end_turn', {
+            beforeStop: (ex) => ex.end(anthropicEvent('error', { error: { type, message } })),
+          });
+        },
+      ),
+    ],
+    [
+      'anthropic-http-error',
+      anthropicScript(
+        "Anthropic Messages: anthropic-http-error[:<status>] answers HTTP <status> (default 529) with { type: 'error', error: { type, message } }",
+        (ex) => {
+          const status = /^[45]\d\d$/.test(ex.arg) ? Number(ex.arg) : 529;
+          const [type, message] = ANTHROPIC_ERRORS[status] ?? [status >= 500 ? 'api_error' : 'invalid_request_error', `Simulated error ${status}`];
+          anthropicHttpError(ex, status, type, message, status === 429 ? { 'retry-after': '1' } : {});
+        },
+      ),
+    ],
+    [
+      'gemini-text',
+      geminiScript(
+        'Gemini: gemini-text[:<text>] streams <text> (default "You said: <last user text>") in text parts of a few words, finishReason STOP',
+        (ex, model) => geminiReply(ex, model, textEvents(geminiEchoText(ex))),
+      ),
+    ],
+    [
+      'gemini-thinking',
+      geminiScript(
+        'Gemini: thought parts ({ text, thought: true }), then gemini-thinking[:<text>] like gemini-text',
+        (ex, model) =>
+          geminiReply(ex, model, [
+            ...wordGroups('The user wants an answer. I will give a short one.', 4).map((text) => [{ text, thought: true }]),
+            ...textEvents(geminiEchoText(ex)),
+          ]),
+      ),
+    ],
+    [
+      'gemini-tool-loop',
+      geminiScript(
+        'Gemini: a functionCall part for the first declared function (args fit its schema; with a thoughtSignature for ' +
+          'gemini-3 and later), finishReason STOP; once the last ' +
+          'content holds functionResponse parts, "The tool said: <JSON of each response>" with finishReason STOP',
+        (ex, model) => {
+          const responses = geminiFunctionResponses(ex.body);
+          if (responses.length) {
+            return geminiReply(ex, model, textEvents(`The tool said: ${responses.map((r) => JSON.stringify(r.response)).join('; ')}`));
+          }
+          const [fn] = geminiFunctions(ex.body);
+          const call = { name: fn ? fn.name : 'weather', args: fn ? sampleObject(fn.parameters, 0) : { city: CITIES[0] } };
+          const part = { functionCall: call };
+          if (geminiWantsSignatures(model)) part.thoughtSignature = Buffer.from('sig:' + randomId(24)).toString('base64');
+          return geminiReply(ex, model, [[part]]);
+        },
+      ),
+    ],
+    [
+      'gemini-error',
+      geminiScript(
+        'Gemini: gemini-error[:<status>] answers HTTP <status> (default 400) with { error: { code, message, status } }',
+        (ex) => {
+          const code = /^[45]\d\d$/.test(ex.arg) ? Number(ex.arg) : 400;
+          const [status, message] = GEMINI_ERRORS[code] ?? [code >= 500 ? 'INTERNAL' : 'FAILED_PRECONDITION', `Simulated error ${code}`];
+          geminiHttpError(ex, code, message, status);
+        },
+      ),
+    ],
+    [
+      'gemini-stream-error',
+      geminiScript(
+        'Gemini: one text event, then `data: { error: { code: 500, message, status: INTERNAL } }` and the end of the stream (HTTP 200)',
+        (ex, model) =>
+          geminiReply(ex, model, [[{ text: 'Partial' }], []], {
+            after: (ex) => {
+              const [status, message] = GEMINI_ERRORS[500];
+              ex.end(`data: ${JSON.stringify({ error: { code: 500, message, status } })}\r\n\r\n`);
+            },
+          }),
+      ),
     ],
   ];
 }
