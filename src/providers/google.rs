@@ -368,7 +368,55 @@ fn clean_schema(schema: &Value, root: &Value, expanding: &mut Vec<String>) -> Va
         };
         out.insert(key.clone(), value);
     }
+    fit_gemini(&mut out);
     Value::Object(out)
+}
+
+/// What Gemini's `Schema` refuses even with only its own keys: string formats other than
+/// `enum` and `date-time`, `enum` on non-strings or holding `null`, arrays without `items`, and
+/// objects without properties (those properties are left out: the model cannot be told their
+/// shape, and the package's own validation still checks what it sends).
+fn fit_gemini(out: &mut Map<String, Value>) {
+    let ty = out.get("type").and_then(Value::as_str).map(str::to_owned);
+    if let Some(Value::Array(values)) = out.get_mut("enum") {
+        let before = values.len();
+        values.retain(|v| !v.is_null());
+        if values.len() < before {
+            out.insert("nullable".into(), true.into());
+        }
+    }
+    let enum_of_strings = out.get("enum").and_then(Value::as_array).is_some_and(|v| !v.is_empty() && v.iter().all(Value::is_string));
+    match ty.as_deref() {
+        None if enum_of_strings => {
+            out.insert("type".into(), "string".into());
+        }
+        Some("string") if enum_of_strings => {}
+        _ => {
+            out.remove("enum");
+        }
+    }
+    let ty = out.get("type").and_then(Value::as_str).map(str::to_owned);
+    if ty.as_deref() != Some("string") || out.get("format").and_then(Value::as_str).is_some_and(|f| f != "enum" && f != "date-time") {
+        out.remove("format");
+    }
+    if ty.as_deref() == Some("array") && !out.contains_key("items") {
+        out.insert("items".into(), object(vec![("type", "string".into())]));
+    }
+    // Properties that are objects without properties of their own cannot be described.
+    let empty_object = |v: &Value| v.get("type").and_then(Value::as_str) == Some("object") && v.get("properties").is_none();
+    if let Some(Value::Object(props)) = out.get_mut("properties") {
+        let dropped: Vec<String> = props.iter().filter(|(_, v)| empty_object(v)).map(|(k, _)| k.clone()).collect();
+        for k in &dropped {
+            props.remove(k);
+        }
+        if let Some(Value::Array(required)) = out.get_mut("required") {
+            required.retain(|r| r.as_str().is_none_or(|r| !dropped.iter().any(|d| d == r)));
+        }
+    }
+    if matches!(out.get("properties"), Some(Value::Object(p)) if p.is_empty()) {
+        out.remove("properties");
+        out.remove("required");
+    }
 }
 
 fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
