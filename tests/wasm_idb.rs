@@ -425,14 +425,14 @@ async fn operations_started_together_share_one_open() {
     assert_eq!(store.list_threads("u").await.unwrap().len(), 8);
     // One connection: an upgrade from "another tab" is not blocked by stray ones.
     let conn =
-        js("name, version", OPEN_RAW, &[name.as_str().into(), 2.into()]).await.expect("the upgrade is not blocked");
+        js("name, version", OPEN_RAW, &[name.as_str().into(), 3.into()]).await.expect("the upgrade is not blocked");
     js("db", "db.close();", &[conn]).await.unwrap();
     drop(store);
     IdbStore::delete_database(&name).await.unwrap();
 }
 
 #[wasm_bindgen_test]
-async fn the_schema_is_version_1_and_records_are_plain_objects() {
+async fn the_schema_is_version_2_and_records_are_plain_objects() {
     let name = unique_name("schema");
     let store = IdbStore::new(&name);
     store.save_thread(&thread("t1", "u", 3)).await.unwrap();
@@ -442,7 +442,7 @@ async fn the_schema_is_version_1_and_records_are_plain_objects() {
         "name",
         "
         const db = await new Promise((res, rej) => { const r = indexedDB.open(name); r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
-        const tx = db.transaction(['threads', 'messages', 'resources']);
+        const tx = db.transaction(['threads', 'messages', 'resources', 'tasks']);
         const get = (req) => new Promise((res) => { req.onsuccess = () => res(req.result); });
         const messages = tx.objectStore('messages');
         const out = {
@@ -452,6 +452,7 @@ async fn the_schema_is_version_1_and_records_are_plain_objects() {
           byResource: tx.objectStore('threads').index('byResource').keyPath,
           byThreadTime: messages.index('byThreadTime').keyPath,
           resourceKey: tx.objectStore('resources').keyPath,
+          taskKey: tx.objectStore('tasks').keyPath,
           message: await get(messages.get('m1')),
         };
         db.close();
@@ -461,8 +462,9 @@ async fn the_schema_is_version_1_and_records_are_plain_objects() {
     .await
     .unwrap();
     let seen: serde_json::Value = serde_json::from_str(&seen.as_string().unwrap()).unwrap();
-    assert_eq!(seen["version"], 1);
-    assert_eq!(seen["stores"], json!(["messages", "resources", "threads"]));
+    assert_eq!(seen["version"], 2);
+    assert_eq!(seen["stores"], json!(["messages", "resources", "tasks", "threads"]));
+    assert_eq!(seen["taskKey"], "id");
     assert_eq!(seen["threadKey"], "id");
     assert_eq!(seen["resourceKey"], "id");
     assert_eq!(seen["byResource"], "resourceId");
@@ -475,9 +477,9 @@ async fn the_schema_is_version_1_and_records_are_plain_objects() {
 #[wasm_bindgen_test]
 async fn a_database_upgraded_by_a_newer_version_is_a_storage_error() {
     let name = unique_name("newer");
-    let db = js("name, version", OPEN_RAW, &[name.as_str().into(), 2.into()]).await.unwrap();
+    let db = js("name, version", OPEN_RAW, &[name.as_str().into(), 3.into()]).await.unwrap();
     js("db", "db.close();", &[db]).await.unwrap();
-    let err = IdbStore::new(&name).list_threads("u").await.expect_err("version 2 is newer than this code");
+    let err = IdbStore::new(&name).list_threads("u").await.expect_err("version 3 is newer than this code");
     let message = storage_message(err);
     assert!(
         message.contains("newer schema") && message.contains("VersionError") && message.contains(&name),
@@ -491,13 +493,13 @@ async fn an_open_store_steps_aside_for_another_tabs_upgrade() {
     let name = unique_name("versionchange");
     let store = IdbStore::new(&name);
     store.save_thread(&thread("t1", "u", 1)).await.unwrap();
-    // Another tab upgrades to version 2: not blocked, because the store closes on versionchange.
-    let db = js("name, version", OPEN_RAW, &[name.as_str().into(), 2.into()])
+    // Another tab upgrades to version 3: not blocked, because the store closes on versionchange.
+    let db = js("name, version", OPEN_RAW, &[name.as_str().into(), 3.into()])
         .await
         .expect("the upgrade must not be blocked");
     js("db", "db.close();", &[db]).await.unwrap();
     // The store reopens on next use and finds a version it does not know.
-    let message = storage_message(store.get_thread_by_id("t1").await.expect_err("version 2"));
+    let message = storage_message(store.get_thread_by_id("t1").await.expect_err("version 3"));
     assert!(message.contains("VersionError"), "{message}");
     drop(store);
     IdbStore::delete_database(&name).await.unwrap();

@@ -107,6 +107,14 @@ impl Agent {
         let bg = to_json(&bg_js, "config.backgroundTasks").map_err(|e| error_to_js(&e))?;
         let bg = parse_background_config(&bg, "config.backgroundTasks").map_err(|e| error_to_js(&e))?;
         let manager = bg.enabled.then(|| Manager::new(bg, Rc::new(JsRuntime)));
+        if let (Some(m), Some(mem)) = (&manager, &memory) {
+            // Tasks a page or isolate left running when it stopped are marked interrupted now,
+            // so no conversation waits for them.
+            let (m, store, agent_id) = (m.clone(), mem.store.clone(), parsed.id.clone());
+            wasm_bindgen_futures::spawn_local(async move {
+                let _ = m.recover(store, &agent_id).await;
+            });
+        }
         let runs = RefCell::new(Vec::new());
         let idle_wrappers = RefCell::new(Vec::new());
         Ok(Agent { inner: Rc::new(Inner { config: parsed, endpoint, model_name, default_options, tools, memory, manager, idle_wrappers, runs }) })

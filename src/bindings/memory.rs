@@ -14,6 +14,7 @@ use wasm_bindgen_futures::future_to_promise;
 
 use super::convert::{error_to_js, from_json, js_kind, to_json, type_error};
 use super::tools::{call_async, thrown_message};
+use crate::core::background::{TaskFilter, TaskRecord, TaskStatus};
 use crate::core::env::LocalFuture;
 use crate::core::error::AgentError;
 use crate::core::memory::{
@@ -143,6 +144,10 @@ impl JsStore {
         Ok(JsStore { obj })
     }
 
+    fn has(&self, method: &str) -> bool {
+        Reflect::get(&self.obj, &JsValue::from_str(method)).map(|f| f.is_function()).unwrap_or(false)
+    }
+
     async fn call(&self, method: &str, arg: Value) -> Result<JsValue, AgentError> {
         let f: Function = Reflect::get(&self.obj, &JsValue::from_str(method))
             .ok()
@@ -233,6 +238,40 @@ impl Store for JsStore {
     }
     fn save_resource<'a>(&'a self, resource: &'a Resource) -> LocalFuture<'a, Result<(), AgentError>> {
         Box::pin(async move { self.call("saveResource", serde_json::json!({ "resource": resource.to_json() })).await.map(drop) })
+    }
+
+    /// `createTask({ task })`, then `updateTask({ id, patch, expectedStatus })`. Both are
+    /// optional: a storage object without them does not keep background tasks.
+    fn save_task<'a>(&'a self, task: &'a TaskRecord, previous: Option<TaskStatus>) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move {
+            let (method, arg) = match previous {
+                None => ("createTask", serde_json::json!({ "task": task.to_json() })),
+                Some(p) => {
+                    let mut patch = task.to_json();
+                    if let Some(o) = patch.as_object_mut() {
+                        o.remove("id");
+                    }
+                    ("updateTask", serde_json::json!({ "id": task.id, "patch": patch, "expectedStatus": p.as_str() }))
+                }
+            };
+            if !self.has(method) {
+                return Ok(());
+            }
+            self.call(method, arg).await.map(drop)
+        })
+    }
+
+    /// `listTasks({ agentId?, threadId?, status? })`; none without the method.
+    fn list_tasks<'a>(&'a self, filter: &'a TaskFilter) -> LocalFuture<'a, Result<Vec<TaskRecord>, AgentError>> {
+        Box::pin(async move {
+            if !self.has("listTasks") {
+                return Ok(Vec::new());
+            }
+            let v = self.call_json("listTasks", filter.to_json()).await?;
+            let tasks = Self::list_of(v, "listTasks", TaskRecord::from_json)?;
+            // Hold adapters to the filter.
+            Ok(tasks.into_iter().filter(|t| filter.matches(t)).collect())
+        })
     }
 }
 

@@ -151,6 +151,67 @@ impl TaskRecord {
     }
 }
 
+impl TaskRecord {
+    /// Reads a task as a storage object returned it.
+    pub fn from_json(v: &Value, what: &str) -> Result<TaskRecord, super::error::AgentError> {
+        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        let bad = |m: &str| super::error::AgentError::Storage { message: format!("{what} returned a task {m}") };
+        let status = s("status").ok_or_else(|| bad("without a status"))?;
+        let status = [TaskStatus::Pending, TaskStatus::Running, TaskStatus::Completed, TaskStatus::Failed, TaskStatus::Cancelled, TaskStatus::TimedOut]
+            .into_iter()
+            .find(|t| t.as_str() == status)
+            .ok_or_else(|| bad(&format!("with an unknown status '{status}'")))?;
+        Ok(TaskRecord {
+            id: s("id").ok_or_else(|| bad("without a string id"))?,
+            tool_name: s("toolName").unwrap_or_default(),
+            tool_call_id: s("toolCallId").unwrap_or_default(),
+            args: v.get("args").cloned().unwrap_or(Value::Null),
+            agent_id: s("agentId").unwrap_or_default(),
+            run_id: s("runId").unwrap_or_default(),
+            thread_id: s("threadId"),
+            resource_id: s("resourceId"),
+            status,
+            result: v.get("result").filter(|r| !r.is_null()).cloned(),
+            error: s("error"),
+            created_at: s("createdAt").unwrap_or_default(),
+            started_at: s("startedAt"),
+            completed_at: s("completedAt"),
+            attempts: v.get("attempts").and_then(Value::as_u64).unwrap_or(0) as u32,
+        })
+    }
+}
+
+/// Which stored tasks to list.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskFilter {
+    pub agent_id: Option<String>,
+    pub thread_id: Option<String>,
+    /// Any of these (all when empty).
+    pub statuses: Vec<TaskStatus>,
+}
+
+impl TaskFilter {
+    pub fn matches(&self, t: &TaskRecord) -> bool {
+        self.agent_id.as_ref().is_none_or(|a| *a == t.agent_id)
+            && self.thread_id.as_ref().is_none_or(|th| t.thread_id.as_ref() == Some(th))
+            && (self.statuses.is_empty() || self.statuses.contains(&t.status))
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({});
+        if let Some(a) = &self.agent_id {
+            v["agentId"] = a.as_str().into();
+        }
+        if let Some(t) = &self.thread_id {
+            v["threadId"] = t.as_str().into();
+        }
+        if !self.statuses.is_empty() {
+            v["status"] = self.statuses.iter().map(|s| Value::from(s.as_str())).collect();
+        }
+        v
+    }
+}
+
 /// What a background task needs from its runtime.
 pub trait TaskRuntime {
     fn spawn(&self, fut: LocalFuture<'static, ()>);
@@ -341,6 +402,7 @@ impl Manager {
             completed_at: None,
             attempts: 0,
         };
+        self.persist(&record, None, d.memory.as_ref());
         self.state.borrow_mut().tasks.push(Entry { record, dispatch: Some(d), abort: AbortFlag::new() });
         if room {
             self.start(&id);
@@ -365,6 +427,7 @@ impl Manager {
             let Some(d) = e.dispatch.take() else { return };
             (e.record.clone(), d, e.abort.clone())
         };
+        self.persist(&record, Some(TaskStatus::Pending), dispatch.memory.as_ref());
         let r = &record;
         self.publish(
             r,
@@ -431,6 +494,10 @@ impl Manager {
         });
         // The slot is free: the next queued task starts while this one reports.
         self.start_queued();
+        let ended = self.state.borrow().tasks.iter().find(|e| e.record.id == task.id).map(|e| e.record.clone());
+        if let (Some(m), Some(record)) = (&memory, ended) {
+            let _ = m.store.save_task(&record, Some(TaskStatus::Running)).await;
+        }
         if let Some(m) = memory {
             let (value, is_error) = match (&result, &error) {
                 (Some(v), _) => (v.clone(), false),
@@ -455,6 +522,42 @@ impl Manager {
             }
         };
         self.publish(task, c);
+    }
+
+    /// Writes the task to the conversation's storage, in the background of the caller; a
+    /// failed write loses nothing the run needs (the manager keeps the task in memory).
+    fn persist(&self, record: &TaskRecord, previous: Option<TaskStatus>, memory: Option<&MemoryTarget>) {
+        let Some(m) = memory else { return };
+        let (store, record) = (m.store.clone(), record.clone());
+        self.runtime.spawn(Box::pin(async move {
+            let _ = store.save_task(&record, previous).await;
+        }));
+    }
+
+    /// Marks the tasks of `agent_id` that storage still shows pending or running — left so by a
+    /// page or isolate that stopped — as failed ("interrupted"), and puts that failure where
+    /// their placeholders are, so no conversation waits for them. Returns how many there were.
+    pub async fn recover(&self, store: Rc<dyn Store>, agent_id: &str) -> Result<usize, super::error::AgentError> {
+        let filter = TaskFilter { agent_id: Some(agent_id.to_string()), thread_id: None, statuses: vec![TaskStatus::Pending, TaskStatus::Running] };
+        let stale = store.list_tasks(&filter).await?;
+        let mut n = 0;
+        for mut t in stale {
+            if self.state.borrow().tasks.iter().any(|e| e.record.id == t.id) {
+                continue;
+            }
+            let previous = t.status;
+            t.status = TaskStatus::Failed;
+            t.error = Some("interrupted: the page or worker running it stopped".into());
+            t.completed_at = Some(iso_time(self.runtime.now_ms()));
+            store.save_task(&t, Some(previous)).await?;
+            if let Some(thread) = &t.thread_id {
+                let m = MemoryTarget { store: store.clone(), thread_id: thread.clone() };
+                let message = format!("The background task {} was interrupted before it finished (the page or worker running it stopped).", t.id);
+                replace_placeholder(&m, &t.tool_call_id, Value::String(message), true).await?;
+            }
+            n += 1;
+        }
+        Ok(n)
     }
 
     fn start_queued(self: &Rc<Self>) {

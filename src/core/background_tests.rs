@@ -296,3 +296,42 @@ fn futures_ready<T>(f: Pin<Box<dyn Future<Output = T> + '_>>) -> T {
         Poll::Pending => panic!("the in-memory store never waits"),
     }
 }
+
+#[test]
+fn tasks_are_stored_and_those_a_stopped_page_left_running_are_marked_interrupted() {
+    let rt = Rc::new(FakeRt::default());
+    let store = Rc::new(InMemoryStore::new());
+    // A task this manager runs is written through each state.
+    let m = Manager::new(config(), rt.clone());
+    let memory = Some(MemoryTarget { store: store.clone(), thread_id: "t1".into() });
+    m.dispatch(Dispatch { call: call("c1"), agent_id: "a".into(), run_id: "r".into(), thread_id: Some("t1".into()), resource_id: Some("u1".into()), limits: LIMITS, runner: tool(&rt, 100), memory });
+    rt.settle();
+    let all = crate::core::background::TaskFilter::default();
+    assert_eq!(futures_ready(store.list_tasks(&all)).unwrap()[0].status, TaskStatus::Running);
+    rt.advance_to(100.0);
+    assert_eq!(futures_ready(store.list_tasks(&all)).unwrap()[0].status, TaskStatus::Completed);
+
+    // A task another page left running, with its placeholder in the thread.
+    let mut stale = m.list(None, None)[0].clone();
+    stale.id = "task_dead".into();
+    stale.tool_call_id = "c9".into();
+    stale.status = TaskStatus::Running;
+    futures_ready(store.save_task(&stale, None)).unwrap();
+    let msg = StoredMessage {
+        id: "m9".into(), thread_id: "t1".into(), resource_id: "u1".into(), role: "assistant".into(), created_at: "2026-01-01T00:00:00.000Z".into(),
+        parts: vec![json!({ "type": "tool-invocation", "toolInvocation": { "state": "result", "toolCallId": "c9", "toolName": "research", "args": {}, "result": placeholder("task_dead", "research") } })],
+        metadata: None,
+    };
+    futures_ready(store.save_messages(std::slice::from_ref(&msg))).unwrap();
+    let fresh = Manager::new(config(), rt.clone());
+    let n = futures_ready(Box::pin(fresh.recover(store.clone(), "a"))).unwrap();
+    assert_eq!(n, 1, "only the stale task; the finished one is left alone");
+    let tasks = futures_ready(store.list_tasks(&all)).unwrap();
+    let dead = tasks.iter().find(|t| t.id == "task_dead").unwrap();
+    assert_eq!(dead.status, TaskStatus::Failed);
+    assert!(dead.error.as_deref().unwrap().starts_with("interrupted"));
+    let q = MessageQuery { thread_id: "t1".into(), last: None, before: None };
+    let inv = futures_ready(store.list_messages(&q)).unwrap()[0].parts[0]["toolInvocation"].clone();
+    assert_eq!(inv["state"], "output-error");
+    assert!(inv["result"].as_str().unwrap().contains("was interrupted"), "{inv}");
+}

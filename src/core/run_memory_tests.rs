@@ -301,6 +301,12 @@ impl Store for BrokenStore {
     fn save_resource<'a>(&'a self, r: &'a crate::core::memory::Resource) -> LocalFuture<'a, Result<(), AgentError>> {
         self.0.save_resource(r)
     }
+    fn save_task<'a>(&'a self, t: &'a crate::core::background::TaskRecord, p: Option<crate::core::background::TaskStatus>) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.0.save_task(t, p)
+    }
+    fn list_tasks<'a>(&'a self, f: &'a crate::core::background::TaskFilter) -> LocalFuture<'a, Result<Vec<crate::core::background::TaskRecord>, AgentError>> {
+        self.0.list_tasks(f)
+    }
 }
 
 #[test]

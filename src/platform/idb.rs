@@ -25,7 +25,8 @@ use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{IdbCursorDirection, IdbCursorWithValue, IdbKeyRange, IdbRequest, IdbTransactionMode};
 
-use self::conn::{Connection, BY_RESOURCE, BY_THREAD_TIME, DEFAULT_OPEN_TIMEOUT_MS, MESSAGES, RESOURCES, THREADS};
+use self::conn::{Connection, BY_RESOURCE, BY_THREAD_TIME, DEFAULT_OPEN_TIMEOUT_MS, MESSAGES, RESOURCES, TASKS, THREADS};
+use crate::core::background::{TaskFilter, TaskRecord, TaskStatus};
 use self::tx::{error_name, storage_error, Tx};
 use crate::core::env::LocalFuture;
 use crate::core::error::AgentError;
@@ -331,6 +332,21 @@ impl Store for IdbStore {
     fn save_resource<'a>(&'a self, resource: &'a Resource) -> LocalFuture<'a, Result<(), AgentError>> {
         Box::pin(async move {
             self.put(RESOURCES, &resource.to_json(), &format!("saving resource '{}'", resource.id)).await
+        })
+    }
+
+    fn save_task<'a>(&'a self, task: &'a TaskRecord, _previous: Option<TaskStatus>) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move { self.put(TASKS, &task.to_json(), &format!("saving background task '{}'", task.id)).await })
+    }
+
+    fn list_tasks<'a>(&'a self, filter: &'a TaskFilter) -> LocalFuture<'a, Result<Vec<TaskRecord>, AgentError>> {
+        Box::pin(async move {
+            let what = "listing background tasks";
+            // Tasks are few; one read of the store, filtered here.
+            let req = self.transact(what, &[TASKS], Readonly, &mut |tx| tx.store(TASKS)?.get_all().map(JsValue::from)).await?;
+            let records = self.read_array(req.unchecked_into::<IdbRequest>().result(), what)?;
+            let tasks: Result<Vec<TaskRecord>, AgentError> = records.iter().map(|r| TaskRecord::from_json(r, "IndexedDB")).collect();
+            Ok(tasks?.into_iter().filter(|t| filter.matches(t)).collect())
         })
     }
 }

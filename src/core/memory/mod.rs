@@ -17,6 +17,7 @@ pub use time::iso_time;
 
 use serde_json::{json, Map, Value};
 
+use super::background::{TaskFilter, TaskRecord, TaskStatus};
 use super::env::LocalFuture;
 use super::error::AgentError;
 
@@ -83,6 +84,9 @@ pub trait Store {
     fn delete_messages<'a>(&'a self, ids: &'a [String]) -> LocalFuture<'a, Result<(), AgentError>>;
     fn get_resource<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<Resource>, AgentError>>;
     fn save_resource<'a>(&'a self, resource: &'a Resource) -> LocalFuture<'a, Result<(), AgentError>>;
+    /// Creates (`previous: None`) or updates a background task record.
+    fn save_task<'a>(&'a self, task: &'a TaskRecord, previous: Option<TaskStatus>) -> LocalFuture<'a, Result<(), AgentError>>;
+    fn list_tasks<'a>(&'a self, filter: &'a TaskFilter) -> LocalFuture<'a, Result<Vec<TaskRecord>, AgentError>>;
 }
 
 impl Thread {

@@ -6,6 +6,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use super::{MessageQuery, Resource, StoredMessage, Store, Thread};
+use crate::core::background::{TaskFilter, TaskRecord, TaskStatus};
 use crate::core::env::LocalFuture;
 use crate::core::error::AgentError;
 
@@ -15,6 +16,7 @@ pub struct InMemoryStore {
     /// Thread id → messages sorted by (createdAt, id).
     messages: RefCell<BTreeMap<String, Vec<StoredMessage>>>,
     resources: RefCell<BTreeMap<String, Resource>>,
+    tasks: RefCell<Vec<TaskRecord>>,
 }
 
 impl InMemoryStore {
@@ -96,5 +98,18 @@ impl Store for InMemoryStore {
     fn save_resource<'a>(&'a self, resource: &'a Resource) -> LocalFuture<'a, Result<(), AgentError>> {
         self.resources.borrow_mut().insert(resource.id.clone(), resource.clone());
         ready(Ok(()))
+    }
+
+    fn save_task<'a>(&'a self, task: &'a TaskRecord, _previous: Option<TaskStatus>) -> LocalFuture<'a, Result<(), AgentError>> {
+        let mut tasks = self.tasks.borrow_mut();
+        match tasks.iter_mut().find(|t| t.id == task.id) {
+            Some(t) => *t = task.clone(),
+            None => tasks.push(task.clone()),
+        }
+        ready(Ok(()))
+    }
+
+    fn list_tasks<'a>(&'a self, filter: &'a TaskFilter) -> LocalFuture<'a, Result<Vec<TaskRecord>, AgentError>> {
+        ready(Ok(self.tasks.borrow().iter().filter(|t| filter.matches(t)).cloned().collect()))
     }
 }

@@ -15,11 +15,13 @@ use super::tx::{error_name, race, storage_error};
 use crate::core::error::AgentError;
 
 /// The schema version this code writes and reads. Bump it together with a new arm in `upgrade`.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 pub(super) const THREADS: &str = "threads";
 pub(super) const MESSAGES: &str = "messages";
 pub(super) const RESOURCES: &str = "resources";
+/// Background tasks (version 2).
+pub(super) const TASKS: &str = "tasks";
 /// `threads` by `resourceId`.
 pub(super) const BY_RESOURCE: &str = "byResource";
 /// `messages` by `[threadId, createdAt, id]`: a thread's messages in time order.
@@ -28,9 +30,8 @@ pub(super) const BY_THREAD_TIME: &str = "byThreadTime";
 pub(super) const DEFAULT_OPEN_TIMEOUT_MS: u32 = 5_000;
 
 /// Takes the schema from `old_version` to `SCHEMA_VERSION`, one version at a time, inside the
-/// `versionchange` transaction. A version 2 adds `2 => { … }` and reaches existing stores via
-/// `request.transaction().object_store(…)`; the arms before it stay as they are.
-#[allow(clippy::single_match)] // one arm per version; the second comes with version 2
+/// `versionchange` transaction. Each version has its arm; a later one that changes existing stores
+/// reaches them via `request.transaction().object_store(…)`. The arms before it stay as they are.
 fn upgrade(db: &IdbDatabase, old_version: u32) -> Result<(), JsValue> {
     for version in old_version + 1..=SCHEMA_VERSION {
         match version {
@@ -43,6 +44,11 @@ fn upgrade(db: &IdbDatabase, old_version: u32) -> Result<(), JsValue> {
                 let key: Array = ["threadId", "createdAt", "id"].iter().map(|k| JsValue::from_str(k)).collect();
                 messages.create_index_with_str_sequence(BY_THREAD_TIME, &key)?;
                 db.create_object_store_with_optional_parameters(RESOURCES, &by_id)?;
+            }
+            2 => {
+                let by_id = IdbObjectStoreParameters::new();
+                by_id.set_key_path(&"id".into());
+                db.create_object_store_with_optional_parameters(TASKS, &by_id)?;
             }
             _ => {}
         }
