@@ -161,6 +161,10 @@ export interface StorageAdapter {
   deleteMessages(args: { messageIds: string[] }): Promise<unknown> | unknown;
   getResource(args: { resourceId: string }): Promise<StorageResource | null> | StorageResource | null;
   saveResource(args: { resource: StorageResource }): Promise<unknown> | unknown;
+  /** Optional: keep background tasks (without these three they live only in the page or isolate). */
+  createTask?(args: { task: BackgroundTask }): Promise<unknown> | unknown;
+  updateTask?(args: { id: string; patch: Omit<BackgroundTask, 'id'>; expectedStatus: BackgroundTaskStatus }): Promise<unknown> | unknown;
+  listTasks?(args: { agentId?: string; threadId?: string; status?: BackgroundTaskStatus[] }): Promise<BackgroundTask[]> | BackgroundTask[];
 }
 
 export interface ListMessagesArgs {
