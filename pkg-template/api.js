@@ -11,4 +11,4 @@ Object.defineProperty(AgentStreamOutput.prototype, Symbol.asyncIterator, {
   writable: true,
 });
 
-export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream } from './wasm_agent.js';
+export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, Mastra } from './wasm_agent.js';

@@ -5,7 +5,7 @@
 // (the types, and wasm-bindgen's initSync/init, which the entries call themselves) is type-only.
 // tests/types checks this list against the runtime exports.
 export type * from './wasm_agent.js';
-export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream } from './wasm_agent.js';
+export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, Mastra } from './wasm_agent.js';
 import type { ChunkType, StorageMessage, UIMessage } from './wasm_agent.js';
 
 declare module './wasm_agent.js' {

@@ -60,7 +60,9 @@ struct Inner {
     tools: Vec<JsTool>,
     memory: Option<Rc<MemoryInner>>,
     /// Runs background tasks when `backgroundTasks` is enabled.
-    manager: Option<Rc<Manager>>,
+    manager: RefCell<Option<Rc<Manager>>>,
+    /// Whether the agent's own config set `backgroundTasks` (a container's then does not apply).
+    own_background: bool,
     /// Open untilIdle wrappers by (thread, resource), with the flag that closes each.
     idle_wrappers: RefCell<Vec<((String, String), AbortFlag)>>,
     /// Runs in progress, for `approveToolCall` / `declineToolCall`.
@@ -106,18 +108,31 @@ impl Agent {
         let bg_js = Reflect::get(&config, &"backgroundTasks".into()).unwrap_or(JsValue::UNDEFINED);
         let bg = to_json(&bg_js, "config.backgroundTasks").map_err(|e| error_to_js(&e))?;
         let bg = parse_background_config(&bg, "config.backgroundTasks").map_err(|e| error_to_js(&e))?;
+        let own_background = !(bg_js.is_undefined() || bg_js.is_null());
         let manager = bg.enabled.then(|| Manager::new(bg, Rc::new(JsRuntime)));
-        if let (Some(m), Some(mem)) = (&manager, &memory) {
-            // Tasks a page or isolate left running when it stopped are marked interrupted now,
-            // so no conversation waits for them.
-            let (m, store, agent_id) = (m.clone(), mem.store.clone(), parsed.id.clone());
-            wasm_bindgen_futures::spawn_local(async move {
-                let _ = m.recover(store, &agent_id).await;
-            });
+        if let Some(m) = &manager {
+            recover_tasks(m, memory.as_ref(), &parsed.id);
         }
+        let manager = RefCell::new(manager);
         let runs = RefCell::new(Vec::new());
         let idle_wrappers = RefCell::new(Vec::new());
-        Ok(Agent { inner: Rc::new(Inner { config: parsed, endpoint, model_name, default_options, tools, memory, manager, idle_wrappers, runs }) })
+        Ok(Agent {
+            inner: Rc::new(Inner { config: parsed, endpoint, model_name, default_options, tools, memory, manager, own_background, idle_wrappers, runs }),
+        })
+    }
+
+    /// Joins a container's background task manager (`new Mastra({ agents, backgroundTasks })`),
+    /// unless the agent configured its own.
+    #[doc(hidden)]
+    #[wasm_bindgen(js_name = __joinManager)]
+    pub fn join_manager(&self, id: u32) {
+        if self.inner.own_background {
+            return;
+        }
+        if let Some(m) = super::mastra::lookup_manager(id) {
+            recover_tasks(&m, self.inner.memory.as_ref(), &self.inner.config.id);
+            *self.inner.manager.borrow_mut() = Some(m);
+        }
     }
 
     /// The same as `stream(messages, { ...options, untilIdle: { maxIdleMs } })`; deprecated.
@@ -146,7 +161,7 @@ impl Agent {
     #[wasm_bindgen(js_name = cancelBackgroundTask)]
     pub fn cancel_background_task(&self, task_id: JsValue) -> Result<bool, JsValue> {
         let id = task_id.as_string().ok_or_else(|| type_error("cancelBackgroundTask(taskId)", &format!("expected a task id string, got {}", js_kind(&task_id))))?;
-        Ok(self.inner.manager.as_ref().is_some_and(|m| m.cancel(&id)))
+        Ok(self.inner.manager.borrow().as_ref().is_some_and(|m| m.cancel(&id)))
     }
 
     /// This agent's background tasks, oldest first: `{ threadId?, status? }` narrows the list.
@@ -168,7 +183,7 @@ impl Agent {
                     .ok_or_else(|| type_error("listBackgroundTasks(filter).status", &format!("expected pending, running, completed, failed, cancelled or timed_out, got '{s}'")))?,
             ),
         };
-        let Some(m) = &self.inner.manager else { return Ok(js_sys::Array::new().into()) };
+        let Some(m) = self.inner.manager.borrow().clone() else { return Ok(js_sys::Array::new().into()) };
         let tasks: Vec<Value> = m.list(thread, status).into_iter().filter(|t| t.agent_id == self.inner.config.id).map(|t| t.to_json()).collect();
         Ok(super::convert::from_json(&Value::Array(tasks)))
     }
@@ -422,7 +437,7 @@ impl Agent {
             merged.get("modelSettings").cloned().unwrap_or(Value::Null),
         );
         host.on_title_generated = on_title;
-        let background = inner.manager.clone().map(|manager| BackgroundRun { manager, agent_id: inner.config.id.clone() });
+        let background = inner.manager.borrow().clone().map(|manager| BackgroundRun { manager, agent_id: inner.config.id.clone() });
         let cfg = RunConfig {
             run_id: run_id.clone(),
             endpoint: inner.endpoint.clone(),
@@ -467,6 +482,15 @@ fn warn_once_until_idle() {
     if let Ok(warn) = Reflect::get(&console, &"warn".into()).and_then(|w| w.dyn_into::<Function>()) {
         let _ = warn.call1(&console, &"wasm-agent: agent.streamUntilIdle() is deprecated; use agent.stream(messages, { untilIdle: true }) instead".into());
     }
+}
+
+/// Marks the tasks a stopped page or isolate left running as interrupted (in the background).
+fn recover_tasks(m: &Rc<Manager>, memory: Option<&Rc<MemoryInner>>, agent_id: &str) {
+    let Some(mem) = memory else { return };
+    let (m, store, agent_id) = (m.clone(), mem.store.clone(), agent_id.to_string());
+    wasm_bindgen_futures::spawn_local(async move {
+        let _ = m.recover(store, &agent_id).await;
+    });
 }
 
 /// `untilIdle: true | { maxIdleMs }`: the idle timeout, or `None` when not asked for.

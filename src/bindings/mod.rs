@@ -6,6 +6,7 @@ pub mod ai_sdk;
 pub mod chunk_js;
 pub mod convert;
 pub mod host;
+pub mod mastra;
 pub mod memory;
 pub mod output;
 pub mod run;
@@ -213,6 +214,12 @@ export interface BackgroundTask {
   startedAt: string | null;
   completedAt: string | null;
   attempts: number;
+}
+
+export interface MastraConfig {
+  agents?: Record<string, Agent>;
+  /** Shared by the agents that do not configure their own `backgroundTasks`. */
+  backgroundTasks?: BackgroundTasksConfig;
 }
 
 export type StopCondition = (options: { steps: StepResult[] }) => boolean | Promise<boolean>;

@@ -1,0 +1,88 @@
+//! `new Mastra({ agents, backgroundTasks })`: the optional container of the reference, whose
+//! agents share one background task manager (and so its global concurrency limit).
+
+use std::cell::{Cell, RefCell};
+use std::rc::{Rc, Weak};
+
+use js_sys::{Function, Reflect};
+use wasm_bindgen::prelude::*;
+
+use super::background::JsRuntime;
+use super::convert::{error_to_js, js_kind, object_keys, to_json, type_error};
+use crate::core::background::{parse_background_config, Manager};
+
+thread_local! {
+    static MANAGERS: RefCell<Vec<(u32, Weak<Manager>)>> = const { RefCell::new(Vec::new()) };
+    static NEXT: Cell<u32> = const { Cell::new(1) };
+}
+
+pub fn lookup_manager(id: u32) -> Option<Rc<Manager>> {
+    MANAGERS.with(|m| m.borrow().iter().find(|(i, _)| *i == id).and_then(|(_, w)| w.upgrade()))
+}
+
+/// A container of agents that share one background task manager.
+#[wasm_bindgen]
+pub struct Mastra {
+    agents: Vec<(String, JsValue)>,
+    _manager: Option<Rc<Manager>>,
+}
+
+#[wasm_bindgen]
+impl Mastra {
+    #[wasm_bindgen(constructor)]
+    pub fn new(#[wasm_bindgen(unchecked_optional_param_type = "MastraConfig")] config: Option<JsValue>) -> Result<Mastra, JsValue> {
+        let config = config.unwrap_or(JsValue::UNDEFINED);
+        if !(config.is_undefined() || config.is_null() || config.is_object()) {
+            return Err(type_error("new Mastra(config)", "expected an object like { agents, backgroundTasks }"));
+        }
+        let get = |k: &str| if config.is_object() { Reflect::get(&config, &k.into()).unwrap_or(JsValue::UNDEFINED) } else { JsValue::UNDEFINED };
+        let bg = to_json(&get("backgroundTasks"), "new Mastra(config).backgroundTasks").map_err(|e| error_to_js(&e))?;
+        let bg = parse_background_config(&bg, "new Mastra(config).backgroundTasks").map_err(|e| error_to_js(&e))?;
+        let manager = bg.enabled.then(|| Manager::new(bg, Rc::new(JsRuntime)));
+        let id = NEXT.with(|n| {
+            let id = n.get();
+            n.set(id + 1);
+            id
+        });
+        if let Some(m) = &manager {
+            MANAGERS.with(|r| {
+                let mut r = r.borrow_mut();
+                r.retain(|(_, w)| w.strong_count() > 0);
+                r.push((id, Rc::downgrade(m)));
+            });
+        }
+        let agents_js = get("agents");
+        let mut agents = Vec::new();
+        if !(agents_js.is_undefined() || agents_js.is_null()) {
+            let keys = object_keys(&agents_js).map_err(|_| type_error("new Mastra(config).agents", "expected an object of agents by name"))?;
+            for k in keys.iter() {
+                let name = k.as_string().unwrap_or_default();
+                let agent = Reflect::get(&agents_js, &k).unwrap_or(JsValue::UNDEFINED);
+                let join = Reflect::get(&agent, &"__joinManager".into()).ok().and_then(|f| f.dyn_into::<Function>().ok());
+                let Some(join) = join else {
+                    return Err(type_error(&format!("new Mastra(config).agents.{name}"), &format!("expected an Agent, got {}", js_kind(&agent))));
+                };
+                if manager.is_some() {
+                    join.call1(&agent, &JsValue::from(id))?;
+                }
+                agents.push((name, agent));
+            }
+        }
+        Ok(Mastra { agents, _manager: manager })
+    }
+
+    /// The agent registered under `id` (its key in `agents`, or its own id).
+    #[wasm_bindgen(js_name = getAgent, unchecked_return_type = "Agent")]
+    pub fn get_agent(&self, id: &str) -> Result<JsValue, JsValue> {
+        let found = self.agents.iter().find(|(name, agent)| {
+            name == id || Reflect::get(agent, &"id".into()).ok().and_then(|v| v.as_string()).as_deref() == Some(id)
+        });
+        match found {
+            Some((_, a)) => Ok(a.clone()),
+            None => {
+                let known: Vec<&str> = self.agents.iter().map(|(n, _)| n.as_str()).collect();
+                Err(type_error("mastra.getAgent(id)", &format!("no agent '{id}'; known agents: {}", known.join(", "))))
+            }
+        }
+    }
+}
