@@ -341,6 +341,7 @@ export type ChunkType =
   | Envelope<'background-task-completed', { taskId: string; toolName: string; toolCallId: string; result: unknown; completedAt: string }>
   | Envelope<'background-task-failed', { taskId: string; toolName: string; toolCallId: string; error: { message: string }; completedAt: string }>
   | Envelope<'background-task-cancelled', { taskId: string; toolName: string; toolCallId: string; completedAt: string }>
+  | Envelope<'background-task-progress', { taskIds: string[]; runningCount: number; elapsedMs: number }>
   | Envelope<'step-finish', {
       messageId: string;
       stepResult: { reason: FinishReason; isContinued: boolean; warnings: Warning[] };

@@ -239,8 +239,13 @@ fn note_running(l: &mut IdleLoop, setup: &IdleSetup) {
 enum Woke {
     Task(Chunk),
     Timer,
+    /// Time for a `background-task-progress` chunk.
+    Progress,
     Aborted,
 }
+
+/// How often a waiting untilIdle stream reports the tasks it waits for.
+const PROGRESS_EVERY_MS: f64 = 2_000.0;
 
 /// SPEC §9: after the first turn, continue once per batch of finished tasks, one turn at a
 /// time, until nothing runs, nothing is queued and no turn streams — or the idle timer fires,
@@ -251,8 +256,10 @@ async fn drive_idle(setup: IdleSetup, sink: &JsSink, outer: &AbortFlag, first_fa
         l.on(Event::Abort, js_sys::Date::now());
     }
     note_running(&mut l, &setup);
+    let started = js_sys::Date::now();
     let mut actions = l.on(Event::TurnEnded { failed: first_failed }, js_sys::Date::now());
     let mut deadline: Option<f64> = None;
+    let mut next_progress = js_sys::Date::now() + PROGRESS_EVERY_MS;
     while !l.is_closed() {
         for action in std::mem::take(&mut actions) {
             match action {
@@ -286,11 +293,21 @@ async fn drive_idle(setup: IdleSetup, sink: &JsSink, outer: &AbortFlag, first_fa
         if l.is_closed() || !actions.is_empty() {
             continue;
         }
-        let woke = wait(&setup.subscription, deadline, outer).await;
+        let progress_at = (!l.running().is_empty()).then_some(next_progress);
+        let woke = wait(&setup.subscription, deadline, progress_at, outer).await;
         let now = js_sys::Date::now();
         actions = match woke {
             Woke::Aborted => l.on(Event::Abort, now),
             Woke::Timer => l.on(Event::Tick, now),
+            Woke::Progress => {
+                // Progress is the wrapper's own report: it does not count as activity.
+                next_progress = now + PROGRESS_EVERY_MS;
+                let payload = serde_json::json!({
+                    "taskIds": l.running(), "runningCount": l.running().len(), "elapsedMs": (now - started).round(),
+                });
+                sink.emit(Chunk::Background { kind: "background-task-progress", payload });
+                Vec::new()
+            }
             Woke::Task(c) => {
                 let finished = finished_of(&c);
                 sink.emit(c);
@@ -304,11 +321,13 @@ async fn drive_idle(setup: IdleSetup, sink: &JsSink, outer: &AbortFlag, first_fa
     (setup.on_close)();
 }
 
-/// Waits for the next task chunk, the idle deadline, or the caller's abort.
-async fn wait(sub: &Subscription, deadline: Option<f64>, outer: &AbortFlag) -> Woke {
-    let timer = deadline.map(|d| JsEnv.sleep((d - js_sys::Date::now()).max(0.0) as u64));
+/// Waits for the next task chunk, the idle deadline, the next progress report, or the caller's
+/// abort.
+async fn wait(sub: &Subscription, deadline: Option<f64>, progress_at: Option<f64>, outer: &AbortFlag) -> Woke {
+    let until = |at: f64| JsEnv.sleep((at - js_sys::Date::now()).max(0.0) as u64);
+    let mut timer = deadline.map(until);
+    let mut progress = progress_at.map(until);
     let mut next = std::pin::pin!(sub.next());
-    let mut timer = timer;
     let raced = outer
         .race(std::future::poll_fn(|cx| {
             if let std::task::Poll::Ready(c) = next.as_mut().poll(cx) {
@@ -317,6 +336,11 @@ async fn wait(sub: &Subscription, deadline: Option<f64>, outer: &AbortFlag) -> W
             if let Some(t) = timer.as_mut() {
                 if t.as_mut().poll(cx).is_ready() {
                     return std::task::Poll::Ready(Woke::Timer);
+                }
+            }
+            if let Some(p) = progress.as_mut() {
+                if p.as_mut().poll(cx).is_ready() {
+                    return std::task::Poll::Ready(Woke::Progress);
                 }
             }
             std::task::Poll::Pending
