@@ -332,9 +332,9 @@ impl Agent {
     /// resource closes the older one.
     fn until_idle_setup(&self, options: &JsValue, first: &Turn) -> Result<Option<IdleSetup>, JsValue> {
         let inner = &self.inner;
-        // Only the call's own option counts: untilIdle in defaultOptions must not make every
-        // continuation wrap itself again.
-        let v = if options.is_object() { Reflect::get(options, &"untilIdle".into()).unwrap_or(JsValue::UNDEFINED) } else { JsValue::UNDEFINED };
+        // The call's option, else defaultOptions'. Continuation turns are built by `prepare`
+        // without this wrapper, so a default never makes them wrap themselves again.
+        let v = option_or_default(options, &inner.default_options, "untilIdle");
         let max_idle_ms = match parse_until_idle(&v)? {
             Some(ms) => ms,
             None => return Ok(None),

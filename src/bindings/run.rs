@@ -117,10 +117,13 @@ pub fn spawn_run(first: Turn, shared: Rc<Shared>, cb: Callbacks, signal: JsValue
         let sink = JsSink { shared: shared.clone(), on_chunk: cb.on_chunk.clone(), on_step_finish: cb.on_step_finish.clone() };
         let run_id = first.run_id.clone();
         let first_failed;
+        // With untilIdle the loop's state starts with the first turn: a task that ends while it
+        // streams is queued and answered after it.
+        let mut idle_loop = idle.as_ref().map(|s| IdleLoop::new(s.max_idle_ms));
         let result = {
             let fut = run(first.cfg, &JsEnv, &sink, &first.host, &first.approvals, &first.abort);
             let outcome = match &idle {
-                Some(setup) => with_task_chunks(fut, &setup.subscription, &sink, None).await,
+                Some(setup) => with_task_chunks(fut, &setup.subscription, &sink, idle_loop.as_mut()).await,
                 None => fut.await,
             };
             (first.done)();
@@ -132,7 +135,8 @@ pub fn spawn_run(first: Turn, shared: Rc<Shared>, cb: Callbacks, signal: JsValue
             Some(setup) => {
                 // The aggregates come from the first turn; the stream goes on.
                 shared.settle_all(result);
-                drive_idle(setup, &sink, &outer, first_failed).await;
+                let l = idle_loop.unwrap_or_else(|| IdleLoop::new(setup.max_idle_ms));
+                drive_idle(setup, l, &sink, &outer, first_failed).await;
                 shared.close_streams();
             }
         }
@@ -250,8 +254,7 @@ const PROGRESS_EVERY_MS: f64 = 2_000.0;
 /// SPEC §9: after the first turn, continue once per batch of finished tasks, one turn at a
 /// time, until nothing runs, nothing is queued and no turn streams — or the idle timer fires,
 /// the caller aborts, or a continuation fails.
-async fn drive_idle(setup: IdleSetup, sink: &JsSink, outer: &AbortFlag, first_failed: bool) {
-    let mut l = IdleLoop::new(setup.max_idle_ms);
+async fn drive_idle(setup: IdleSetup, mut l: IdleLoop, sink: &JsSink, outer: &AbortFlag, first_failed: bool) {
     if outer.is_aborted() {
         l.on(Event::Abort, js_sys::Date::now());
     }
