@@ -3,8 +3,11 @@
 
 use std::rc::Rc;
 
+use js_sys::{Function, Promise, Reflect};
 use serde_json::Value;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
 
 use super::convert::from_json;
 use super::tools::{execute, JsTool, ToolEnv};
@@ -32,6 +35,48 @@ impl TaskRuntime for JsRuntime {
     fn new_id(&self) -> String {
         JsEnv.new_id()
     }
+
+    fn hold(&self, task_id: &str) -> Box<dyn FnOnce()> {
+        let Some(locks) = web_locks() else { return Box::new(|| {}) };
+        let Ok(request) = Reflect::get(&locks, &"request".into()).and_then(|f| f.dyn_into::<Function>()) else { return Box::new(|| {}) };
+        // The lock is held while the promise the callback returns is pending; releasing resolves
+        // it. The browser drops it by itself when the page goes away.
+        let mut resolve_fn = None;
+        let held = Promise::new(&mut |resolve, _reject| resolve_fn = Some(resolve));
+        let callback = Closure::once_into_js(move |_lock: JsValue| -> JsValue { held.into() });
+        let name = JsValue::from_str(&format!("{LOCK_PREFIX}{task_id}"));
+        if request.call2(&locks, &name, &callback).is_err() {
+            return Box::new(|| {});
+        }
+        Box::new(move || {
+            if let Some(r) = resolve_fn {
+                let _ = r.call0(&JsValue::UNDEFINED);
+            }
+        })
+    }
+
+    fn alive_elsewhere<'a>(&'a self, task_ids: &'a [String]) -> LocalFuture<'a, Vec<String>> {
+        Box::pin(async move {
+            let Some(locks) = web_locks() else { return Vec::new() };
+            let Ok(query) = Reflect::get(&locks, &"query".into()).and_then(|f| f.dyn_into::<Function>()) else { return Vec::new() };
+            let Ok(p) = query.call0(&locks) else { return Vec::new() };
+            let Ok(snapshot) = JsFuture::from(Promise::resolve(&p)).await else { return Vec::new() };
+            let held = Reflect::get(&snapshot, &"held".into()).unwrap_or(JsValue::UNDEFINED);
+            let names: Vec<String> = js_sys::Array::from(&held)
+                .iter()
+                .filter_map(|l| Reflect::get(&l, &"name".into()).ok().and_then(|n| n.as_string()))
+                .collect();
+            task_ids.iter().filter(|id| names.iter().any(|n| n.strip_prefix(LOCK_PREFIX) == Some(id.as_str()))).cloned().collect()
+        })
+    }
+}
+
+const LOCK_PREFIX: &str = "wasm-agent-task:";
+
+/// `navigator.locks` where the runtime has Web Locks (browsers, workers).
+fn web_locks() -> Option<JsValue> {
+    let nav = Reflect::get(&js_sys::global(), &"navigator".into()).ok().filter(|n| n.is_object())?;
+    Reflect::get(&nav, &"locks".into()).ok().filter(|l| l.is_object())
 }
 
 /// Runs one tool for background tasks, with the facts of the run that started them.

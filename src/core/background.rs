@@ -218,6 +218,15 @@ pub trait TaskRuntime {
     fn sleep(&self, ms: u64) -> LocalFuture<'static, ()>;
     fn now_ms(&self) -> f64;
     fn new_id(&self) -> String;
+    /// Marks `task_id` as alive in this page or isolate until the returned release runs, so
+    /// another page's start-up does not take it for interrupted (a browser's Web Locks).
+    fn hold(&self, _task_id: &str) -> Box<dyn FnOnce()> {
+        Box::new(|| {})
+    }
+    /// Which of `task_ids` another live page holds; where a runtime cannot tell, none.
+    fn alive_elsewhere<'a>(&'a self, _task_ids: &'a [String]) -> LocalFuture<'a, Vec<String>> {
+        Box::pin(async { Vec::new() })
+    }
 }
 
 /// Runs a tool for a background task. `Err` is what it threw.
@@ -437,7 +446,11 @@ impl Manager {
             ),
         );
         let me = self.clone();
-        self.runtime.spawn(Box::pin(async move { me.drive(record, dispatch, abort).await }));
+        let release = self.runtime.hold(&record.id);
+        self.runtime.spawn(Box::pin(async move {
+            me.drive(record, dispatch, abort).await;
+            release();
+        }));
     }
 
     /// Runs a task to its end: attempts up to `1 + max_retries`, each raced with the timeout and
@@ -540,9 +553,11 @@ impl Manager {
     pub async fn recover(&self, store: Rc<dyn Store>, agent_id: &str) -> Result<usize, super::error::AgentError> {
         let filter = TaskFilter { agent_id: Some(agent_id.to_string()), thread_id: None, statuses: vec![TaskStatus::Pending, TaskStatus::Running] };
         let stale = store.list_tasks(&filter).await?;
+        let ids: Vec<String> = stale.iter().map(|t| t.id.clone()).collect();
+        let alive = self.runtime.alive_elsewhere(&ids).await;
         let mut n = 0;
         for mut t in stale {
-            if self.state.borrow().tasks.iter().any(|e| e.record.id == t.id) {
+            if alive.contains(&t.id) || self.state.borrow().tasks.iter().any(|e| e.record.id == t.id) {
                 continue;
             }
             let previous = t.status;

@@ -256,4 +256,22 @@ describe('a background task across a page reload (IndexedDB)', () => {
     assert.deepEqual(page.errors, []);
     await page.close();
   });
+
+  it('a task still running in another open tab is not taken for interrupted when a second tab starts', { timeout: 60_000 }, async () => {
+    const a = await openTaskPage({ thread: 't4', ms: 3000 });
+    await startResearch(a, 't4');
+    await waitForPlaceholder(a, 't4');
+    // Tab B creates the same agent on the same database: its start-up recovery runs now.
+    const b = await openTaskPage({ thread: 't5', ms: 60_000 });
+    await new Promise((r) => setTimeout(r, 800));
+    const midway = (await storedTasksOf(b)).find((t) => t.threadId === 't4');
+    assert.equal(midway.status, 'running', `tab A's task while A is open: ${JSON.stringify(midway)}`);
+    const part = (m) => m.flatMap((x) => x.parts).find((p) => p.type === 'tool-research');
+    assert.equal(part(await messagesOf(b, 't4')).state, 'output-available', 'no "interrupted" in the conversation');
+    // It finishes in tab A with its real result.
+    await waitFor(async () => (await storedTasksOf(b)).find((t) => t.threadId === 't4')?.status === 'completed', 15_000, () => 'tab A task completed');
+    assert.equal(part(await messagesOf(b, 't4')).output.topic, 'solana');
+    await a.close();
+    await b.close();
+  });
 });
