@@ -98,10 +98,21 @@ function broadcast(message) {
   }
 }
 
+/** Whether the conversation is scrolled (nearly) to its end. */
+function nearBottom() {
+  return messagesEl.scrollHeight - messagesEl.scrollTop - messagesEl.clientHeight < 120;
+}
+
 /** Scrolls to the bottom, unless the reader scrolled up to read. */
 function follow(force = false) {
-  const gap = messagesEl.scrollHeight - messagesEl.scrollTop - messagesEl.clientHeight;
-  if (force || gap < 120) messagesEl.scrollTop = messagesEl.scrollHeight;
+  if (force || nearBottom()) messagesEl.scrollTop = messagesEl.scrollHeight;
+}
+
+/** Runs `change` (which may add a lot at once), then keeps the end in view if it was in view before. */
+function followAround(change) {
+  const stick = nearBottom();
+  change();
+  if (stick) messagesEl.scrollTop = messagesEl.scrollHeight;
 }
 
 function clearMessages() {
@@ -293,8 +304,7 @@ function replyView({ restored = false } = {}) {
     timer = 0;
     if (raw === drawn) return;
     drawn = raw;
-    text.replaceChildren(renderMarkdown(raw));
-    follow();
+    followAround(() => text.replaceChildren(renderMarkdown(raw)));
   }
 
   function card(id, name) {
@@ -303,9 +313,8 @@ function replyView({ restored = false } = {}) {
       found = toolCard(name || 'tool');
       found.root.dataset.toolCallId = id ?? '';
       cards.set(id, found);
-      tools.append(found.root);
+      followAround(() => tools.append(found.root));
       item.classList.remove('pending');
-      follow();
     }
     return found;
   }
@@ -379,7 +388,8 @@ function replyView({ restored = false } = {}) {
       c.askApproval(onApprove, onDecline);
     },
     toolDenied(id, name, reason) {
-      card(id, name).error(reason ? `Declined: ${reason}` : 'Declined', 'denied');
+      // The words the model is told (and memory keeps, so a restored card reads the same).
+      card(id, name).error(`The user declined this tool call${reason ? `: ${reason}` : '.'}`, 'denied');
     },
     /** A tool part of a stored message (`tool-<name>` UI part). */
     toolStored(part, name) {
@@ -387,7 +397,7 @@ function replyView({ restored = false } = {}) {
       c.args(part.input);
       if (part.state === 'output-available') c.result(part.output);
       else if (part.state === 'output-error') c.error(part.errorText ?? 'The tool failed.');
-      else if (part.state === 'output-denied') c.error(part.errorText ?? 'Declined', 'denied');
+      else if (part.state === 'output-denied') c.error(part.errorText ?? 'The user declined this tool call.', 'denied');
       else c.setState('stopped');
     },
     endThinking(label) {
@@ -403,8 +413,10 @@ function replyView({ restored = false } = {}) {
       }
     },
     footer(line, className = '') {
-      footer.textContent = line;
-      footer.className = `meta ${className}`.trim();
+      followAround(() => {
+        footer.textContent = line;
+        footer.className = `meta ${className}`.trim();
+      });
     },
     error(message) {
       draw();
@@ -987,6 +999,13 @@ settingsForm.addEventListener('submit', (event) => {
     provider === SERVER ? { provider, model: '', baseUrl: '' } : { provider, model: setModel.value.trim(), baseUrl: setUrl.value.trim() };
   const info = providerInfo(provider);
   const key = setKey.value.trim();
+  if (info && !info.noKey && !key && !choice.baseUrl) {
+    // (The package would say to set an environment variable, which a page does not have.)
+    setError.textContent = `Enter your ${info.name} API key, or the base URL of a proxy that adds it.`;
+    setError.hidden = false;
+    setKey.focus();
+    return;
+  }
   try {
     useSettings(choice, key);
   } catch (err) {

@@ -442,7 +442,9 @@ export async function startDemo(opts = {}) {
     if (pathname === '/pkg' || pathname === '/pkg/') return sendText(res, 404, 'not found\n', headers);
     if (pathname.startsWith('/pkg/')) return serveFile(req, res, PKG_DIR, pathname.slice('/pkg/'.length), headers);
     if (pathname === '/' || pathname === '/index.html') return serveFile(req, res, WWW_DIR, 'index.html', headers);
-    if (pathname.endsWith('.test.mjs') || pathname.endsWith('serve.mjs')) return sendText(res, 404, 'not found\n', headers);
+    if (pathname.endsWith('.test.mjs') || pathname.endsWith('serve.mjs') || pathname.endsWith('page-harness.mjs')) {
+      return sendText(res, 404, 'not found\n', headers);
+    }
     return serveFile(req, res, WWW_DIR, pathname.slice(1), headers);
   }
 
