@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 
 use super::json::{self, Reader};
 use super::sse::{SseDecoder, SseEvent};
-use super::{Endpoint, HttpRequest, StreamDecoder};
+use super::{head, not_json, set_header, snake_case, starts_with_ignore_case, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
     AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ToolChoice, ToolResultPart, Usage, UserPart,
@@ -129,32 +129,7 @@ pub fn build_request(
     Ok((HttpRequest { url, headers, body }, warnings))
 }
 
-/// Replaces a header of the same name (names are case-insensitive), or adds it.
-fn set_header(headers: &mut Vec<(String, String)>, name: &str, value: &str) {
-    match headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
-        Some(slot) => *slot = (name.to_string(), value.to_string()),
-        None => headers.push((name.to_string(), value.to_string())),
-    }
-}
 
-/// `budgetTokens` → `budget_tokens`; keys without capitals are returned as they are.
-fn snake_case(key: &str) -> Cow<'_, str> {
-    if !key.bytes().any(|b| b.is_ascii_uppercase()) {
-        return Cow::Borrowed(key);
-    }
-    let mut out = String::with_capacity(key.len() + 4);
-    for (i, c) in key.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
-}
 
 /// `value` with the keys of every object in it in snake_case.
 fn snake_keys(value: &Value) -> Value {
@@ -326,9 +301,6 @@ fn tool_result(part: &ToolResultPart) -> Value {
     Value::Object(block)
 }
 
-fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
-    text.len() >= prefix.len() && text.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
-}
 
 // ---------------------------------------------------------------------------------------------
 // Stream
@@ -558,17 +530,7 @@ fn error_message(error: &str) -> String {
     message.map_or_else(|| error.to_string(), Cow::into_owned)
 }
 
-fn not_json(data: &str) -> AgentError {
-    AgentError::api(format!("The model's stream sent an event that is not valid JSON: {}", head(data)), false)
-}
 
-/// The first 200 characters of an event, for error messages.
-fn head(data: &str) -> &str {
-    match data.char_indices().nth(200) {
-        Some((at, _)) => &data[..at],
-        None => data,
-    }
-}
 
 // One event, as far as the decoder reads it: the fields of every event type side by side, since
 // `type` may come after them. Unknown fields are skipped (and checked); strings borrow from the

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::json::{self, Reader};
 use super::sse::{SseDecoder, SseEvent};
-use super::{Endpoint, HttpRequest, StreamDecoder};
+use super::{head, not_json, set_header, starts_with_ignore_case, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
     AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ModelSettings, ToolChoice, ToolResultPart,
@@ -103,13 +103,6 @@ fn inline_data(mime: &str, data: &str) -> Value {
     object(vec![("inlineData", object(vec![("mimeType", mime.into()), ("data", data.into())]))])
 }
 
-/// Replaces a header of the same name (names are case-insensitive), or adds it.
-fn set_header(headers: &mut Vec<(String, String)>, name: &str, value: &str) {
-    match headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
-        Some(slot) => *slot = (name.to_string(), value.to_string()),
-        None => headers.push((name.to_string(), value.to_string())),
-    }
-}
 
 fn generation_config(s: &ModelSettings) -> Map<String, Value> {
     let mut config = Map::new();
@@ -419,9 +412,6 @@ fn fit_gemini(out: &mut Map<String, Value>) {
     }
 }
 
-fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
-    text.len() >= prefix.len() && text.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
-}
 
 // ---------------------------------------------------------------------------------------------
 // Stream
@@ -646,17 +636,7 @@ fn error_message(error: &str) -> String {
     message.or_else(|| Reader::new(error).string().ok().map(Cow::into_owned)).unwrap_or_else(|| error.to_string())
 }
 
-fn not_json(data: &str) -> AgentError {
-    AgentError::api(format!("The model's stream sent an event that is not valid JSON: {}", head(data)), false)
-}
 
-/// The first 200 characters of an event, for error messages.
-fn head(data: &str) -> &str {
-    match data.char_indices().nth(200) {
-        Some((at, _)) => &data[..at],
-        None => data,
-    }
-}
 
 /// Puts one streamed argument piece into `args`. The path is `$.key`, `$.list[0].key`, …; a string
 /// for a path that already holds one continues it, anything else sets it. An index past the end of

@@ -23,6 +23,8 @@ mod tests_json;
 #[cfg(test)]
 mod tests_sse;
 
+use std::borrow::Cow;
+
 use crate::core::error::AgentError;
 use crate::core::model::{ModelEvent, ModelRequest, Warning};
 
@@ -84,5 +86,50 @@ pub fn decoder(endpoint: &Endpoint, include_raw: bool) -> Box<dyn StreamDecoder>
         Api::Chat => Box::new(openai_chat::ChatDecoder::new(include_raw)),
         Api::Anthropic => Box::new(anthropic::AnthropicDecoder::new(include_raw)),
         Api::Google => Box::new(google::GoogleDecoder::new(include_raw)),
+    }
+}
+
+// Small helpers every provider's builder and decoder share.
+
+/// Replaces a header of the same name (names are case-insensitive), or adds it.
+pub(crate) fn set_header(headers: &mut Vec<(String, String)>, name: &str, value: &str) {
+    match headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+        Some(slot) => *slot = (name.to_string(), value.to_string()),
+        None => headers.push((name.to_string(), value.to_string())),
+    }
+}
+
+/// `reasoningEffort` → `reasoning_effort`; keys without capitals are returned as they are.
+pub(crate) fn snake_case(key: &str) -> Cow<'_, str> {
+    if !key.bytes().any(|b| b.is_ascii_uppercase()) {
+        return Cow::Borrowed(key);
+    }
+    let mut out = String::with_capacity(key.len() + 4);
+    for (i, c) in key.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+pub(crate) fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
+    text.len() >= prefix.len() && text.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+}
+
+pub(crate) fn not_json(data: &str) -> AgentError {
+    AgentError::api(format!("The model's stream sent an event that is not valid JSON: {}", head(data)), false)
+}
+
+/// The first 200 characters of an event, for error messages.
+pub(crate) fn head(data: &str) -> &str {
+    match data.char_indices().nth(200) {
+        Some((at, _)) => &data[..at],
+        None => data,
     }
 }

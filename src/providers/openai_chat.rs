@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::json::{self, Reader};
 use super::sse::{SseDecoder, SseEvent};
-use super::{Endpoint, HttpRequest, StreamDecoder};
+use super::{head, not_json, set_header, snake_case, starts_with_ignore_case, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
     AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ToolChoice, Usage, UserPart, Warning,
@@ -105,32 +105,7 @@ pub fn build_request(endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpReq
     Ok((HttpRequest { url, headers, body }, warnings))
 }
 
-/// Replaces a header of the same name (names are case-insensitive), or adds it.
-fn set_header(headers: &mut Vec<(String, String)>, name: &str, value: &str) {
-    match headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
-        Some(slot) => *slot = (name.to_string(), value.to_string()),
-        None => headers.push((name.to_string(), value.to_string())),
-    }
-}
 
-/// `reasoningEffort` → `reasoning_effort`; keys without capitals are returned as they are.
-fn snake_case(key: &str) -> Cow<'_, str> {
-    if !key.bytes().any(|b| b.is_ascii_uppercase()) {
-        return Cow::Borrowed(key);
-    }
-    let mut out = String::with_capacity(key.len() + 4);
-    for (i, c) in key.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
-}
 
 fn messages(messages: &[ModelMessage]) -> Result<Vec<Value>, AgentError> {
     let mut out = Vec::with_capacity(messages.len());
@@ -222,9 +197,6 @@ fn assistant_message(parts: &[AssistantPart]) -> Value {
     Value::Object(message)
 }
 
-fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
-    text.len() >= prefix.len() && text.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
-}
 
 fn is_url(data: &str) -> bool {
     ["http://", "https://", "data:"].iter().any(|p| starts_with_ignore_case(data, p))
@@ -420,17 +392,7 @@ fn error_message(error: Option<&Value>) -> String {
     }
 }
 
-fn not_json(data: &str) -> AgentError {
-    AgentError::api(format!("The model's stream sent an event that is not valid JSON: {}", head(data)), false)
-}
 
-/// The first 200 characters of an event, for error messages.
-fn head(data: &str) -> &str {
-    match data.char_indices().nth(200) {
-        Some((at, _)) => &data[..at],
-        None => data,
-    }
-}
 
 fn non_empty(text: Cow<'_, str>) -> Option<String> {
     (!text.is_empty()).then(|| text.into_owned())
