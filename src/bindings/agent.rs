@@ -59,6 +59,8 @@ struct Inner {
     default_options: JsValue,
     tools: Vec<JsTool>,
     memory: Option<Rc<MemoryInner>>,
+    /// An AI SDK model object given as `model`.
+    model_object: Option<JsValue>,
     /// Runs background tasks when `backgroundTasks` is enabled.
     manager: RefCell<Option<Rc<Manager>>>,
     /// Whether the agent's own config set `backgroundTasks` (a container's then does not apply).
@@ -83,21 +85,37 @@ impl Agent {
             return Err(type_error("config", "expected an object like { id, instructions, model }"));
         }
         let model_js = Reflect::get(&config, &"model".into()).unwrap_or(JsValue::UNDEFINED);
-        if model_js.is_object() && Reflect::get(&model_js, &"doStream".into()).map(|f| f.is_function()).unwrap_or(false) {
-            return Err(type_error(
-                "config.model",
-                "model objects with doStream() are not supported in this version; use 'provider/model' or { id, url, apiKey }",
-            ));
+        let model_object = (model_js.is_object() && Reflect::get(&model_js, &"doStream".into()).map(|f| f.is_function()).unwrap_or(false))
+            .then(|| model_js.clone());
+        let mut data = pick_json(&config, CONFIG_KEYS, "config").map_err(|e| error_to_js(&e))?;
+        if let Some(m) = &model_object {
+            // An AI SDK model: the agent streams through its doStream.
+            let s = |k: &str| Reflect::get(m, &k.into()).ok().and_then(|v| v.as_string()).unwrap_or_default();
+            if s("modelId").is_empty() || s("provider").is_empty() {
+                return Err(type_error(
+                    "config.model",
+                    "a model object needs provider and modelId strings besides doStream() (an AI SDK LanguageModelV2, e.g. openai('gpt-4o-mini'))",
+                ));
+            }
+            data["model"] = Value::String(format!("{}/{}", s("provider"), s("modelId")));
         }
-        let data = pick_json(&config, CONFIG_KEYS, "config").map_err(|e| error_to_js(&e))?;
         let parsed = parse_agent_config(&data).map_err(|e| error_to_js(&e))?;
         let default_options = Reflect::get(&config, &"defaultOptions".into()).unwrap_or(JsValue::UNDEFINED);
         check_functions(&default_options, "config.defaultOptions")?;
         let m = &parsed.model;
-        let (mut endpoint, model_name) =
-            registry::resolve(&m.id, m.url.clone(), m.api_key.clone(), m.headers.clone(), &crate::platform::env_var, "config.model")
-                .map_err(|e| error_to_js(&e))?;
-        browser_headers(&mut endpoint);
+        let (endpoint, model_name) = match &model_object {
+            Some(obj) => {
+                let s = |k: &str| Reflect::get(obj, &k.into()).ok().and_then(|v| v.as_string()).unwrap_or_default();
+                let endpoint = Endpoint { provider: s("provider"), api: crate::providers::Api::Host, base_url: String::new(), api_key: None, headers: Vec::new() };
+                (endpoint, s("modelId"))
+            }
+            None => {
+                let (mut endpoint, name) = registry::resolve(&m.id, m.url.clone(), m.api_key.clone(), m.headers.clone(), &crate::platform::env_var, "config.model")
+                    .map_err(|e| error_to_js(&e))?;
+                browser_headers(&mut endpoint);
+                (endpoint, name)
+            }
+        };
         let tools = parse_tools(&Reflect::get(&config, &"tools".into()).unwrap_or(JsValue::UNDEFINED), "config.tools", false)?;
         let memory_js = Reflect::get(&config, &"memory".into()).unwrap_or(JsValue::UNDEFINED);
         let memory = if memory_js.is_undefined() || memory_js.is_null() {
@@ -117,7 +135,19 @@ impl Agent {
         let runs = RefCell::new(Vec::new());
         let idle_wrappers = RefCell::new(Vec::new());
         Ok(Agent {
-            inner: Rc::new(Inner { config: parsed, endpoint, model_name, default_options, tools, memory, manager, own_background, idle_wrappers, runs }),
+            inner: Rc::new(Inner {
+                config: parsed,
+                endpoint,
+                model_name,
+                default_options,
+                tools,
+                memory,
+                model_object,
+                manager,
+                own_background,
+                idle_wrappers,
+                runs,
+            }),
         })
     }
 
@@ -437,6 +467,7 @@ impl Agent {
             merged.get("modelSettings").cloned().unwrap_or(Value::Null),
         );
         host.on_title_generated = on_title;
+        host.model = inner.model_object.clone();
         let background = inner.manager.borrow().clone().map(|manager| BackgroundRun { manager, agent_id: inner.config.id.clone() });
         let cfg = RunConfig {
             run_id: run_id.clone(),

@@ -31,6 +31,8 @@ pub struct JsHost {
     pub base_settings: Value,
     /// `memory.onTitleGenerated`.
     pub on_title_generated: Option<Function>,
+    /// An AI SDK model object the agent streams through.
+    pub model: Option<JsValue>,
     /// Arguments as a Standard Schema parsed them (transforms applied), by tool call id.
     parsed: RefCell<Vec<(String, JsValue)>>,
 }
@@ -56,6 +58,7 @@ impl JsHost {
             max_steps,
             base_settings,
             on_title_generated: None,
+            model: None,
             parsed: RefCell::new(Vec::new()),
         }
     }
@@ -159,7 +162,51 @@ impl ToolHost for JsHost {
     }
 }
 
+/// The parts of a model object's `doStream` stream, read as events.
+struct ModelParts {
+    reader: web_sys::ReadableStreamDefaultReader,
+    decoder: crate::providers::ai_sdk_model::PartDecoder,
+}
+
+impl crate::core::env::EventSource for ModelParts {
+    fn next(&mut self) -> LocalFuture<'_, Result<Option<Vec<crate::core::model::ModelEvent>>, AgentError>> {
+        Box::pin(async move {
+            let step = wasm_bindgen_futures::JsFuture::from(self.reader.read())
+                .await
+                .map_err(|e| AgentError::api(format!("The model's stream failed: {}", thrown_message(&e)), false))?;
+            if Reflect::get(&step, &"done".into()).map(|d| d.is_truthy()).unwrap_or(true) {
+                return Ok(None);
+            }
+            let part = Reflect::get(&step, &"value".into()).unwrap_or(JsValue::UNDEFINED);
+            let part = to_json(&part, "model stream part").map_err(|e| AgentError::api(e.to_string(), false))?;
+            let mut out = Vec::new();
+            self.decoder.part(&part, true, &mut out)?;
+            Ok(Some(out))
+        })
+    }
+}
+
 impl Hooks for JsHost {
+    fn model_stream<'a>(&'a self, call_options: &'a str) -> LocalFuture<'a, Result<Box<dyn crate::core::env::EventSource + 'a>, AgentError>> {
+        Box::pin(async move {
+            let Some(model) = &self.model else { return Err(AgentError::api("this agent has no model object to call", false)) };
+            let options = js_sys::JSON::parse(call_options).map_err(|_| AgentError::api("could not build the model's call options", false))?;
+            let _ = Reflect::set(&options, &"abortSignal".into(), &self.env.abort_signal);
+            let do_stream: Function = Reflect::get(model, &"doStream".into())
+                .ok()
+                .and_then(|f| f.dyn_into().ok())
+                .ok_or_else(|| AgentError::api("the model object has no doStream()", false))?;
+            let result = call_async(&do_stream, model, &[&options])
+                .await
+                .map_err(|e| AgentError::api(format!("The model's doStream() failed: {}", thrown_message(&e)), false))?;
+            let stream = Reflect::get(&result, &"stream".into()).unwrap_or(JsValue::UNDEFINED);
+            let get_reader = Reflect::get(&stream, &"getReader".into()).ok().and_then(|f| f.dyn_into::<Function>().ok());
+            let Some(get_reader) = get_reader else { return Err(AgentError::api("doStream() did not return { stream: ReadableStream }", false)) };
+            let reader = get_reader.call0(&stream).map_err(|e| AgentError::api(thrown_message(&e), false))?.unchecked_into::<web_sys::ReadableStreamDefaultReader>();
+            Ok(Box::new(ModelParts { reader, decoder: Default::default() }) as Box<dyn crate::core::env::EventSource + 'a>)
+        })
+    }
+
     fn prepare_step<'a>(&'a self, step: usize, steps: &'a [StepResult]) -> LocalFuture<'a, Result<Option<StepOverrides>, AgentError>> {
         Box::pin(async move {
             let Some(f) = &self.prepare_step else { return Ok(None) };

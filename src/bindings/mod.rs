@@ -17,7 +17,16 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &'static str = r#"
 /** `'provider/model'`, e.g. `'openai/gpt-4o-mini'`, or an endpoint description. */
+/** An AI SDK provider model (LanguageModelV2): the agent streams through its `doStream`. */
+export interface LanguageModelLike {
+  specificationVersion: string;
+  provider: string;
+  modelId: string;
+  doStream(options: unknown): PromiseLike<{ stream: ReadableStream<unknown> }>;
+}
+
 export type ModelConfig =
+  | LanguageModelLike
   | string
   | { id: string; url?: string; apiKey?: string; headers?: Record<string, string>; api?: 'chat' | 'responses' };
 

@@ -42,3 +42,9 @@ pub trait Env {
     /// A fresh unique id.
     fn new_id(&self) -> String;
 }
+
+/// Model events straight from the host (a JavaScript model object), in batches.
+pub trait EventSource {
+    /// The next events, `Ok(None)` at the end.
+    fn next(&mut self) -> LocalFuture<'_, Result<Option<Vec<crate::core::model::ModelEvent>>, AgentError>>;
+}

@@ -301,7 +301,11 @@ async fn run_steps(
         let (http, warnings) = providers::build_request(&cfg.endpoint, &request).map_err(Stop::Failed)?;
         sink.emit(Chunk::StepStart { message_id: message_id.clone(), request_body: http.body.clone(), warnings: warnings.clone() });
         let mut step = StepBuilder::new(ids, message_id.clone(), http.body.clone(), warnings, env.now_ms());
-        let streamed = stream_step(cfg, env, sink, abort, &http, &mut step).await;
+        let streamed = if cfg.endpoint.api == providers::Api::Host {
+            host_step(hooks, sink, abort, &http, &mut step).await
+        } else {
+            stream_step(cfg, env, sink, abort, &http, &mut step).await
+        };
         let mut out = Vec::new();
         step.close(&mut out, streamed.is_ok());
         for c in out {
@@ -442,6 +446,30 @@ async fn stop_condition_met(conditions: &[StopCondition], hooks: &dyn Hooks, ste
         }
     }
     false
+}
+
+/// Streams one step from the host's model object (an AI SDK model): its events go into `step`
+/// as a provider's would. The model object does its own transport, so there are no retries here.
+async fn host_step(hooks: &dyn Hooks, sink: &dyn Sink, abort: &AbortFlag, http: &HttpRequest, step: &mut StepBuilder) -> Result<(), Stop> {
+    let mut source = abort.race(hooks.model_stream(&http.body)).await.ok_or(Stop::Aborted)?.map_err(Stop::Failed)?;
+    let mut chunks = Vec::new();
+    let mut finished = false;
+    loop {
+        let batch = abort.race(source.next()).await.ok_or(Stop::Aborted)?.map_err(Stop::Failed)?;
+        let Some(events) = batch else { break };
+        for ev in events {
+            finished |= matches!(ev, crate::core::model::ModelEvent::Finish { .. });
+            let applied = step.apply(ev, &mut chunks);
+            for c in chunks.drain(..) {
+                sink.emit(c);
+            }
+            applied.map_err(Stop::Failed)?;
+        }
+    }
+    if !finished {
+        return Err(Stop::Failed(AgentError::api("The model's stream ended without a finish part", false)));
+    }
+    Ok(())
 }
 
 /// Sends one step's request and streams its response into `step`, emitting chunks as they form.

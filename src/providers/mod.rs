@@ -3,6 +3,7 @@
 //! no JavaScript. The provider table (`registry`) maps `'provider/model'` strings to an API, a
 //! base URL and the environment variables that hold its key and URL.
 
+pub mod ai_sdk_model;
 pub mod anthropic;
 pub mod google;
 pub mod json;
@@ -59,6 +60,9 @@ pub enum Api {
     Anthropic,
     /// Google Gemini `streamGenerateContent`.
     Google,
+    /// A JavaScript model object (AI SDK `doStream`): the host streams its parts; the request
+    /// body is its call options.
+    Host,
 }
 
 /// Incremental decoder of one response body.
@@ -76,6 +80,7 @@ pub fn build_request(endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpReq
         // The browser-access header is part of `endpoint.headers` when the agent runs in a page.
         Api::Anthropic => anthropic::build_request(endpoint, req, false),
         Api::Google => google::build_request(endpoint, req),
+        Api::Host => Ok((HttpRequest { url: String::new(), headers: Vec::new(), body: ai_sdk_model::call_options(req).to_string() }, Vec::new())),
     }
 }
 
@@ -86,6 +91,8 @@ pub fn decoder(endpoint: &Endpoint, include_raw: bool) -> Box<dyn StreamDecoder>
         Api::Chat => Box::new(openai_chat::ChatDecoder::new(include_raw)),
         Api::Anthropic => Box::new(anthropic::AnthropicDecoder::new(include_raw)),
         Api::Google => Box::new(google::GoogleDecoder::new(include_raw)),
+        // Never used: the host yields events, not bytes.
+        Api::Host => Box::new(openai_chat::ChatDecoder::new(include_raw)),
     }
 }
 
