@@ -50,6 +50,7 @@ let settings = { provider: SERVER, model: '', baseUrl: '' }; // what the Agent w
 let active = null; // the model in use: { kind: 'server' | 'direct', model, badge, label, title, memoryOptions }
 let settingsNote = ''; // why saved settings could not be used (shown in the Settings dialog)
 let clockTool = null;
+let researchTool = null; // the offline demo's background tool
 let running = null; // { controller, threadId } while a reply streams
 let threadId = null; // the conversation on screen
 let threads = []; // the stored threads, most recently updated first
@@ -147,6 +148,16 @@ function formatUsage(usage) {
   return parts.length ? `${parts.join(' · ')} tokens` : '';
 }
 
+/** `a` + `b`, field by field (either may be null). */
+function addUsage(a, b) {
+  if (!a || !b) return a ?? b ?? null;
+  const sum = { ...a };
+  for (const [key, value] of Object.entries(b)) {
+    if (typeof value === 'number') sum[key] = (typeof a[key] === 'number' ? a[key] : 0) + value;
+  }
+  return sum;
+}
+
 function setRunning(on) {
   sendButton.disabled = on || !agent;
   stopButton.disabled = !on;
@@ -171,7 +182,16 @@ function preview(value, max) {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-const TOOL_ICONS = { running: '⋯', approval: '?', done: '✓', failed: '✗', denied: '⊘', stopped: '■' };
+const TOOL_ICONS = {
+  running: '⋯',
+  approval: '?',
+  done: '✓',
+  failed: '✗',
+  denied: '⊘',
+  stopped: '■',
+  cancelled: '⊘',
+  detached: '↷',
+};
 const TOOL_LABELS = {
   running: 'running',
   approval: 'waits for your approval',
@@ -180,6 +200,28 @@ const TOOL_LABELS = {
   denied: 'declined',
   stopped: 'stopped',
 };
+/** The labels of a call that runs as a background task (the card of its tool call). */
+const TASK_LABELS = {
+  running: 'running in the background',
+  done: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  detached: 'goes on in the background',
+  stopped: 'stopped',
+};
+
+/** Whether a tool result is the placeholder a background call returns at once. */
+function isTaskPlaceholder(value) {
+  return value !== null && typeof value === 'object' && value.status === 'running' && typeof value.backgroundTaskId === 'string';
+}
+
+/** "0.4 s", "3 s", "1 min 5 s". */
+function formatElapsed(ms) {
+  const secs = Math.max(0, ms) / 1000;
+  if (secs < 10) return `${secs < 1 ? secs.toFixed(1) : Math.round(secs * 10) / 10} s`;
+  if (secs < 60) return `${Math.round(secs)} s`;
+  return `${Math.floor(secs / 60)} min ${Math.round(secs % 60)} s`;
+}
 
 /**
  * One tool call, as a card: "⋯ clock {…}" while it runs, ✓ with a preview of the result, ✗ with
@@ -199,17 +241,91 @@ function toolCard(name) {
   const actions = el('div', 'tool-actions');
   root.append(head, progress, outcome, actions);
   let argsText = '';
+  let task = null; // { id, startedAt (ms), elapsedMs } once the call runs as a background task
 
   const card = {
     root,
     get state() {
       return root.dataset.state;
     },
+    /** Whether this call runs as a background task. */
+    get background() {
+      return task !== null;
+    },
     setState(state) {
       root.dataset.state = state;
       icon.textContent = TOOL_ICONS[state] ?? '';
-      status.textContent = TOOL_LABELS[state] ?? state;
-      if (state !== 'approval') actions.replaceChildren();
+      status.textContent = (task ? TASK_LABELS : TOOL_LABELS)[state] ?? state;
+      if (state !== 'approval' && !(task && state === 'running')) actions.replaceChildren();
+    },
+    /**
+     * The call became background task `taskId`: the card follows the task (running → completed ✓,
+     * failed ✗ or cancelled ⊘) instead of the placeholder result. `onCancel` (returns whether the
+     * task was still going) backs the Cancel button.
+     */
+    startTask(taskId, onCancel) {
+      task = { id: taskId, startedAt: null, elapsedMs: null };
+      root.classList.add('task-card');
+      root.dataset.taskId = taskId;
+      card.setState('running');
+      if (onCancel) {
+        const cancel = el('button', 'cancel-task', 'Cancel');
+        cancel.type = 'button';
+        cancel.title = 'Cancel this background task';
+        cancel.addEventListener('click', () => {
+          cancel.disabled = true;
+          let going = false;
+          try {
+            going = onCancel();
+          } catch (err) {
+            console.warn('wasm-agent demo: could not cancel the task', err);
+          }
+          actions.replaceChildren(el('span', 'tool-deciding', going ? 'Cancelling…' : 'This task is no longer running.'));
+        });
+        actions.replaceChildren(cancel);
+      }
+    },
+    /** The task started running (it may have waited in a queue): the clock of its card starts. */
+    taskRunning(startedAt) {
+      if (!task) return;
+      const at = Date.parse(startedAt ?? '');
+      task.startedAt = Number.isNaN(at) ? Date.now() : at;
+    },
+    /** How long the task has been running (from a `background-task-progress` chunk). */
+    elapsed(ms) {
+      if (!task || card.state !== 'running') return;
+      task.elapsedMs = ms;
+      status.textContent = `${TASK_LABELS.running} · ${formatElapsed(ms)}`;
+    },
+    /** The task ended (`completed`, `failed` or `cancelled`); `completedAt` gives its duration. */
+    taskEnded(outcomeState, { result, message, completedAt } = {}) {
+      const end = Date.parse(completedAt ?? '');
+      const took = task?.startedAt != null && !Number.isNaN(end) ? end - task.startedAt : task?.elapsedMs;
+      if (outcomeState === 'done') card.result(result);
+      else if (outcomeState === 'failed') card.error(message ?? 'The task failed.');
+      else {
+        card.setState('cancelled');
+        progress.textContent = '';
+        outcome.className = 'tool-outcome tool-error';
+        outcome.textContent = 'Cancelled: it has no result.';
+      }
+      if (took != null) status.textContent += ` in ${formatElapsed(took)}`;
+    },
+    /** The reply ended while the task still ran: it goes on, and its result lands in memory. */
+    detach() {
+      card.setState('detached');
+      progress.textContent = '';
+      outcome.className = 'tool-outcome';
+      outcome.textContent = 'The reply stopped following it: its result will be in this conversation when it finishes.';
+    },
+    /** A stored call whose result was still the placeholder when the conversation was loaded. */
+    storedTask(value) {
+      task = { id: value.backgroundTaskId, startedAt: null, elapsedMs: null };
+      root.classList.add('task-card');
+      root.dataset.taskId = value.backgroundTaskId;
+      card.setState('detached');
+      outcome.className = 'tool-outcome';
+      outcome.textContent = 'It was still running in the background when this conversation was saved.';
     },
     /** Arguments as the model streams them (raw JSON text). */
     argsDelta(delta) {
@@ -294,6 +410,7 @@ function replyView({ restored = false } = {}) {
   let frame = 0;
   let timer = 0;
   const cards = new Map(); // toolCallId → card
+  const tasks = new Map(); // background task id → toolCallId
   bubble.append(tools, text);
   item.append(footer);
 
@@ -319,9 +436,21 @@ function replyView({ restored = false } = {}) {
     return found;
   }
 
-  /** Calls still running or waiting for approval end as stopped (the run ended without them). */
+  /**
+   * Calls still running or waiting for approval end as stopped (the run ended without them); a
+   * background task goes on without the reply (its result lands in memory).
+   */
   function stopCards() {
-    for (const c of cards.values()) if (c.state === 'running' || c.state === 'approval') c.setState('stopped');
+    for (const c of cards.values()) {
+      if (c.background && c.state === 'running') c.detach();
+      else if (c.state === 'running' || c.state === 'approval') c.setState('stopped');
+    }
+  }
+
+  /** The card of background task `taskId` (its tool call's card). */
+  function taskCard(taskId) {
+    const id = tasks.get(taskId);
+    return id === undefined ? undefined : cards.get(id);
   }
 
   return {
@@ -377,7 +506,30 @@ function replyView({ restored = false } = {}) {
       card(id, name).progress(output);
     },
     toolResult(id, name, result) {
-      card(id, name).result(result);
+      const c = card(id, name);
+      // A background call's placeholder: the card goes on following the task.
+      if (c.background && isTaskPlaceholder(result)) c.progress('Started in the background');
+      else c.result(result);
+    },
+    /** `background-task-*` chunks: the task of tool call `id` (`onCancel` backs its Cancel button). */
+    taskStarted(id, name, taskId, onCancel) {
+      tasks.set(taskId, id);
+      card(id, name).startTask(taskId, onCancel);
+    },
+    taskRunning(id, name, payload) {
+      const c = card(id, name);
+      c.taskRunning(payload.startedAt);
+      c.args(payload.args);
+    },
+    taskOutput(id, name, output) {
+      const c = card(id, name);
+      if (c.state === 'running') c.progress(output);
+    },
+    taskProgress(taskIds, elapsedMs) {
+      for (const taskId of taskIds ?? []) taskCard(taskId)?.elapsed(elapsedMs);
+    },
+    taskEnded(id, name, state, details) {
+      card(id, name).taskEnded(state, details);
     },
     toolError(id, name, message) {
       card(id, name).error(message);
@@ -395,7 +547,8 @@ function replyView({ restored = false } = {}) {
     toolStored(part, name) {
       const c = card(part.toolCallId ?? `stored-${cards.size}`, name);
       c.args(part.input);
-      if (part.state === 'output-available') c.result(part.output);
+      if (part.state === 'output-available' && isTaskPlaceholder(part.output)) c.storedTask(part.output);
+      else if (part.state === 'output-available') c.result(part.output);
       else if (part.state === 'output-error') c.error(part.errorText ?? 'The tool failed.');
       else if (part.state === 'output-denied') c.error(part.errorText ?? 'The user declined this tool call.', 'denied');
       else c.setState('stopped');
@@ -467,19 +620,24 @@ function firstWords(text, max = 42) {
   return `${(space > max / 2 ? cut.slice(0, space) : cut).replace(/[\s.,;:!?-]+$/, '')}…`;
 }
 
-/** Draws one stored UI message the way it looked when it streamed. */
-function renderStored(message) {
+/**
+ * Draws one stored UI message the way it looked when it streamed. Returns the view of an
+ * assistant message: `previous`, when given, is the view of the assistant message just before
+ * it, which it continues (the follow-up turn that answered a background task streamed in the
+ * same reply, and is stored as a message of its own).
+ */
+function renderStored(message, previous = null) {
   const when = message.createdAt ? new Date(message.createdAt) : null;
   const title = when && !Number.isNaN(when.getTime()) ? when.toLocaleString() : '';
   if (message.role === 'user') {
     const { item, bubble } = addMessage('user');
     bubble.textContent = textOf(message);
     if (title) item.title = title;
-    return;
+    return null;
   }
-  if (message.role !== 'assistant') return;
-  const view = replyView({ restored: true });
-  if (title) view.item.title = title;
+  if (message.role !== 'assistant') return previous;
+  const view = previous ?? replyView({ restored: true });
+  if (title && !previous) view.item.title = title;
   for (const part of message.parts ?? []) {
     const type = String(part.type ?? '');
     if (type === 'step-start') view.step();
@@ -492,6 +650,7 @@ function renderStored(message) {
   view.endThinking();
   if (message.metadata?.interrupted) view.stopped();
   view.done();
+  return view;
 }
 
 /** Shows thread `id` from memory. False when a newer load or a new turn overtook this one. */
@@ -507,7 +666,8 @@ async function showThread(id, { keepScroll = false } = {}) {
   if (seq !== renderSeq || running || id !== threadId) return false;
   const scrollTop = messagesEl.scrollTop;
   clearMessages();
-  for (const message of messages) renderStored(message);
+  let previous = null;
+  for (const message of messages) previous = renderStored(message, previous);
   const first = messages.find((m) => m.role === 'user');
   if (first && !previews.has(id)) previews.set(id, firstWords(textOf(first)));
   if (failure) addNotice(`Could not load this conversation: ${failure.message ?? failure}`, 'error');
@@ -665,10 +825,13 @@ async function send(textValue) {
   let failed = false;
   let aborted = false;
   let finished = false;
+  let usage = null; // the token usage of every turn of this reply
 
   try {
     // Only the new message: the agent loads the earlier ones from memory and saves both sides.
-    const options = { memory: { thread: id, resource: RESOURCE }, abortSignal: controller.signal };
+    // untilIdle: when a background task was started, the stream stays open until it ended and
+    // the agent answered it in a follow-up turn, drawn in this same reply.
+    const options = { memory: { thread: id, resource: RESOURCE }, abortSignal: controller.signal, untilIdle: true };
     if (active.memoryOptions) options.memory.options = active.memoryOptions;
     const script = offlineScriptFor(content);
     if (script) options.modelSettings = { headers: { 'x-script': script } };
@@ -723,6 +886,29 @@ async function send(textValue) {
         case 'tool-output-denied':
           view.toolDenied(callId, toolName, payload.approval?.reason);
           break;
+        case 'background-task-started': {
+          const taskId = payload.taskId;
+          view.taskStarted(callId, toolName, taskId, () => runAgent.cancelBackgroundTask(taskId));
+          break;
+        }
+        case 'background-task-running':
+          view.taskRunning(callId, toolName, payload);
+          break;
+        case 'background-task-output':
+          view.taskOutput(callId, toolName, payload.payload?.payload?.output);
+          break;
+        case 'background-task-progress':
+          view.taskProgress(payload.taskIds, payload.elapsedMs);
+          break;
+        case 'background-task-completed':
+          view.taskEnded(callId, toolName, 'done', { result: payload.result, completedAt: payload.completedAt });
+          break;
+        case 'background-task-failed':
+          view.taskEnded(callId, toolName, 'failed', { message: payload.error?.message, completedAt: payload.completedAt });
+          break;
+        case 'background-task-cancelled':
+          view.taskEnded(callId, toolName, 'cancelled', { completedAt: payload.completedAt });
+          break;
         case 'data-thread-title': {
           const { threadId: titled, title } = chunk.data ?? {};
           if (titled && title) {
@@ -744,9 +930,12 @@ async function send(textValue) {
         case 'finish': {
           // A run that fails ends with `error`; an `error` before `finish` did not stop the
           // reply (a title or storage failure): it stays shown, and so does the usage.
+          // With untilIdle, each follow-up turn ends with a `finish` of its own: the footer
+          // shows the usage of all turns of the reply.
           finished = true;
           view.endThinking();
-          if (!aborted) view.footer(formatUsage(payload.totalUsage), 'usage');
+          usage = addUsage(usage, payload.totalUsage);
+          if (!aborted) view.footer(formatUsage(usage), 'usage');
           break;
         }
         default:
@@ -820,18 +1009,41 @@ channel?.addEventListener('message', (event) => {
 // ---------------------------------------------------------------------------------------------
 // The model, the demo tool and the Settings dialog
 
-/** Whether the offline demo model is in use (the friendly `demo` script of the model server). */
+/** Whether the server's model is the offline demo model (the friendly `demo` script of the model server). */
+function isOfflineDemoModel() {
+  return config?.mode === 'offline' && /^openai\/demo(?::\d+)?$/.test(config.model?.id ?? '');
+}
+
+/** Whether the offline demo model is in use. */
 function offlineDemo() {
-  return active?.kind === 'server' && config?.mode === 'offline' && /^openai\/demo(?::\d+)?$/.test(config.model?.id ?? '');
+  return active?.kind === 'server' && isOfflineDemoModel();
+}
+
+/** JSON with every non-ASCII character escaped (an HTTP header value must be Latin-1). */
+function asciiJson(value) {
+  return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** What a message asks to research ("research solana" → "solana"), or null when it does not. */
+function researchTopic(content) {
+  const match = /\bresearch(?:es|ed|ing)?\b(?:\s+(?:on|about|into|for))?\s*(.*)/is.exec(content);
+  if (!match) return null;
+  const topic = match[1].replace(/\s+/g, ' ').replace(/^[\s"'“‘]+|[\s"'”’.,;:!?]+$/g, '').replace(/\s+for me$/i, '').slice(0, 80).trim();
+  return topic || 'your question';
 }
 
 /**
  * The offline model's script for this message, when it is not the page's model: the demo model
  * cannot decide to call a tool, so a message about the time asks the model server for the
- * `call:clock` script, which really calls the page's clock tool (and then reports its result).
+ * `call:clock` script, which really calls the page's clock tool (and then reports its result),
+ * and a message about research asks for the `background:research` script, which calls the
+ * background research tool, says it started, and answers the follow-up turn with its result.
  */
 function offlineScriptFor(content) {
-  return offlineDemo() && /\btime\b/i.test(content) ? 'call:clock:{}' : null;
+  if (!offlineDemo()) return null;
+  const topic = researchTopic(content);
+  if (topic !== null) return `background:research:${asciiJson({ topic })}`;
+  return /\btime\b/i.test(content) ? 'call:clock:{}' : null;
 }
 
 /** The demo's one tool: the current date and time, read in the page. */
@@ -849,6 +1061,51 @@ function makeClockTool(createTool) {
       await context?.writer?.write(`Reading the clock (${zone})`);
       // An unknown zone throws a RangeError: the card shows it and the model is told.
       return new Intl.DateTimeFormat(undefined, { dateStyle: 'full', timeStyle: 'long', timeZone: zone }).format(new Date());
+    },
+  });
+}
+
+/** Waits `ms`; rejects when `signal` aborts. */
+function sleep(ms, signal) {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason ?? new Error('aborted'));
+      },
+      { once: true },
+    );
+  });
+}
+
+/** How long each of the research tool's three steps takes (`?research=<ms>` changes it). */
+const RESEARCH_STEP_MS = Math.max(0, Number(new URLSearchParams(location.search).get('research')) || 1_000);
+
+/**
+ * The offline demo's background tool: "researches" a topic in three steps (each a progress line
+ * of its card), then returns a short note. It runs as a background task, so the reply says it
+ * started and goes on; the agent answers its result in a follow-up turn of the same reply.
+ */
+function makeResearchTool(createTool) {
+  return createTool({
+    id: 'research',
+    description: 'Research a topic in depth. It runs in the background: the result arrives in a later turn.',
+    inputSchema: {
+      type: 'object',
+      properties: { topic: { type: 'string', description: 'What to research, e.g. solana' } },
+      required: ['topic'],
+    },
+    background: { enabled: true, timeoutMs: 60_000 },
+    async execute({ topic }, context) {
+      const steps = [`Looking for sources about ${topic}`, 'Reading 3 sources', 'Writing up the findings'];
+      for (const line of steps) {
+        await context?.writer?.write(line);
+        await sleep(RESEARCH_STEP_MS, context?.abortSignal);
+      }
+      return `${topic}: 3 sources read and summarised (offline demo: nothing was really looked up).`;
     },
   });
 }
@@ -894,21 +1151,24 @@ function describe(choice, key = loadKey(choice.provider).key) {
   };
 }
 
-function buildAgent(model) {
+/** The Agent of `next` (a `describe()` result): the offline demo model also gets the research tool. */
+function buildAgent(next) {
+  const demo = next.kind === 'server' && isOfflineDemoModel();
   return new pkg.Agent({
     id: 'demo',
     name: 'Demo',
     instructions: 'You are a helpful, concise assistant. Format replies with Markdown when it helps.',
-    model,
-    tools: { clock: clockTool },
+    model: next.model,
+    tools: demo ? { clock: clockTool, research: researchTool } : { clock: clockTool },
     memory,
+    backgroundTasks: { enabled: true },
   });
 }
 
 /** Builds the Agent for `choice`; throws (nothing changed) when the package refuses the config. */
 function useSettings(choice, key) {
   const next = describe(choice, key);
-  agent = buildAgent(next.model);
+  agent = buildAgent(next);
   active = next;
   settings = { ...choice };
   const mode = $('mode');
@@ -916,7 +1176,9 @@ function useSettings(choice, key) {
   mode.className = `badge ${next.badgeClass}`;
   $('label').textContent = next.label;
   $('label').title = next.title;
-  $('empty-hint').textContent = offlineDemo() ? 'Ask “What time is it?” to see a tool call.' : '';
+  $('empty-hint').textContent = offlineDemo()
+    ? 'Ask “What time is it?” to see a tool call, or “Research solana” for a background task.'
+    : '';
 }
 
 function serverChoiceLabel() {
@@ -1084,8 +1346,9 @@ async function start() {
   }
   try {
     clockTool = makeClockTool(createTool);
+    researchTool = makeResearchTool(createTool);
   } catch (err) {
-    addNotice(`Could not create the clock tool: ${err.message}`, 'error');
+    addNotice(`Could not create the demo tools: ${err.message}`, 'error');
     return;
   }
 

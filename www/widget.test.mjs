@@ -17,6 +17,7 @@ import {
   reload,
   sendAndWait,
   serve,
+  shownMessages,
   useBrowser,
   waitForMessages,
 } from './page-harness.mjs';
@@ -310,7 +311,8 @@ describe('chat page: tool cards', () => {
     assert.equal(requests.length, 2, 'one request for the call, one after the result');
     for (const r of requests) {
       assert.equal(r.headers['x-script'], 'call:clock:{}');
-      assert.deepEqual(r.body.tools.map((t) => t.function.name), ['clock']);
+      // (The offline demo model also gets the background research tool.)
+      assert.deepEqual(r.body.tools.map((t) => t.function.name), ['clock', 'research']);
     }
     assert.equal(requests[1].body.messages.at(-1).role, 'tool');
     await page.screenshot({ path: path.join(RESULTS, 'widget-tool-card.png') });
@@ -391,6 +393,139 @@ describe('chat page: tool cards', () => {
       ['done', '✓', 0],
       ['denied', '⊘', 0],
     ]);
+    assert.deepEqual(page.errors, []);
+    await page.context().close();
+  });
+});
+
+/** Records every text the tool cards' status labels show (e.g. "running in the background · 2.0 s"). */
+async function recordCardStatus(page) {
+  await page.evaluate(() => {
+    window.__status = [];
+    const note = () => {
+      for (const status of document.querySelectorAll('.tool-card .tool-status')) {
+        const text = status.textContent;
+        if (text && !window.__status.includes(text)) window.__status.push(text);
+      }
+    };
+    new MutationObserver(note).observe(document.getElementById('messages'), { subtree: true, childList: true, characterData: true });
+  });
+}
+
+/** The first words of the continuation directive (src/core/until_idle.rs). */
+const DIRECTIVE = 'Background tasks you started earlier have finished';
+
+describe('chat page: background tasks', () => {
+  let url;
+  before(async () => {
+    ({ url } = await serve(childEnv()));
+  });
+
+  it('"research solana" runs in the background: its card goes running → completed, the follow-up turn answers in the same reply', T, async () => {
+    // Steps of 1.5 s (4.5 s in all, the default is 3 s): a background-task-progress chunk (every
+    // 2 s while the reply waits) comes well before the task ends, even on a slow machine.
+    const page = await openPage(`${url}?research=1500`);
+    assert.match(await page.textContent('#empty-hint'), /Research solana/);
+    await recordToolCards(page);
+    await recordCardStatus(page);
+    const said = 'research solana';
+    await page.fill('#input', said);
+    await page.press('#input', 'Enter');
+
+    // The first turn: the model calls research, which returns a placeholder at once, and says so.
+    const reply = page.locator('.msg.assistant').last();
+    await page.waitForFunction(() => /in the background/.test(document.querySelector('.msg.assistant .text')?.textContent ?? ''), null, {
+      timeout: WAIT,
+    });
+    const early = await toolCards(page);
+    assert.equal(early.length, 1);
+    assert.equal(early[0].name, 'research');
+    assert.equal(early[0].state, 'running', 'the task still runs while the first reply is shown');
+    assert.equal(early[0].args, '{"topic":"solana"}');
+    assert.deepEqual(early[0].buttons, ['Cancel']);
+    assert.equal(await reply.getAttribute('data-done'), null, 'the reply waits for the task');
+    assert.equal(await page.isEnabled('#stop'), true);
+    await page.waitForFunction(() => /·/.test(document.querySelector('.task-card .tool-status')?.textContent ?? ''), null, { timeout: WAIT });
+    await page.screenshot({ path: path.join(RESULTS, 'widget-task-running.png') });
+
+    // The task ends; the agent answers it in a continuation turn, drawn in the same reply.
+    await page.locator('.msg.assistant[data-done="1"]').waitFor({ timeout: WAIT });
+    assert.deepEqual(await cardStates(page), [['running', 'done']]);
+    const [card] = await toolCards(page);
+    const result = 'solana: 3 sources read and summarised (offline demo: nothing was really looked up).';
+    assert.equal(card.icon, '✓');
+    assert.equal(card.outcome, `→ ${result}`);
+    assert.deepEqual(card.buttons, []);
+    const progress = await page.evaluate(() => window.__cards.progress);
+    for (const line of ['Started in the background', 'Looking for sources about solana', 'Reading 3 sources', 'Writing up the findings']) {
+      assert.ok(progress.includes(line), `progress line ${JSON.stringify(line)}: ${JSON.stringify(progress)}`);
+    }
+    const status = await page.evaluate(() => window.__status);
+    assert.ok(
+      status.some((s) => /^running in the background · \d+(\.\d)? s$/.test(s)),
+      `no elapsed time from background-task-progress: ${JSON.stringify(status)}`,
+    );
+    assert.match(status.at(-1), /^completed in [4-9](\.\d)? s$/, JSON.stringify(status));
+    assert.deepEqual((await shownMessages(page)).map((m) => m.role), ['user', 'assistant'], 'one reply holds both turns');
+    const text = await reply.locator('.text').textContent();
+    const started = "I started research in the background. I'll report back here when it finishes.";
+    const followUp = `The background task research finished: ${result}`;
+    assert.ok(text.startsWith(started), text);
+    assert.ok(text.endsWith(followUp), text);
+    assert.equal(await reply.locator('.text p').count(), 2, 'the follow-up is a paragraph of its own');
+    assert.match(await reply.locator('.meta').textContent(), /tokens$/);
+    await page.screenshot({ path: path.join(RESULTS, 'widget-task-done.png') });
+
+    // The model requests: the user's turn, the step after the placeholder, the continuation,
+    // each with the page's script and both tools; the continuation carries the directive.
+    const requests = (await modelRequests(url)).filter((r) => promptOf(r).find((m) => m.role === 'user')?.text === said);
+    assert.equal(requests.length, 3);
+    for (const r of requests) {
+      assert.equal(r.headers['x-script'], 'background:research:{"topic":"solana"}');
+      assert.deepEqual(r.body.tools.map((t) => t.function.name), ['clock', 'research']);
+    }
+    const system = (r) => r.body.messages.filter((m) => m.role === 'system').map((m) => String(m.content)).join('\n');
+    assert.ok(!system(requests[1]).includes(DIRECTIVE));
+    assert.ok(system(requests[2]).includes(DIRECTIVE), system(requests[2]));
+    assert.ok(JSON.stringify(requests[2].body.messages).includes(result), 'the continuation sees the real result');
+
+    // From memory: the same conversation. The follow-up turn is stored as a message of its own;
+    // the page draws it in the reply it continues, and the call's stored result is the real one.
+    await reload(page);
+    await waitForMessages(page, 2);
+    assert.deepEqual(await shownMessages(page), [
+      { role: 'user', text: said },
+      { role: 'assistant', text },
+    ]);
+    assert.deepEqual(await toolCards(page), [card]);
+    const stored = await page.evaluate(async (thread) => {
+      const { Memory } = await import('/pkg/index.browser.js');
+      return new Memory().listMessages({ threadId: thread, format: 'ui' });
+    }, await page.getAttribute('#messages', 'data-thread'));
+    assert.deepEqual(stored.map((m) => m.role), ['user', 'assistant', 'assistant']);
+    const part = stored[1].parts.find((p) => p.type === 'tool-research');
+    assert.equal(part.state, 'output-available');
+    assert.equal(part.output, result);
+    await page.screenshot({ path: path.join(RESULTS, 'widget-task-restored.png') });
+    assert.deepEqual(page.errors, []);
+    await page.context().close();
+  });
+
+  it('Cancel on a running task: the card ends cancelled and the follow-up turn says so', T, async () => {
+    const page = await openPage(`${url}?research=3000`); // 9 s of research: time to cancel it
+    await recordToolCards(page);
+    await page.fill('#input', 'research cancelling');
+    await page.press('#input', 'Enter');
+    const cancel = page.locator('.task-card .cancel-task');
+    await cancel.waitFor({ timeout: WAIT });
+    await cancel.click();
+    await page.locator('.msg.assistant[data-done="1"]').waitFor({ timeout: WAIT });
+    assert.deepEqual(await cardStates(page), [['running', 'cancelled']]);
+    const [card] = await toolCards(page);
+    assert.equal(card.icon, '⊘');
+    assert.equal(card.outcome, 'Cancelled: it has no result.');
+    assert.match(await page.locator('.msg.assistant .text').textContent(), /The background task research was cancelled, so it has no result\.$/);
+    await page.screenshot({ path: path.join(RESULTS, 'widget-task-cancelled.png') });
     assert.deepEqual(page.errors, []);
     await page.context().close();
   });

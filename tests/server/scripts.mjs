@@ -526,6 +526,7 @@ export function builtinScripts() {
   add('replay', replayScript);
   for (const [name, script] of extraToolScripts()) add(name, script);
   for (const [name, script] of providerWireScripts()) add(name, script);
+  for (const [name, script] of backgroundScripts()) add(name, script);
   return scripts;
 }
 
@@ -1333,6 +1334,105 @@ function providerWireScripts() {
             },
           }),
       ),
+    ],
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Background tasks: a script that knows the three requests of an untilIdle run (the user's turn,
+// the step after a background tool's placeholder result, and the continuation turn that carries
+// the package's directive), for the chat demo's background `research` tool.
+
+/** The first words of the continuation directive (src/core/until_idle.rs). */
+const BACKGROUND_DIRECTIVE = 'Background tasks you started earlier have finished';
+
+/** Whether a tool message's content is the placeholder a background call returns at once. */
+function isBackgroundPlaceholder(content) {
+  try {
+    const value = JSON.parse(content);
+    return value?.status === 'running' && typeof value?.backgroundTaskId === 'string';
+  } catch {
+    return false;
+  }
+}
+
+/** Tool call id → tool name, from the assistant messages of the request. */
+function toolCallNames(body) {
+  const names = new Map();
+  for (const m of messagesOf(body)) {
+    for (const call of Array.isArray(m?.tool_calls) ? m.tool_calls : []) names.set(call?.id, call?.function?.name ?? call?.name);
+  }
+  return names;
+}
+
+/** A tool result for a sentence: a JSON string as its text, anything else as compact JSON. */
+function resultSentence(content) {
+  try {
+    const value = JSON.parse(content);
+    return typeof value === 'string' ? value : JSON.stringify(value);
+  } catch {
+    return content;
+  }
+}
+
+/** What a continuation says about each task of its directive (completed, failed, cancelled). */
+function backgroundOutcomes(body, directive) {
+  const names = toolCallNames(body);
+  const results = new Map();
+  for (const m of messagesOf(body)) if (m?.role === 'tool') results.set(m.tool_call_id, textOf(m.content));
+  const sentences = [];
+  for (const line of directive.split('\n')) {
+    for (const match of line.matchAll(/([\w.-]+) \(tool call ([^)]+)\)/g)) {
+      const [, name, id] = match;
+      if (line.startsWith('Completed:')) {
+        const result = results.get(id);
+        sentences.push(`The background task ${name} finished: ${result === undefined ? 'its result is missing' : resultSentence(result)}`);
+      } else if (line.startsWith('Failed:')) {
+        // "Failed: x (tool call id): <message>. Do not retry …" or "Failed: x (tool call id) timed out. …"
+        const rest = line.slice(line.indexOf(match[0]) + match[0].length).replace(/\.? Do not retry.*$/, '');
+        const reason = rest.replace(/^:/, '').trim();
+        sentences.push(`The background task ${name} failed${!reason ? '' : rest.startsWith(':') ? `: ${reason}` : ` (${reason})`}.`);
+      } else if (line.startsWith('Cancelled:')) {
+        sentences.push(`The background task ${name} was cancelled, so it has no result.`);
+      }
+      if (!names.has(id)) names.set(id, name);
+    }
+  }
+  return sentences.length ? sentences.join(' ') : 'Background tasks finished, but the directive named none of them.';
+}
+
+function backgroundScripts() {
+  return [
+    [
+      'background',
+      {
+        description:
+          'background:<tool>[:<json args>] one call of <tool> with exactly those arguments; after placeholder results of ' +
+          'background calls "I started <tool> in the background. …" (real results: "The tool said: …"); on the ' +
+          'continuation (a system message with the untilIdle directive) "The background task <tool> finished: <result>" ' +
+          '(or failed / was cancelled) for each task the directive names',
+        async run(ex) {
+          const directive = messagesOf(ex.body)
+            .filter((m) => m?.role === 'system')
+            .map((m) => textOf(m.content))
+            .find((text) => text.includes(BACKGROUND_DIRECTIVE));
+          if (directive !== undefined) return streamText(ex, backgroundOutcomes(ex.body, directive));
+          const messages = messagesOf(ex.body);
+          const trailing = [];
+          for (let i = messages.length - 1; i >= 0 && messages[i]?.role === 'tool'; i--) trailing.unshift(messages[i]);
+          if (!trailing.length) return streamCalls(ex, [namedCall(ex.arg)]);
+          const names = toolCallNames(ex.body);
+          const started = trailing.filter((m) => isBackgroundPlaceholder(textOf(m.content)));
+          const real = trailing.filter((m) => !isBackgroundPlaceholder(textOf(m.content)));
+          const sentences = [];
+          if (real.length) sentences.push(`The tool said: ${real.map((m) => textOf(m.content)).join('; ')}.`);
+          if (started.length) {
+            const list = [...new Set(started.map((m) => names.get(m.tool_call_id) ?? 'the tool'))].join(' and ');
+            sentences.push(`I started ${list} in the background. I'll report back here when it finishes.`);
+          }
+          await streamText(ex, sentences.join(' '));
+        },
+      },
     ],
   ];
 }
