@@ -112,6 +112,7 @@ impl Agent {
             None => {
                 let (mut endpoint, name) = registry::resolve(&m.id, m.url.clone(), m.api_key.clone(), m.headers.clone(), &crate::platform::env_var, "config.model")
                     .map_err(|e| error_to_js(&e))?;
+                endpoint.api = choose_api(endpoint.api, m.api.as_deref())?;
                 browser_headers(&mut endpoint);
                 (endpoint, name)
             }
@@ -579,6 +580,17 @@ fn check_functions(options: &JsValue, path: &str) -> Result<(), JsValue> {
 pub(crate) fn callback(options: &JsValue, defaults: &JsValue, name: &str) -> Option<Function> {
     let v = option_or_default(options, defaults, name);
     v.dyn_into::<Function>().ok()
+}
+
+/// `api: 'chat' | 'responses'` picks the wire protocol of an OpenAI-compatible provider.
+fn choose_api(default: crate::providers::Api, asked: Option<&str>) -> Result<crate::providers::Api, JsValue> {
+    use crate::providers::Api;
+    match (default, asked) {
+        (d, None) => Ok(d),
+        (Api::Chat | Api::Responses, Some("chat")) => Ok(Api::Chat),
+        (Api::Chat | Api::Responses, Some("responses")) => Ok(Api::Responses),
+        (_, Some(a)) => Err(type_error("config.model.api", &format!("'{a}' applies to OpenAI-compatible providers only; this provider has its own API"))),
+    }
 }
 
 /// In a page, Anthropic answers a direct call only with its browser-access header (the key is

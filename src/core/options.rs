@@ -88,13 +88,7 @@ pub fn parse_model_config(v: &Value, field: &str) -> Result<ModelConfig, AgentEr
             let api_key = opt_str(v, "apiKey", field)?.map(str::to_owned);
             let api = opt_str(v, "api", field)?.map(str::to_owned);
             if let Some(a) = &api {
-                if a == "responses" {
-                    return Err(AgentError::invalid(
-                        join(field, "api"),
-                        "the Responses API is not supported in this version; use 'chat' (Chat Completions)",
-                    ));
-                }
-                if a != "chat" {
+                if a != "chat" && a != "responses" {
                     return Err(AgentError::invalid(join(field, "api"), format!("expected 'chat' or 'responses', got '{a}'")));
                 }
             }

@@ -8,6 +8,7 @@ pub mod anthropic;
 pub mod google;
 pub mod json;
 pub mod openai_chat;
+pub mod openai_responses;
 pub mod registry;
 pub mod sse;
 
@@ -21,6 +22,8 @@ mod tests_chat_stream;
 mod tests_google;
 #[cfg(test)]
 mod tests_json;
+#[cfg(test)]
+mod tests_responses;
 #[cfg(test)]
 mod tests_sse;
 
@@ -56,6 +59,8 @@ pub struct Endpoint {
 pub enum Api {
     /// OpenAI Chat Completions and the providers that speak it.
     Chat,
+    /// The OpenAI Responses API (`{ api: 'responses' }`).
+    Responses,
     /// Anthropic Messages.
     Anthropic,
     /// Google Gemini `streamGenerateContent`.
@@ -77,6 +82,7 @@ pub trait StreamDecoder {
 pub fn build_request(endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpRequest, Vec<Warning>), AgentError> {
     match endpoint.api {
         Api::Chat => openai_chat::build_request(endpoint, req),
+        Api::Responses => openai_responses::build_request(endpoint, req),
         // The browser-access header is part of `endpoint.headers` when the agent runs in a page.
         Api::Anthropic => anthropic::build_request(endpoint, req, false),
         Api::Google => google::build_request(endpoint, req),
@@ -89,6 +95,7 @@ pub fn build_request(endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpReq
 pub fn decoder(endpoint: &Endpoint, include_raw: bool) -> Box<dyn StreamDecoder> {
     match endpoint.api {
         Api::Chat => Box::new(openai_chat::ChatDecoder::new(include_raw)),
+        Api::Responses => Box::new(openai_responses::ResponsesDecoder::new(include_raw)),
         Api::Anthropic => Box::new(anthropic::AnthropicDecoder::new(include_raw)),
         Api::Google => Box::new(google::GoogleDecoder::new(include_raw)),
         // Never used: the host yields events, not bytes.

@@ -1,0 +1,731 @@
+//! The OpenAI Responses API (`POST {base}/responses`, streamed), which xAI speaks too: the request
+//! builder and the stream decoder.
+//!
+//! Pure translation between `core::model` and the wire format; it never does I/O and never sees
+//! JavaScript. As in `openai_chat`, the decoder reads each event with the `json` pull reader into
+//! a small struct that borrows from the event text, and allocates only the strings it hands out.
+
+use std::borrow::Cow;
+
+use serde_json::{json, Map, Value};
+
+use super::json::{self, Reader};
+use super::sse::{SseDecoder, SseEvent};
+use super::{head, not_json, set_header, snake_case, starts_with_ignore_case, Endpoint, HttpRequest, StreamDecoder};
+use crate::core::error::AgentError;
+use crate::core::model::{
+    AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ToolChoice, Usage, UserPart, Warning,
+};
+
+/// What `include` asks for when reasoning is requested: the reasoning itself, encrypted, which a
+/// stateless (`store: false`) conversation needs to hand the model its reasoning back.
+const ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
+
+// ---------------------------------------------------------------------------------------------
+// Request
+
+/// Builds the streaming Responses request for `req`.
+///
+/// The conversation goes in `input` as items, system messages among them where they stand (not
+/// in `instructions`, which holds one text and would lose their place between the turns).
+/// `store: false`: the history travels with every request, so nothing is kept on the server.
+///
+/// Settings the API lacks (`topK`, `presencePenalty`, `frequencyPenalty`, `stopSequences`,
+/// `seed`) are left out with a warning. `providerOptions` are merged into the body last, keys
+/// renamed from camelCase to snake_case, so they can set or override any body field; the flat
+/// options other providers take become this API's nested fields (`reasoningEffort` and
+/// `reasoningSummary` → `reasoning: { effort, summary }`, `textVerbosity` → `text: { verbosity }`).
+/// When reasoning is requested, `include` asks for the encrypted reasoning as well.
+pub fn build_request(endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpRequest, Vec<Warning>), AgentError> {
+    let s = &req.settings;
+    let mut warnings = Vec::new();
+    let mut body = Map::new();
+    body.insert("model".into(), req.model_id.clone().into());
+    body.insert("input".into(), input(&req.messages)?.into());
+    body.insert("stream".into(), true.into());
+    body.insert("store".into(), false.into());
+
+    if let Some(max) = s.max_output_tokens {
+        body.insert("max_output_tokens".into(), max.into());
+    }
+    if let Some(temperature) = s.temperature {
+        body.insert("temperature".into(), temperature.into());
+    }
+    if let Some(top_p) = s.top_p {
+        body.insert("top_p".into(), top_p.into());
+    }
+    let unsupported = [
+        ("topK", s.top_k.is_some()),
+        ("presencePenalty", s.presence_penalty.is_some()),
+        ("frequencyPenalty", s.frequency_penalty.is_some()),
+        ("stopSequences", !s.stop_sequences.is_empty()),
+        ("seed", s.seed.is_some()),
+    ];
+    for (setting, set) in unsupported {
+        if set {
+            warnings.push(Warning {
+                kind: "unsupported-setting",
+                setting: Some(setting.into()),
+                message: Some(format!("{setting} is not part of the OpenAI Responses API and was not sent")),
+            });
+        }
+    }
+
+    // The API rejects `tool_choice` without `tools`, so both go or neither does.
+    if !req.tools.is_empty() {
+        let tools = req.tools.iter().map(|tool| {
+            let mut spec = Map::new();
+            spec.insert("type".into(), "function".into());
+            spec.insert("name".into(), tool.name.clone().into());
+            if let Some(description) = &tool.description {
+                spec.insert("description".into(), description.clone().into());
+            }
+            spec.insert("parameters".into(), tool.parameters.clone());
+            // Strict mode wants every property required and no extra ones: not every schema is so.
+            spec.insert("strict".into(), false.into());
+            Value::Object(spec)
+        });
+        body.insert("tools".into(), tools.collect());
+        if let Some(choice) = &req.tool_choice {
+            let choice = match choice {
+                ToolChoice::Auto => "auto".into(),
+                ToolChoice::None => "none".into(),
+                ToolChoice::Required => "required".into(),
+                ToolChoice::Tool(name) => json!({ "type": "function", "name": name }),
+            };
+            body.insert("tool_choice".into(), choice);
+        }
+    }
+
+    if let Some(options) = &req.provider_options {
+        // Flat keys first, nested ones after, so `reasoning: {…}` and `reasoningEffort` combine
+        // in either order.
+        for (key, value) in options {
+            if nested_option(key).is_none() {
+                body.insert(snake_case(key).into_owned(), value.clone());
+            }
+        }
+        for (key, value) in options {
+            if let Some((parent, field)) = nested_option(key) {
+                let slot = body.entry(parent).or_insert_with(|| Value::Object(Map::new()));
+                if !slot.is_object() {
+                    *slot = Value::Object(Map::new());
+                }
+                slot[field] = value.clone();
+            }
+        }
+        if body.get("reasoning").is_some_and(|r| !r.is_null()) {
+            if let Value::Array(include) = body.entry("include").or_insert_with(|| Value::Array(Vec::new())) {
+                if !include.iter().any(|v| v == ENCRYPTED_REASONING) {
+                    include.push(ENCRYPTED_REASONING.into());
+                }
+            }
+        }
+    }
+
+    let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
+    if let Some(key) = &endpoint.api_key {
+        headers.push(("authorization".into(), format!("Bearer {key}")));
+    }
+    for (name, value) in endpoint.headers.iter().chain(&s.headers) {
+        set_header(&mut headers, name, value);
+    }
+
+    let body = serde_json::to_string(&Value::Object(body)).map_err(|e| AgentError::api(e.to_string(), false))?;
+    let url = format!("{}/responses", endpoint.base_url.trim_end_matches('/'));
+    Ok((HttpRequest { url, headers, body }, warnings))
+}
+
+/// The body field a flat provider option sets on this API, as (object, field).
+fn nested_option(key: &str) -> Option<(&'static str, &'static str)> {
+    match key {
+        "reasoningEffort" | "reasoning_effort" => Some(("reasoning", "effort")),
+        "reasoningSummary" | "reasoning_summary" => Some(("reasoning", "summary")),
+        "textVerbosity" | "text_verbosity" => Some(("text", "verbosity")),
+        _ => None,
+    }
+}
+
+/// The conversation as input items. Messages with nothing in them are left out.
+fn input(messages: &[ModelMessage]) -> Result<Vec<Value>, AgentError> {
+    let mut out = Vec::with_capacity(messages.len());
+    for message in messages {
+        match message {
+            ModelMessage::System(text) if text.is_empty() => {}
+            ModelMessage::System(text) => out.push(json!({ "role": "system", "content": text })),
+            ModelMessage::User(parts) if parts.is_empty() => {}
+            ModelMessage::User(parts) => out.push(json!({ "role": "user", "content": user_content(parts)? })),
+            ModelMessage::Assistant(parts) => assistant_items(parts, &mut out),
+            ModelMessage::Tool(results) => {
+                // The output is text; an error result says so in its own words (no flag exists).
+                for part in results {
+                    let output = match &part.result {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    out.push(json!({ "type": "function_call_output", "call_id": part.tool_call_id, "output": output }));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn user_content(parts: &[UserPart]) -> Result<Vec<Value>, AgentError> {
+    let mut out = Vec::with_capacity(parts.len());
+    for (index, part) in parts.iter().enumerate() {
+        out.push(match part {
+            UserPart::Text(text) => json!({ "type": "input_text", "text": text }),
+            UserPart::File { data, media_type, .. } if media_type.starts_with("image/") => {
+                // `image/*` means "some image": the data URL needs a concrete type.
+                let media_type = if media_type == "image/*" { "image/jpeg" } else { media_type };
+                json!({ "type": "input_image", "image_url": file_url(data, media_type) })
+            }
+            UserPart::File { data, .. } if is_url(data) && !starts_with_ignore_case(data, "data:") => {
+                json!({ "type": "input_file", "file_url": data })
+            }
+            UserPart::File { data, media_type, filename } => {
+                // Inline data needs a file name next to it; make one up when none was given.
+                let filename = match filename {
+                    Some(name) => name.clone(),
+                    None if media_type == "application/pdf" => format!("part-{index}.pdf"),
+                    None => format!("part-{index}"),
+                };
+                json!({ "type": "input_file", "filename": filename, "file_data": file_url(data, media_type) })
+            }
+        });
+    }
+    Ok(out)
+}
+
+/// An assistant message as items, in its own order: each run of text one message, each tool call
+/// one `function_call` item.
+fn assistant_items(parts: &[AssistantPart], out: &mut Vec<Value>) {
+    let mut text = String::new();
+    for part in parts {
+        match part {
+            AssistantPart::Text(t) => text.push_str(t),
+            // The API takes reasoning back only as a `reasoning` item with the id and encrypted
+            // content it came with, which `AssistantPart::Reasoning` does not carry yet; the
+            // summary text alone would be refused.
+            AssistantPart::Reasoning(_) => {}
+            AssistantPart::ToolCall { tool_call_id, tool_name, args } => {
+                flush_text(&mut text, out);
+                out.push(json!({
+                    "type": "function_call",
+                    "call_id": tool_call_id,
+                    "name": tool_name,
+                    "arguments": args.to_string(),
+                }));
+            }
+        }
+    }
+    flush_text(&mut text, out);
+}
+
+fn flush_text(text: &mut String, out: &mut Vec<Value>) {
+    if !text.is_empty() {
+        let text = std::mem::take(text);
+        out.push(json!({ "role": "assistant", "content": [{ "type": "output_text", "text": text }] }));
+    }
+}
+
+fn is_url(data: &str) -> bool {
+    ["http://", "https://", "data:"].iter().any(|p| starts_with_ignore_case(data, p))
+}
+
+/// A URL as it is, bare base64 as a `data:` URL.
+fn file_url(data: &str, media_type: &str) -> String {
+    if is_url(data) {
+        data.to_string()
+    } else {
+        format!("data:{media_type};base64,{data}")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stream
+
+/// Decodes a streamed Responses body into `ModelEvent`s.
+///
+/// Events are told apart by the data's `type` (the SSE `event:` name when it has none):
+/// `response.created` gives `ResponseMetadata`; text and refusal deltas give `TextDelta`;
+/// reasoning summary and reasoning text deltas give `ReasoningDelta` (a new summary part is set
+/// off by a blank line); a `function_call` output item gives a first `ToolCallDelta` with its call
+/// id and name, its argument deltas the rest (the output index is the call's index). Arguments
+/// that arrive only whole, in the item (xAI), are reported once from it. One `Finish` closes the
+/// reply at `response.completed` or `response.incomplete`, with the response's usage;
+/// `response.failed` and `error` events become one `Error` event. Other events produce nothing.
+///
+/// A call to `parallel` whose arguments are `{ "tool_uses": [{ "recipient_name":
+/// "functions.<tool>", "parameters": {…} }] }` is the model wrapping several calls in one (it
+/// does so now and then); it is reported as those calls, once its arguments are complete.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResponsesDecoder {
+    sse: SseDecoder,
+    /// Scratch list of SSE events, kept to reuse its allocation.
+    events: Vec<SseEvent>,
+    include_raw: bool,
+    metadata_sent: bool,
+    /// The function calls of the response, by output index.
+    calls: Vec<Call>,
+    /// (output index, summary index) of the last reasoning delta, while nothing else followed it.
+    reasoning_part: Option<(u32, u32)>,
+    /// The index the next call unwrapped from a `parallel` call gets.
+    next_wrapped: u32,
+    refused: bool,
+    finish_reason: Option<FinishReason>,
+    usage: Option<Usage>,
+    saw_error: bool,
+    /// `Finish` was emitted; whatever follows is ignored.
+    finished: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct Call {
+    index: u32,
+    /// Some arguments were reported for it.
+    streamed: bool,
+    /// A possible `parallel` wrapper, held back until its arguments are complete.
+    wrapper: Option<Wrapper>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct Wrapper {
+    id: Option<String>,
+    name: Option<String>,
+    args: String,
+}
+
+impl ResponsesDecoder {
+    pub fn new(include_raw: bool) -> Self {
+        ResponsesDecoder {
+            sse: SseDecoder::new(),
+            events: Vec::new(),
+            include_raw,
+            metadata_sent: false,
+            calls: Vec::new(),
+            reasoning_part: None,
+            next_wrapped: u32::MAX,
+            refused: false,
+            finish_reason: None,
+            usage: None,
+            saw_error: false,
+            finished: false,
+        }
+    }
+
+    fn event(&mut self, name: Option<String>, mut data: String, out: &mut Vec<ModelEvent>) -> Result<(), AgentError> {
+        let payload = data.trim();
+        // An empty `data:` line keeps the connection open; `[DONE]` is a Chat Completions habit
+        // some servers keep: the reply is complete only at `response.completed`.
+        if payload.is_empty() || payload == "[DONE]" {
+            return Ok(());
+        }
+        let raw_at = out.len();
+        let result = parse_event(&data).and_then(|mut event| {
+            // The data's `type` is the event's own word; the SSE name is its copy.
+            let own = event.kind.take();
+            let kind = own.as_deref().or(name.as_deref()).unwrap_or_default();
+            self.apply(kind, event, out)
+        });
+        let result = match result {
+            Ok(error) => {
+                if let Some(message) = error {
+                    self.saw_error = true;
+                    // The raw event is wanted twice only when raw events are on.
+                    let body = if self.include_raw { data.clone() } else { std::mem::take(&mut data) };
+                    out.push(ModelEvent::Error { message, body: Some(body) });
+                }
+                if self.finish_reason == Some(FinishReason::Error) {
+                    self.emit_finish(out); // `response.failed`, after its error
+                }
+                Ok(())
+            }
+            // A shape error is only reported as such for an event that is JSON all through.
+            Err(e) if e.syntax || json::validate(&data).is_err() => Err(not_json(&data)),
+            Err(e) => Err(AgentError::api(
+                format!("The model's stream sent an event this client does not understand ({e}): {}", head(&data)),
+                false,
+            )),
+        };
+        if self.include_raw {
+            // Raw goes before the events it produced; the insert shifts a few events at most.
+            out.insert(raw_at, ModelEvent::Raw(data));
+        }
+        result
+    }
+
+    /// Applies one event; returns the message of an error it reports.
+    fn apply(&mut self, kind: &str, event: Event<'_>, out: &mut Vec<ModelEvent>) -> json::Result<Option<String>> {
+        if !self.metadata_sent && kind == "response.created" {
+            self.metadata_sent = true;
+            out.push(ModelEvent::ResponseMetadata {
+                id: event.id.map(Cow::into_owned),
+                model_id: event.model.map(Cow::into_owned),
+                created: event.created,
+            });
+        }
+        match kind {
+            "response.output_text.delta" | "response.refusal.delta" => {
+                self.refused |= kind == "response.refusal.delta";
+                if let Some(text) = string(event.delta)?.filter(|t| !t.is_empty()) {
+                    self.reasoning_part = None;
+                    out.push(ModelEvent::TextDelta(text.into_owned()));
+                }
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                if let Some(text) = string(event.delta)?.filter(|t| !t.is_empty()) {
+                    let part = (event.output_index.unwrap_or_default(), event.summary_index.unwrap_or_default());
+                    let next_part = self.reasoning_part.is_some_and(|last| last != part);
+                    self.reasoning_part = Some(part);
+                    let text = if next_part { format!("\n\n{text}") } else { text.into_owned() };
+                    out.push(ModelEvent::ReasoningDelta(text));
+                }
+            }
+            "response.output_item.added" | "response.output_item.done" => {
+                let item = parse_item(event.item)?;
+                if item.kind.as_deref() == Some("function_call") {
+                    let done = kind == "response.output_item.done";
+                    self.function_call(event.output_index.unwrap_or_default(), item, done, out);
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                let last = self.calls.last().map(|c| c.index);
+                let index = event.output_index.or(last).unwrap_or_default();
+                let delta = string(event.delta)?.filter(|t| !t.is_empty());
+                if let (Some(call), Some(delta)) = (self.calls.iter_mut().find(|c| c.index == index), delta) {
+                    call.streamed = true;
+                    match &mut call.wrapper {
+                        Some(wrapper) => wrapper.args.push_str(&delta),
+                        None => {
+                            self.reasoning_part = None;
+                            out.push(ModelEvent::ToolCallDelta {
+                                index,
+                                id: None,
+                                name: None,
+                                args_delta: delta.into_owned(),
+                            });
+                        }
+                    }
+                }
+            }
+            "response.completed" | "response.incomplete" => {
+                self.flush_wrappers(out);
+                self.usage = event.usage;
+                let reason = match (kind, event.incomplete_reason.as_deref()) {
+                    ("response.completed", _) if !self.calls.is_empty() => FinishReason::ToolCalls,
+                    ("response.completed", _) if self.refused => FinishReason::ContentFilter,
+                    ("response.completed", _) => FinishReason::Stop,
+                    (_, Some("max_output_tokens")) => FinishReason::Length,
+                    (_, Some("content_filter")) => FinishReason::ContentFilter,
+                    _ => FinishReason::Other,
+                };
+                self.finish_reason = Some(reason);
+                self.emit_finish(out);
+            }
+            "response.failed" => {
+                self.usage = event.usage;
+                self.finish_reason = Some(FinishReason::Error);
+                // An `error` event before it already told what went wrong.
+                if !self.saw_error {
+                    let message = event.response_error.map(error_message);
+                    return Ok(Some(message.unwrap_or_else(|| "The model's response failed".into())));
+                }
+            }
+            "error" => {
+                let message = match (string(event.message)?, event.error) {
+                    (Some(message), _) => message.into_owned(),
+                    (None, Some(error)) => error_message(error),
+                    (None, None) => head(event.text).to_string(),
+                };
+                return Ok(Some(message));
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    /// A `function_call` output item, when it starts (`done` false) or is complete.
+    fn function_call(&mut self, index: u32, item: Item<'_>, done: bool, out: &mut Vec<ModelEvent>) {
+        let at = match self.calls.iter().position(|c| c.index == index) {
+            Some(at) => at,
+            None => {
+                let id = item.call_id.map(Cow::into_owned);
+                let name = item.name.map(Cow::into_owned);
+                let wrapper = match name.as_deref() {
+                    Some("parallel" | "multi_tool_use.parallel") => Some(Wrapper { id, name, args: String::new() }),
+                    _ => {
+                        self.reasoning_part = None;
+                        out.push(ModelEvent::ToolCallDelta { index, id, name, args_delta: String::new() });
+                        None
+                    }
+                };
+                self.calls.push(Call { index, streamed: false, wrapper });
+                self.calls.len() - 1
+            }
+        };
+        let call = &mut self.calls[at];
+        // Arguments that were not streamed come whole with the item.
+        if let Some(args) = item.arguments.filter(|a| !a.is_empty() && !call.streamed) {
+            call.streamed = true;
+            match &mut call.wrapper {
+                Some(wrapper) => wrapper.args.push_str(&args),
+                None => {
+                    out.push(ModelEvent::ToolCallDelta { index, id: None, name: None, args_delta: args.into_owned() })
+                }
+            }
+        }
+        if let Some(wrapper) = call.wrapper.take_if(|_| done) {
+            self.unwrap_parallel(index, wrapper, out);
+        }
+    }
+
+    /// Reports the `parallel` wrappers whose item never said it was done.
+    fn flush_wrappers(&mut self, out: &mut Vec<ModelEvent>) {
+        for at in 0..self.calls.len() {
+            if let Some(wrapper) = self.calls[at].wrapper.take() {
+                self.unwrap_parallel(self.calls[at].index, wrapper, out);
+            }
+        }
+    }
+
+    /// Reports a held-back `parallel` call: as the calls it wraps when its arguments have the
+    /// wrapper's shape, else as the call it is. The wrapped calls get ids `<wrapper id>-<n>` and
+    /// indexes no output item has, counting down from `u32::MAX`.
+    fn unwrap_parallel(&mut self, index: u32, wrapper: Wrapper, out: &mut Vec<ModelEvent>) {
+        self.reasoning_part = None;
+        let wrapped = serde_json::from_str::<Value>(&wrapper.args).ok().and_then(|value| {
+            let uses = value.get("tool_uses")?.as_array()?;
+            let calls: Option<Vec<(String, String)>> = uses
+                .iter()
+                .map(|u| {
+                    let name = u.get("recipient_name")?.as_str()?;
+                    let name = name.strip_prefix("functions.").unwrap_or(name);
+                    let params = u.get("parameters").filter(|p| p.is_object())?;
+                    (!name.is_empty()).then(|| (name.to_string(), params.to_string()))
+                })
+                .collect();
+            calls.filter(|c| !c.is_empty())
+        });
+        let Some(calls) = wrapped else {
+            out.push(ModelEvent::ToolCallDelta { index, id: wrapper.id, name: wrapper.name, args_delta: wrapper.args });
+            return;
+        };
+        let id = wrapper.id.unwrap_or_default();
+        for (n, (name, args)) in calls.into_iter().enumerate() {
+            let index = self.next_wrapped;
+            self.next_wrapped -= 1;
+            out.push(ModelEvent::ToolCallDelta {
+                index,
+                id: Some(format!("{id}-{}", n + 1)),
+                name: Some(name),
+                args_delta: args,
+            });
+        }
+    }
+
+    fn emit_finish(&mut self, out: &mut Vec<ModelEvent>) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let fallback = if self.saw_error { FinishReason::Error } else { FinishReason::Other };
+        out.push(ModelEvent::Finish { reason: self.finish_reason.unwrap_or(fallback), usage: self.usage });
+    }
+}
+
+impl StreamDecoder for ResponsesDecoder {
+    fn push(&mut self, bytes: &[u8], out: &mut Vec<ModelEvent>) -> Result<(), AgentError> {
+        if self.finished {
+            return Ok(());
+        }
+        let mut events = std::mem::take(&mut self.events);
+        self.sse.push(bytes, &mut events);
+        let mut result = Ok(());
+        for event in events.drain(..) {
+            if self.finished {
+                break; // nothing after the response's end counts
+            }
+            result = self.event(event.event, event.data, out);
+            if result.is_err() {
+                break;
+            }
+        }
+        events.clear();
+        self.events = events;
+        result
+    }
+
+    fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), AgentError> {
+        if self.finished {
+            return Ok(());
+        }
+        self.sse.finish(&mut self.events);
+        // Only `response.completed` / `.incomplete` / `.failed` say the reply is over; after an
+        // `error` event nothing more may come, so that one ends it too, unless the body stopped
+        // inside an event.
+        if self.sse.has_partial() || !self.saw_error {
+            return Err(AgentError::api("The connection closed before the model finished its response", true));
+        }
+        self.emit_finish(out);
+        Ok(())
+    }
+}
+
+/// The `message` of an error object (or the error itself when it is a string), else its text.
+fn error_message(error: &str) -> String {
+    let mut r = Reader::new(error);
+    let message = if error.starts_with('"') {
+        r.string().ok()
+    } else {
+        let mut message = None;
+        let read = r.object(&mut |r, key| {
+            if key == "message" {
+                message = r.opt_string()?;
+            }
+            Ok(())
+        });
+        read.ok().and(message)
+    };
+    message.map_or_else(|| error.to_string(), Cow::into_owned)
+}
+
+// One event, as far as the decoder reads it: the fields of every event type side by side, since
+// `type` may come after them (xAI writes it second). Unknown fields are skipped (and checked);
+// strings borrow from the event text unless they contain escapes. `delta`, `item`, `message` and
+// `error` are kept as written and read only by the events that have them, so an event type this
+// client ignores may give them any shape.
+
+#[derive(Default)]
+struct Event<'a> {
+    /// The whole event text.
+    text: &'a str,
+    kind: Option<Cow<'a, str>>,
+    output_index: Option<u32>,
+    summary_index: Option<u32>,
+    delta: Option<&'a str>,
+    item: Option<&'a str>,
+    /// `message` and `error` of an `error` event.
+    message: Option<&'a str>,
+    error: Option<&'a str>,
+    /// `response.id`, `.model`, `.created_at`, `.usage`
+    id: Option<Cow<'a, str>>,
+    model: Option<Cow<'a, str>>,
+    created: Option<u64>,
+    usage: Option<Usage>,
+    /// `response.incomplete_details.reason`
+    incomplete_reason: Option<Cow<'a, str>>,
+    /// The text of a non-null `response.error`.
+    response_error: Option<&'a str>,
+}
+
+#[derive(Default)]
+struct Item<'a> {
+    kind: Option<Cow<'a, str>>,
+    call_id: Option<Cow<'a, str>>,
+    name: Option<Cow<'a, str>>,
+    arguments: Option<Cow<'a, str>>,
+}
+
+fn parse_event(text: &str) -> json::Result<Event<'_>> {
+    let mut event = Event { text, ..Event::default() };
+    let mut r = Reader::new(text);
+    r.object(&mut |r, key| {
+        match key {
+            "type" => event.kind = r.opt_string()?,
+            "output_index" => event.output_index = index(r)?,
+            "summary_index" => event.summary_index = index(r)?,
+            "delta" => event.delta = Some(r.raw()?),
+            "item" => event.item = Some(r.raw()?),
+            "message" => event.message = Some(r.raw()?),
+            "error" if !r.is_null() => event.error = Some(r.raw()?),
+            "response" if !r.is_null() => r.object(&mut |r, key| {
+                match key {
+                    "id" => event.id = r.opt_string()?,
+                    "model" => event.model = r.opt_string()?,
+                    "created_at" => event.created = r.opt_count()?,
+                    "usage" => event.usage = usage(r)?,
+                    "incomplete_details" if !r.is_null() => r.object(&mut |r, key| {
+                        if key == "reason" {
+                            event.incomplete_reason = r.opt_string()?;
+                        }
+                        Ok(())
+                    })?,
+                    "error" if !r.is_null() => event.response_error = Some(r.raw()?),
+                    _ => {}
+                }
+                Ok(())
+            })?,
+            _ => {}
+        }
+        Ok(())
+    })?;
+    r.end()?;
+    Ok(event)
+}
+
+fn parse_item(text: Option<&str>) -> json::Result<Item<'_>> {
+    let mut item = Item::default();
+    let Some(text) = text else { return Ok(item) };
+    let mut r = Reader::new(text);
+    if r.is_null() {
+        return Ok(item);
+    }
+    r.object(&mut |r, key| {
+        match key {
+            "type" => item.kind = r.opt_string()?,
+            "call_id" => item.call_id = r.opt_string()?,
+            "name" => item.name = r.opt_string()?,
+            "arguments" => item.arguments = r.opt_string()?,
+            _ => {}
+        }
+        Ok(())
+    })?;
+    Ok(item)
+}
+
+/// A field kept as written, read as a string (`null` and absence are `None`).
+fn string(text: Option<&str>) -> json::Result<Option<Cow<'_, str>>> {
+    match text {
+        Some(text) => Reader::new(text).opt_string(),
+        None => Ok(None),
+    }
+}
+
+fn index(r: &mut Reader<'_>) -> json::Result<Option<u32>> {
+    match r.opt_u64()? {
+        Some(n) => Ok(Some(u32::try_from(n).map_err(|_| r.error("index out of range"))?)),
+        None => Ok(None),
+    }
+}
+
+/// `usage`, or `None` for `null`. `input_tokens` count the cached ones too.
+fn usage(r: &mut Reader<'_>) -> json::Result<Option<Usage>> {
+    if r.is_null() {
+        return Ok(None);
+    }
+    let mut usage = Usage::default();
+    r.object(&mut |r, key| {
+        match key {
+            "input_tokens" => usage.input_tokens = r.opt_count()?,
+            "output_tokens" => usage.output_tokens = r.opt_count()?,
+            "total_tokens" => usage.total_tokens = r.opt_count()?,
+            "input_tokens_details" if !r.is_null() => r.object(&mut |r, key| {
+                if key == "cached_tokens" {
+                    usage.cached_input_tokens = r.opt_count()?;
+                }
+                Ok(())
+            })?,
+            "output_tokens_details" if !r.is_null() => r.object(&mut |r, key| {
+                if key == "reasoning_tokens" {
+                    usage.reasoning_tokens = r.opt_count()?;
+                }
+                Ok(())
+            })?,
+            _ => {}
+        }
+        Ok(())
+    })?;
+    Ok(Some(usage))
+}
