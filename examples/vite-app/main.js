@@ -6,8 +6,9 @@
 
 import { Agent } from 'wasm-agent';
 
-const status = document.getElementById('status');
-const reply = document.getElementById('reply');
+// Both are in index.html.
+const status = /** @type {HTMLElement} */ (document.getElementById('status'));
+const reply = /** @type {HTMLElement} */ (document.getElementById('reply'));
 
 async function main() {
   const params = new URLSearchParams(location.search);

@@ -14,10 +14,22 @@
 import { Agent, Memory, toAISdkStream } from 'wasm-agent';
 import { DurableObjectStore } from 'wasm-agent/durable-object-store';
 
+/**
+ * @typedef {object} Env
+ * @property {DurableObjectNamespace} CONVERSATION
+ * @property {string} MODEL_ID
+ * @property {string} [MODEL_URL]
+ * @property {string} MODEL_API_KEY
+ */
+
 const RESOURCE = 'user'; // one user here; with sign-in, the user's id
 
 export default {
-  /** Routes each request to the Durable Object of its thread. */
+  /**
+   * Routes each request to the Durable Object of its thread.
+   * @param {Request} request
+   * @param {Env} env
+   */
   async fetch(request, env) {
     const url = new URL(request.url);
     let thread = url.searchParams.get('thread');
@@ -37,10 +49,16 @@ export default {
 
 /** One conversation thread: its messages are kept in this object's storage. */
 export class Conversation {
+  /**
+   * @param {DurableObjectState} state
+   * @param {Env} env
+   */
   constructor(state, env) {
     this.state = state;
     this.env = env;
     this.memory = new Memory({ storage: new DurableObjectStore(this.state.storage) });
+    /** @type {Agent | undefined} made by agent() */
+    this._agent; // a declaration for the type checker only
   }
 
   /** The agent, made on first use (a missing MODEL_ID then answers 500 instead of breaking the object). */
@@ -54,6 +72,7 @@ export class Conversation {
     return this._agent;
   }
 
+  /** @param {Request} request */
   async fetch(request) {
     const url = new URL(request.url);
     if (request.method === 'POST' && url.pathname === '/chat') {
@@ -69,7 +88,8 @@ export class Conversation {
       return this.reply(id, text, (out) => toAISdkStream(out, { from: 'agent' }), { 'x-vercel-ai-ui-message-stream': 'v1' });
     }
     if (url.pathname === '/history') {
-      const threadId = url.searchParams.get('thread');
+      // The Worker's fetch above sends only requests that name a thread (?thread= here).
+      const threadId = /** @type {string} */ (url.searchParams.get('thread'));
       if (request.method === 'GET') return Response.json(await this.memory.listMessages({ threadId, format: 'ui' }));
       if (request.method === 'DELETE') {
         await this.memory.deleteThread({ threadId });

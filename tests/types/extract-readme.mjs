@@ -1,6 +1,9 @@
 #!/usr/bin/env node
-// Copies every JavaScript code block of README.md into its own TypeScript file, so that
+// Copies every JavaScript code block of README.md into its own file, so that
 // `tsc -p tests/types/tsconfig.readme.json` checks the README against the package's types.
+// A block is checked as what it is: js/javascript/mjs (and an html page's module script) as
+// JavaScript (readme-N.js, with checkJs), ts/typescript as TypeScript (readme-N.ts). JavaScript
+// differs where it matters: `this.agent = …` in a constructor declares the property.
 //
 //   node tests/types/extract-readme.mjs [README.md] [outDir]     (default: tests/types/generated/)
 //
@@ -8,7 +11,7 @@
 // `<script type="module">` is copied too, its import of the package by path
 // ('./node_modules/wasm-agent/index.browser.js') read as 'wasm-agent'. Each file starts with a
 // comment naming the README line it came from; `export {}` is added to a block without
-// import/export so that it is a module (top-level await). Older readme-N.ts files there are removed first.
+// import/export so that it is a module (top-level await). Older readme-N.ts/.js files there are removed first.
 
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -19,6 +22,7 @@ export const DEFAULT_README = path.resolve(HERE, '../../README.md');
 export const DEFAULT_OUT_DIR = path.join(HERE, 'generated');
 
 const SCRIPT_LANGS = new Set(['js', 'javascript', 'mjs', 'ts', 'typescript']);
+const TS_LANGS = new Set(['ts', 'typescript']);
 
 /** The fenced code blocks of a markdown text: { lang, code, line } (line: 1-based, of the first code line). */
 export function codeBlocks(markdown) {
@@ -67,16 +71,16 @@ export function readmeSnippets(markdown) {
 }
 
 /**
- * Writes readme-N.ts files (N from 1) into `outDir`; returns [{ file, line }], `line` being the
+ * Writes readme-N.js / readme-N.ts files (N from 1) into `outDir`; returns [{ file, line }], `line` being the
  * README line of the file's line 2 (line 1 is the comment).
  */
 export function extractReadme({ readme = DEFAULT_README, outDir = DEFAULT_OUT_DIR } = {}) {
   const snippets = readmeSnippets(readFileSync(readme, 'utf8'));
   mkdirSync(outDir, { recursive: true });
-  for (const old of readdirSync(outDir)) if (/^readme-\d+\.ts$/.test(old)) rmSync(path.join(outDir, old));
+  for (const old of readdirSync(outDir)) if (/^readme-\d+\.[jt]s$/.test(old)) rmSync(path.join(outDir, old));
   const name = path.basename(readme);
   return snippets.map((snippet, i) => {
-    const file = path.join(outDir, `readme-${i + 1}.ts`);
+    const file = path.join(outDir, `readme-${i + 1}.${TS_LANGS.has(snippet.lang) ? 'ts' : 'js'}`);
     const isModule = /^\s*(import|export)\b/m.test(snippet.code);
     const text =
       `// ${name} line ${snippet.line} (\`\`\`${snippet.lang}), extracted by tests/types/extract-readme.mjs\n` +

@@ -1,12 +1,16 @@
 #!/usr/bin/env node
 // Type-checks the package's public types as TypeScript users meet them:
 //   1. tests/types/api.ts, the whole surface with strict settings (tsconfig.json);
-//   2. every JavaScript block of README.md, extracted into tests/types/generated/readme-N.ts, and
+//   2. every JavaScript block of README.md, extracted into tests/types/generated/readme-N.js (a
+//      ts block: readme-N.ts) and checked with checkJs, and
 //      generated/exports.ts: each name the package exports at run time is a value in the types,
-//      every other name the types export is type-only (tsconfig.readme.json).
+//      every other name the types export is type-only (tsconfig.readme.json);
+//   3. the examples as JavaScript with allowJs + checkJs: examples/cli.mjs, examples/worker/worker.js,
+//      examples/vite-app/main.js (tsconfig.examples.json; examples.d.ts declares the bits of Node
+//      and of the Workers runtime they use).
 // 'wasm-agent' resolves to the built package (pkg/index.d.ts): run `./x build` first.
 //
-//   node tests/types/run.mjs        exit 0 when both checks pass, 1 on type errors, 2 when it cannot run
+//   node tests/types/run.mjs        exit 0 when all three checks pass, 1 on type errors, 2 when it cannot run
 //
 // Errors in README files name the README line as well: `[README.md:42]`.
 
@@ -71,7 +75,7 @@ writeFileSync(
 );
 
 const exportLines = readFileSync(exportsFile, 'utf8').split('\n').map((l) => l.trim());
-/** README line of readme-N.ts's line 2 (line 1 is a comment). */
+/** README line of readme-N.js's line 2 (line 1 is a comment). */
 const readmeLine = new Map(snippets.map(({ file, line }) => [path.basename(file), line]));
 
 /** Runs tsc on one project; prints its diagnostics (README ones with their README line); returns the error count. */
@@ -81,7 +85,7 @@ function typeCheck(project, label) {
   const lines = `${run.stdout}${run.stderr}`.split('\n').filter((l) => l !== '');
   let errors = 0;
   for (const line of lines) {
-    const m = /^(?:.*\/)?(readme-\d+\.ts)\((\d+),(\d+)\): error/.exec(line);
+    const m = /^(?:.*\/)?(readme-\d+\.[jt]s)\((\d+),(\d+)\): error/.exec(line);
     let shown = m && readmeLine.has(m[1]) ? `${line}  [README.md:${readmeLine.get(m[1]) + Number(m[2]) - 2}]` : line;
     const e = /^(?:.*\/)?exports\.ts\((\d+),\d+\): error/.exec(line);
     if (e) shown = `${line}  [${exportLines.slice(Number(e[1]) - 1, Number(e[1]) + 1).join(' ')}]`;
@@ -95,4 +99,5 @@ function typeCheck(project, label) {
 
 const apiErrors = typeCheck(path.join('tests/types', 'tsconfig.json'), 'tests/types/api.ts');
 const readmeErrors = typeCheck(path.join('tests/types', 'tsconfig.readme.json'), `README.md (${snippets.length} blocks) and exports`);
-process.exit(apiErrors + readmeErrors === 0 ? 0 : 1);
+const exampleErrors = typeCheck(path.join('tests/types', 'tsconfig.examples.json'), 'examples (cli.mjs, worker/worker.js, vite-app/main.js)');
+process.exit(apiErrors + readmeErrors + exampleErrors === 0 ? 0 : 1);

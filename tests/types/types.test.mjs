@@ -1,5 +1,5 @@
 // The package's TypeScript types (`node --test tests/types/`): runs tests/types/run.mjs, which
-// type-checks tests/types/api.ts and the README's code blocks against pkg/ with tsc.
+// type-checks tests/types/api.ts, the README's code blocks and the examples against pkg/ with tsc.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 
 const RUNNER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'run.mjs');
 
-test('tsc --noEmit passes over tests/types/api.ts and every README code block', { timeout: 120_000 }, async () => {
+test('tsc --noEmit passes over tests/types/api.ts, every README code block and the examples', { timeout: 120_000 }, async () => {
   const child = spawn(process.execPath, [RUNNER], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.setEncoding('utf8').on('data', (text) => (output += text));
