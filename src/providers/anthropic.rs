@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 
 use super::json::{self, Reader};
 use super::sse::{SseDecoder, SseEvent};
-use super::{head, not_json, set_header, snake_case, starts_with_ignore_case, Endpoint, HttpRequest, StreamDecoder};
+use super::{error_message, head, not_json, set_header, snake_case, starts_with_ignore_case, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
     AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ToolChoice, ToolResultPart, Usage, UserPart,
@@ -512,23 +512,6 @@ fn finish_reason(reason: &str) -> FinishReason {
     }
 }
 
-/// The `message` of an error object (or the error itself when it is a string), else its text.
-fn error_message(error: &str) -> String {
-    let mut r = Reader::new(error);
-    let message = if error.starts_with('"') {
-        r.string().ok()
-    } else {
-        let mut message = None;
-        let read = r.object(&mut |r, key| {
-            if key == "message" {
-                message = r.opt_string()?;
-            }
-            Ok(())
-        });
-        read.ok().and(message)
-    };
-    message.map_or_else(|| error.to_string(), Cow::into_owned)
-}
 
 
 

@@ -30,7 +30,7 @@ mod tests_sse;
 use std::borrow::Cow;
 
 use crate::core::error::AgentError;
-use crate::core::model::{ModelEvent, ModelRequest, Warning};
+use crate::core::model::{ModelEvent, ModelRequest, Usage, Warning};
 
 /// An HTTP request ready for the platform's `fetch`.
 #[derive(Clone, Debug, PartialEq)]
@@ -146,4 +146,78 @@ pub(crate) fn head(data: &str) -> &str {
         Some((at, _)) => &data[..at],
         None => data,
     }
+}
+
+pub(crate) fn is_url(data: &str) -> bool {
+    ["http://", "https://", "data:"].iter().any(|p| starts_with_ignore_case(data, p))
+}
+
+/// A URL as it is, bare base64 as a `data:` URL.
+pub(crate) fn file_url(data: &str, media_type: &str) -> String {
+    if is_url(data) {
+        data.to_string()
+    } else {
+        format!("data:{media_type};base64,{data}")
+    }
+}
+
+/// The `message` of an error object (or the error itself when it is a string), else its text.
+pub(crate) fn error_message(error: &str) -> String {
+    let mut r = json::Reader::new(error);
+    let message = if error.starts_with('"') {
+        r.string().ok()
+    } else {
+        let mut message = None;
+        let read = r.object(&mut |r, key| {
+            if key == "message" {
+                message = r.opt_string()?;
+            }
+            Ok(())
+        });
+        read.ok().and(message)
+    };
+    message.map_or_else(|| error.to_string(), Cow::into_owned)
+}
+
+/// An OpenAI-style `usage` object, or `None` for `null`: `keys` names its input, output and total
+/// counts, the details objects and the cached and reasoning counts in them. Counts written as
+/// floats (`12.0`) are read as whole numbers.
+pub(crate) fn openai_usage(r: &mut json::Reader<'_>, keys: &UsageKeys) -> json::Result<Option<Usage>> {
+    if r.is_null() {
+        return Ok(None);
+    }
+    let mut usage = Usage::default();
+    r.object(&mut |r, key| {
+        if key == keys.input {
+            usage.input_tokens = r.opt_count()?;
+        } else if key == keys.output {
+            usage.output_tokens = r.opt_count()?;
+        } else if key == "total_tokens" {
+            usage.total_tokens = r.opt_count()?;
+        } else if key == keys.input_details && !r.is_null() {
+            r.object(&mut |r, key| {
+                if key == "cached_tokens" {
+                    usage.cached_input_tokens = r.opt_count()?;
+                }
+                Ok(())
+            })?;
+        } else if key == keys.output_details && !r.is_null() {
+            r.object(&mut |r, key| {
+                if key == "reasoning_tokens" {
+                    usage.reasoning_tokens = r.opt_count()?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
+    })?;
+    Ok(Some(usage))
+}
+
+/// The key names of `openai_usage`: Chat Completions and the Responses API name them apart.
+pub(crate) struct UsageKeys {
+    pub input: &'static str,
+    pub output: &'static str,
+    pub input_details: &'static str,
+    pub output_details: &'static str,
 }

@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::json::{self, Reader};
 use super::sse::{SseDecoder, SseEvent};
-use super::{head, not_json, set_header, snake_case, starts_with_ignore_case, Endpoint, HttpRequest, StreamDecoder};
+use super::{openai_usage, UsageKeys, is_url, file_url, head, not_json, set_header, snake_case, starts_with_ignore_case, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
     AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ToolChoice, Usage, UserPart, Warning,
@@ -198,18 +198,7 @@ fn assistant_message(parts: &[AssistantPart]) -> Value {
 }
 
 
-fn is_url(data: &str) -> bool {
-    ["http://", "https://", "data:"].iter().any(|p| starts_with_ignore_case(data, p))
-}
 
-/// A URL as it is, bare base64 as a `data:` URL.
-fn file_url(data: &str, media_type: &str) -> String {
-    if is_url(data) {
-        data.to_string()
-    } else {
-        format!("data:{media_type};base64,{data}")
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Stream
@@ -518,35 +507,9 @@ fn tool_call<'a>(r: &mut Reader<'a>) -> json::Result<ToolCall<'a>> {
     Ok(call)
 }
 
-/// `usage`, or `None` for `null`. Token counts arrive as JSON numbers; a few servers write them as
-/// floats (`12.0`).
+/// `usage`, or `None` for `null`.
 fn usage(r: &mut Reader<'_>) -> json::Result<Option<Usage>> {
-    if r.is_null() {
-        return Ok(None);
-    }
-    let mut usage = Usage::default();
-    r.object(&mut |r, key| {
-        match key {
-            "prompt_tokens" => usage.input_tokens = r.opt_count()?,
-            "completion_tokens" => usage.output_tokens = r.opt_count()?,
-            "total_tokens" => usage.total_tokens = r.opt_count()?,
-            "prompt_tokens_details" if !r.is_null() => r.object(&mut |r, key| {
-                if key == "cached_tokens" {
-                    usage.cached_input_tokens = r.opt_count()?;
-                }
-                Ok(())
-            })?,
-            "completion_tokens_details" if !r.is_null() => r.object(&mut |r, key| {
-                if key == "reasoning_tokens" {
-                    usage.reasoning_tokens = r.opt_count()?;
-                }
-                Ok(())
-            })?,
-            _ => {}
-        }
-        Ok(())
-    })?;
-    Ok(Some(usage))
+    openai_usage(r, &UsageKeys { input: "prompt_tokens", output: "completion_tokens", input_details: "prompt_tokens_details", output_details: "completion_tokens_details" })
 }
 
 #[cfg(test)]

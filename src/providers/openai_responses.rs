@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 
 use super::json::{self, Reader};
 use super::sse::{SseDecoder, SseEvent};
-use super::{head, not_json, set_header, snake_case, starts_with_ignore_case, Endpoint, HttpRequest, StreamDecoder};
+use super::{openai_usage, UsageKeys, is_url, file_url, error_message, head, not_json, set_header, snake_case, starts_with_ignore_case, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
     AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ToolChoice, Usage, UserPart, Warning,
@@ -230,18 +230,7 @@ fn flush_text(text: &mut String, out: &mut Vec<Value>) {
     }
 }
 
-fn is_url(data: &str) -> bool {
-    ["http://", "https://", "data:"].iter().any(|p| starts_with_ignore_case(data, p))
-}
 
-/// A URL as it is, bare base64 as a `data:` URL.
-fn file_url(data: &str, media_type: &str) -> String {
-    if is_url(data) {
-        data.to_string()
-    } else {
-        format!("data:{media_type};base64,{data}")
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Stream
@@ -573,23 +562,6 @@ impl StreamDecoder for ResponsesDecoder {
     }
 }
 
-/// The `message` of an error object (or the error itself when it is a string), else its text.
-fn error_message(error: &str) -> String {
-    let mut r = Reader::new(error);
-    let message = if error.starts_with('"') {
-        r.string().ok()
-    } else {
-        let mut message = None;
-        let read = r.object(&mut |r, key| {
-            if key == "message" {
-                message = r.opt_string()?;
-            }
-            Ok(())
-        });
-        read.ok().and(message)
-    };
-    message.map_or_else(|| error.to_string(), Cow::into_owned)
-}
 
 // One event, as far as the decoder reads it: the fields of every event type side by side, since
 // `type` may come after them (xAI writes it second). Unknown fields are skipped (and checked);
@@ -700,32 +672,7 @@ fn index(r: &mut Reader<'_>) -> json::Result<Option<u32>> {
     }
 }
 
-/// `usage`, or `None` for `null`. `input_tokens` count the cached ones too.
+/// `usage`, or `None` for `null`.
 fn usage(r: &mut Reader<'_>) -> json::Result<Option<Usage>> {
-    if r.is_null() {
-        return Ok(None);
-    }
-    let mut usage = Usage::default();
-    r.object(&mut |r, key| {
-        match key {
-            "input_tokens" => usage.input_tokens = r.opt_count()?,
-            "output_tokens" => usage.output_tokens = r.opt_count()?,
-            "total_tokens" => usage.total_tokens = r.opt_count()?,
-            "input_tokens_details" if !r.is_null() => r.object(&mut |r, key| {
-                if key == "cached_tokens" {
-                    usage.cached_input_tokens = r.opt_count()?;
-                }
-                Ok(())
-            })?,
-            "output_tokens_details" if !r.is_null() => r.object(&mut |r, key| {
-                if key == "reasoning_tokens" {
-                    usage.reasoning_tokens = r.opt_count()?;
-                }
-                Ok(())
-            })?,
-            _ => {}
-        }
-        Ok(())
-    })?;
-    Ok(Some(usage))
+    openai_usage(r, &UsageKeys { input: "input_tokens", output: "output_tokens", input_details: "input_tokens_details", output_details: "output_tokens_details" })
 }
