@@ -13,7 +13,7 @@
 use serde_json::{Map, Value};
 
 use super::error::AgentError;
-use super::model::{AssistantPart, ModelMessage, ModelSettings, ToolChoice, ToolResultPart, UserPart};
+use super::model::{AssistantPart, ModelMessage, ModelSettings, PartMeta, ToolChoice, ToolResultPart, UserPart};
 
 mod fields;
 mod ui;
@@ -125,7 +125,7 @@ fn model_message(msg: &Value, path: &str) -> Result<ModelMessage, AgentError> {
                 .collect::<Result<_, _>>()?,
         }),
         "assistant" => ModelMessage::Assistant(match content {
-            Some(Value::String(text)) => vec![AssistantPart::Text(text.clone())],
+            Some(Value::String(text)) => vec![AssistantPart::Text(text.clone(), None)],
             _ => content_parts(content, content_path, "a string or an array of parts")?
                 .map(|(p, part)| assistant_part(part, &p))
                 .collect::<Result<_, _>>()?,
@@ -221,15 +221,23 @@ fn sniff_image_type(data: &str) -> String {
 
 fn assistant_part(part: &Value, path: &str) -> Result<AssistantPart, AgentError> {
     match part_type(part, path)? {
-        "text" => Ok(AssistantPart::Text(req_str(part, "text", path)?.to_owned())),
-        "reasoning" => Ok(AssistantPart::Reasoning(req_str(part, "text", path)?.to_owned())),
+        "text" => Ok(AssistantPart::Text(req_str(part, "text", path)?.to_owned(), part_meta(part, "providerOptions"))),
+        "reasoning" => Ok(AssistantPart::Reasoning(req_str(part, "text", path)?.to_owned(), part_meta(part, "providerOptions"))),
         "tool-call" => Ok(AssistantPart::ToolCall {
             tool_call_id: req_str(part, "toolCallId", path)?.to_owned(),
             tool_name: req_str(part, "toolName", path)?.to_owned(),
             args: call_args(part, "input", "args"),
+            meta: part_meta(part, "providerOptions"),
         }),
         other => Err(unknown_part(path, other, &["text", "reasoning", "tool-call"], "an assistant message")),
     }
+}
+
+/// The provider data a caller's part carries back (signatures, item ids): an object under `key`
+/// (`providerOptions` in model messages, as the AI SDK writes them) or under `providerMetadata`
+/// (as the model reported it, and as memory stores it). Anything else is ignored.
+pub(crate) fn part_meta(part: &Value, key: &str) -> PartMeta {
+    [key, "providerMetadata"].iter().find_map(|k| part.get(*k).filter(|m| m.is_object()).cloned())
 }
 
 /// Tool-call arguments under `key` or its older name `legacy_key`; a call without any gets `{}`.

@@ -33,7 +33,7 @@ fn file(data: &str, media_type: &str, filename: Option<&str>) -> UserPart {
 }
 
 fn call(id: &str, name: &str, args: Value) -> AssistantPart {
-    AssistantPart::ToolCall { tool_call_id: id.into(), tool_name: name.into(), args }
+    AssistantPart::ToolCall { tool_call_id: id.into(), tool_name: name.into(), args, meta: None }
 }
 
 fn result(id: &str, name: &str, result: Value, is_error: bool) -> ToolResultPart {
@@ -41,7 +41,7 @@ fn result(id: &str, name: &str, result: Value, is_error: bool) -> ToolResultPart
 }
 
 fn atext(t: &str) -> AssistantPart {
-    AssistantPart::Text(t.into())
+    AssistantPart::Text(t.into(), None)
 }
 
 // --- paths, kinds, getters -----------------------------------------------------------------
@@ -199,7 +199,7 @@ fn assistant_parts_text_reasoning_and_tool_calls_with_input_or_args() {
     assert_eq!(
         got,
         vec![ModelMessage::Assistant(vec![
-            AssistantPart::Reasoning("thinking".into()),
+            AssistantPart::Reasoning("thinking".into(), None),
             atext("calling"),
             call("c1", "weather", json!({ "city": "Oslo" })),
             call("c2", "weather", json!({ "city": "Rome" })),
@@ -483,7 +483,7 @@ fn ui_assistant_tool_parts_become_a_call_then_a_tool_message_per_step() {
         vec![
             user("weather?"),
             ModelMessage::Assistant(vec![
-                AssistantPart::Reasoning("need weather".into()),
+                AssistantPart::Reasoning("need weather".into(), None),
                 atext("Checking."),
                 call("c1", "weather", json!({ "city": "Oslo" })),
                 call("c2", "lookup", json!({ "q": 1 })),
@@ -656,13 +656,13 @@ fn stored_messages_convert_text_reasoning_files_and_tool_invocations() {
         vec![
             ModelMessage::User(vec![UserPart::Text("picture:".into()), file("/9j/4AAQ", "image/jpeg", None)]),
             ModelMessage::Assistant(vec![
-                AssistantPart::Reasoning("hm".into()),
+                AssistantPart::Reasoning("hm".into(), None),
                 call("c1", "weather", json!({ "city": "Oslo" }))
             ]),
             ModelMessage::Tool(vec![result("c1", "weather", json!({ "c": 4 }), false)]),
             ModelMessage::Assistant(vec![
-                AssistantPart::Reasoning("v5 style".into()),
-                AssistantPart::Reasoning("ab".into()),
+                AssistantPart::Reasoning("v5 style".into(), None),
+                AssistantPart::Reasoning("ab".into(), None),
                 atext("4 degrees"),
             ]),
         ]

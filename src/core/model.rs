@@ -22,11 +22,30 @@ pub enum UserPart {
     File { data: String, media_type: String, filename: Option<String> },
 }
 
+/// Provider data that has to go back with a part on the next call, keyed by provider as the
+/// AI SDK's `providerMetadata` is: Anthropic thinking signatures
+/// (`{ "anthropic": { "signature" } }`), OpenAI Responses item ids and encrypted reasoning
+/// (`{ "openai": { "itemId", "reasoningEncryptedContent" } }`), Gemini thought signatures
+/// (`{ "google": { "thoughtSignature" } }`). Stored with the part in memory.
+pub type PartMeta = Option<Value>;
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum AssistantPart {
-    Text(String),
-    Reasoning(String),
-    ToolCall { tool_call_id: String, tool_name: String, args: Value },
+    Text(String, PartMeta),
+    Reasoning(String, PartMeta),
+    ToolCall { tool_call_id: String, tool_name: String, args: Value, meta: PartMeta },
+}
+
+/// Which part of the step a `ModelEvent::PartMeta` belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetaTarget {
+    /// The text block streaming now (or the last one of the step).
+    Text,
+    /// The reasoning block streaming now; when none is open (a block that carries no readable
+    /// text, such as encrypted or redacted reasoning), a new empty one.
+    Reasoning,
+    /// The tool call with this `index` (as in `ToolCallDelta`).
+    ToolCall(u32),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -155,6 +174,8 @@ pub enum ModelEvent {
     /// A piece of a streamed tool call. `index` tells calls apart; `id` and `name` arrive with the
     /// first piece of a call, `args_delta` is a fragment of the JSON arguments text.
     ToolCallDelta { index: u32, id: Option<String>, name: Option<String>, args_delta: String },
+    /// Provider data for a part (see `PartMeta`); merged into what the part already has.
+    PartMeta { target: MetaTarget, meta: Value },
     Finish { reason: FinishReason, usage: Option<Usage> },
     /// Usage reported after the finish reason (OpenAI's trailing usage chunk).
     Usage(Usage),

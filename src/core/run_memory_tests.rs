@@ -411,3 +411,59 @@ fn a_failed_title_is_reported_and_the_reply_stands() {
     assert_eq!(&types[types.len() - 2..], ["error", "finish"]);
     assert!(block_on(store.get_thread_by_id("t1")).unwrap().unwrap().title.is_none());
 }
+
+/// An Anthropic Messages stream of `blocks` (each `(content_block_start block, deltas)`).
+fn anthropic_reply(blocks: &[(Value, Vec<Value>)], stop: &str) -> Reply {
+    let mut body = String::new();
+    let mut event = |kind: &str, data: Value| body.push_str(&format!("event: {kind}\ndata: {data}\n\n"));
+    event("message_start", json!({ "type": "message_start", "message": { "id": "msg_1", "model": "claude", "usage": { "input_tokens": 9 } } }));
+    for (index, (block, deltas)) in blocks.iter().enumerate() {
+        event("content_block_start", json!({ "type": "content_block_start", "index": index, "content_block": block }));
+        for delta in deltas {
+            event("content_block_delta", json!({ "type": "content_block_delta", "index": index, "delta": delta }));
+        }
+        event("content_block_stop", json!({ "type": "content_block_stop", "index": index }));
+    }
+    event("message_delta", json!({ "type": "message_delta", "delta": { "stop_reason": stop }, "usage": { "output_tokens": 5 } }));
+    event("message_stop", json!({ "type": "message_stop" }));
+    Reply::Http { status: 200, headers: vec![], reads: vec![Read::Bytes(body.into_bytes())] }
+}
+
+#[test]
+fn signed_thinking_goes_back_in_the_tool_loop_is_stored_and_goes_back_on_the_next_turn() {
+    let store = Rc::new(InMemoryStore::new());
+    let anthropic = |mut cfg: RunConfig| {
+        cfg.endpoint.api = crate::providers::Api::Anthropic;
+        cfg
+    };
+    let thinking = json!({ "type": "thinking", "thinking": "" });
+    let step1 = anthropic_reply(
+        &[
+            (thinking.clone(), vec![
+                json!({ "type": "thinking_delta", "thinking": "Need the weather." }),
+                json!({ "type": "signature_delta", "signature": "sig-1" }),
+            ]),
+            (json!({ "type": "tool_use", "id": "toolu_1", "name": "weather", "input": {} }), vec![
+                json!({ "type": "input_json_delta", "partial_json": "{\"city\":\"Paris\"}" }),
+            ]),
+        ],
+        "tool_use",
+    );
+    let step2 = anthropic_reply(&[(json!({ "type": "text", "text": "" }), vec![json!({ "type": "text_delta", "text": "21 °C." })])], "end_turn");
+    let r = go(vec![step1, step2], anthropic(tool_cfg(mem(&store, "t1", "u1"), "Weather in Paris?")));
+    let signed = json!({ "type": "thinking", "thinking": "Need the weather.", "signature": "sig-1" });
+    let assistant = &r.body(1)["messages"][1];
+    assert_eq!(assistant["content"][0], signed, "step 2 carries step 1's signed thinking: {assistant}");
+    assert_eq!(assistant["content"][1]["type"], "tool_use");
+
+    let reply = stored(&store, "t1").into_iter().find(|m| m.role == "assistant").unwrap();
+    assert_eq!(
+        reply.parts[1],
+        json!({ "type": "reasoning", "text": "Need the weather.", "providerMetadata": { "anthropic": { "signature": "sig-1" } } })
+    );
+
+    let next = go(vec![anthropic_reply(&[(json!({ "type": "text", "text": "" }), vec![json!({ "type": "text_delta", "text": "Yes." })])], "end_turn")],
+        anthropic(tool_cfg(mem(&store, "t1", "u1"), "Sure?")));
+    let history = next.body(0)["messages"].clone();
+    assert_eq!(history[1]["content"][0], signed, "the stored signature goes back: {history:#}");
+}

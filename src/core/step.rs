@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::chunk::Chunk;
 use super::error::AgentError;
-use super::model::{AssistantPart, FinishReason, ModelEvent, ModelMessage, ToolResultPart, Usage, Warning};
+use super::model::{AssistantPart, FinishReason, MetaTarget, ModelEvent, ModelMessage, PartMeta, ToolResultPart, Usage, Warning};
 use super::tools::ToolResult;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -106,10 +106,12 @@ pub fn messages_json(msgs: &[ModelMessage]) -> Value {
                         json!({ "type": "file", "data": data, "mediaType": media_type, "filename": filename }),
                 }).collect::<Vec<_>>() }),
                 ModelMessage::Assistant(parts) => json!({ "role": "assistant", "content": parts.iter().map(|p| match p {
-                    AssistantPart::Text(t) => json!({ "type": "text", "text": t }),
-                    AssistantPart::Reasoning(t) => json!({ "type": "reasoning", "text": t }),
-                    AssistantPart::ToolCall { tool_call_id, tool_name, args } =>
+                    AssistantPart::Text(t, meta) => with_options(json!({ "type": "text", "text": t }), meta),
+                    AssistantPart::Reasoning(t, meta) => with_options(json!({ "type": "reasoning", "text": t }), meta),
+                    AssistantPart::ToolCall { tool_call_id, tool_name, args, meta } => with_options(
                         json!({ "type": "tool-call", "toolCallId": tool_call_id, "toolName": tool_name, "input": args }),
+                        meta,
+                    ),
                 }).collect::<Vec<_>>() }),
                 ModelMessage::Tool(results) => json!({ "role": "tool", "content": results.iter().map(|r| json!({
                     "type": "tool-result", "toolCallId": r.tool_call_id, "toolName": r.tool_name,
@@ -121,11 +123,38 @@ pub fn messages_json(msgs: &[ModelMessage]) -> Value {
     )
 }
 
+/// A prompt part with the provider data that came with it, as the AI SDK passes it back:
+/// `providerOptions`.
+pub(crate) fn with_options(mut part: Value, meta: &PartMeta) -> Value {
+    if let (Some(meta), Some(obj)) = (meta, part.as_object_mut()) {
+        obj.insert("providerOptions".into(), meta.clone());
+    }
+    part
+}
+
+/// Merges provider data into a part's: provider by provider, field by field.
+pub fn merge_meta(into: &mut PartMeta, meta: Value) {
+    match (into.as_mut().and_then(Value::as_object_mut), meta) {
+        (Some(have), Value::Object(new)) => {
+            for (provider, fields) in new {
+                match (have.get_mut(&provider).and_then(Value::as_object_mut), fields) {
+                    (Some(old), Value::Object(fields)) => old.extend(fields),
+                    (_, fields) => {
+                        have.insert(provider, fields);
+                    }
+                }
+            }
+        }
+        (_, meta) => *into = Some(meta),
+    }
+}
+
 struct PendingCall {
     index: u32,
     id: String,
     name: String,
     args: String,
+    meta: PartMeta,
 }
 
 /// Turns one response's events into chunks and accumulates the step.
@@ -208,12 +237,12 @@ impl StepBuilder {
                         let id = self.ids.next();
                         out.push(Chunk::TextStart { id: id.clone() });
                         self.open_text = Some(id.clone());
-                        self.result.parts.push(AssistantPart::Text(String::new()));
+                        self.result.parts.push(AssistantPart::Text(String::new(), None));
                         id
                     }
                 };
                 self.result.text.push_str(&text);
-                if let Some(AssistantPart::Text(t)) = self.result.parts.last_mut() {
+                if let Some(AssistantPart::Text(t, _)) = self.result.parts.last_mut() {
                     t.push_str(&text);
                 }
                 out.push(Chunk::TextDelta { id, text });
@@ -226,12 +255,12 @@ impl StepBuilder {
                         let id = self.ids.next();
                         out.push(Chunk::ReasoningStart { id: id.clone() });
                         self.open_reasoning = Some(id.clone());
-                        self.result.parts.push(AssistantPart::Reasoning(String::new()));
+                        self.result.parts.push(AssistantPart::Reasoning(String::new(), None));
                         id
                     }
                 };
                 self.result.reasoning.push_str(&text);
-                if let Some(AssistantPart::Reasoning(t)) = self.result.parts.last_mut() {
+                if let Some(AssistantPart::Reasoning(t, _)) = self.result.parts.last_mut() {
                     t.push_str(&text);
                 }
                 out.push(Chunk::ReasoningDelta { id, text });
@@ -247,6 +276,7 @@ impl StepBuilder {
                             id: id.unwrap_or_else(|| self.ids.next()),
                             name: name.unwrap_or_default(),
                             args: String::new(),
+                            meta: None,
                         };
                         out.push(Chunk::ToolCallInputStreamingStart {
                             tool_call_id: call.id.clone(),
@@ -266,6 +296,7 @@ impl StepBuilder {
                     });
                 }
             }
+            ModelEvent::PartMeta { target, meta } => self.apply_meta(target, meta, out),
             ModelEvent::Finish { reason, usage } => {
                 self.result.finish_reason = reason;
                 if let Some(u) = usage {
@@ -280,6 +311,36 @@ impl StepBuilder {
             ModelEvent::Raw(text) => out.push(Chunk::Raw(text)),
         }
         Ok(())
+    }
+
+    /// Attaches provider data to the part it names. Providers send it as a block ends (Anthropic's
+    /// signature, the Responses API's `output_item.done`), so the block is closed: the next
+    /// delta starts a new one. Reasoning that streamed no text (encrypted or redacted) still gets
+    /// a part, so it goes back to the model; it shows no chunks.
+    fn apply_meta(&mut self, target: MetaTarget, meta: Value, out: &mut Vec<Chunk>) {
+        let slot = match target {
+            MetaTarget::ToolCall(index) => self.calls.iter_mut().find(|c| c.index == index).map(|c| &mut c.meta),
+            MetaTarget::Text => {
+                self.close_text(out);
+                match self.result.parts.last_mut() {
+                    Some(AssistantPart::Text(_, slot)) if slot.is_none() => Some(slot),
+                    _ => None,
+                }
+            }
+            MetaTarget::Reasoning => {
+                self.close_reasoning(out);
+                if !matches!(self.result.parts.last(), Some(AssistantPart::Reasoning(_, None))) {
+                    self.result.parts.push(AssistantPart::Reasoning(String::new(), None));
+                }
+                match self.result.parts.last_mut() {
+                    Some(AssistantPart::Reasoning(_, slot)) => Some(slot),
+                    _ => None,
+                }
+            }
+        };
+        if let Some(slot) = slot {
+            merge_meta(slot, meta);
+        }
     }
 
     fn close_text(&mut self, out: &mut Vec<Chunk>) {
@@ -316,6 +377,7 @@ impl StepBuilder {
                 tool_call_id: tc.tool_call_id.clone(),
                 tool_name: tc.tool_name.clone(),
                 args: tc.args.clone(),
+                meta: call.meta,
             });
             out.push(Chunk::ToolCall(tc.clone()));
             self.result.tool_calls.push(tc);

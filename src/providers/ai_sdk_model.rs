@@ -5,7 +5,10 @@
 use serde_json::{json, Map, Value};
 
 use crate::core::error::AgentError;
-use crate::core::model::{AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ToolChoice, Usage, UserPart, Warning};
+use crate::core::model::{
+    AssistantPart, FinishReason, MetaTarget, ModelEvent, ModelMessage, ModelRequest, PartMeta, ToolChoice, Usage, UserPart, Warning,
+};
+use crate::core::step::{merge_meta, with_options};
 
 /// `LanguageModelV2CallOptions` (without `abortSignal`, which the bindings add).
 pub fn call_options(req: &ModelRequest) -> Value {
@@ -25,10 +28,12 @@ pub fn call_options(req: &ModelRequest) -> Value {
                 }
             }).collect::<Vec<_>>() }),
             ModelMessage::Assistant(parts) => json!({ "role": "assistant", "content": parts.iter().map(|p| match p {
-                AssistantPart::Text(t) => json!({ "type": "text", "text": t }),
-                AssistantPart::Reasoning(t) => json!({ "type": "reasoning", "text": t }),
-                AssistantPart::ToolCall { tool_call_id, tool_name, args } =>
+                AssistantPart::Text(t, meta) => with_options(json!({ "type": "text", "text": t }), meta),
+                AssistantPart::Reasoning(t, meta) => with_options(json!({ "type": "reasoning", "text": t }), meta),
+                AssistantPart::ToolCall { tool_call_id, tool_name, args, meta } => with_options(
                     json!({ "type": "tool-call", "toolCallId": tool_call_id, "toolName": tool_name, "input": args }),
+                    meta,
+                ),
             }).collect::<Vec<_>>() }),
             ModelMessage::Tool(results) => json!({ "role": "tool", "content": results.iter().map(|r| {
                 let output = match (&r.result, r.is_error) {
@@ -85,6 +90,10 @@ pub fn call_options(req: &ModelRequest) -> Value {
 pub struct PartDecoder {
     /// Tool calls by their id, numbered as they start (the loop tells calls apart by index).
     calls: Vec<String>,
+    /// `providerMetadata` of the text and reasoning blocks streaming now: a provider may put it
+    /// on the start, a delta or the end part; it goes to the step at the end part.
+    text_meta: PartMeta,
+    reasoning_meta: PartMeta,
     finished: bool,
 }
 
@@ -106,7 +115,24 @@ impl PartDecoder {
     pub fn part(&mut self, part: &Value, include_raw: bool, out: &mut Vec<ModelEvent>) -> Result<(), AgentError> {
         let s = |k: &str| part.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
         let kind = part.get("type").and_then(Value::as_str).unwrap_or_default();
+        if let Some(meta) = part.get("providerMetadata").filter(|m| m.is_object()) {
+            match kind {
+                "text-start" | "text-delta" | "text-end" => merge_meta(&mut self.text_meta, meta.clone()),
+                "reasoning-start" | "reasoning-delta" | "reasoning-end" => merge_meta(&mut self.reasoning_meta, meta.clone()),
+                _ => {}
+            }
+        }
         match kind {
+            "text-end" => {
+                if let Some(meta) = self.text_meta.take() {
+                    out.push(ModelEvent::PartMeta { target: MetaTarget::Text, meta });
+                }
+            }
+            "reasoning-end" => {
+                if let Some(meta) = self.reasoning_meta.take() {
+                    out.push(ModelEvent::PartMeta { target: MetaTarget::Reasoning, meta });
+                }
+            }
             "response-metadata" => out.push(ModelEvent::ResponseMetadata {
                 id: part.get("id").and_then(Value::as_str).map(str::to_owned),
                 model_id: part.get("modelId").and_then(Value::as_str).map(str::to_owned),
@@ -133,6 +159,9 @@ impl PartDecoder {
                         None => String::new(),
                     };
                     out.push(ModelEvent::ToolCallDelta { index, id: Some(id), name: Some(s("toolName")), args_delta: input });
+                }
+                if let Some(meta) = part.get("providerMetadata").filter(|m| m.is_object()) {
+                    out.push(ModelEvent::PartMeta { target: MetaTarget::ToolCall(index), meta: meta.clone() });
                 }
             }
             "finish" => {
@@ -203,7 +232,7 @@ mod tests {
             messages: vec![
                 ModelMessage::System("Be brief.".into()),
                 ModelMessage::User(vec![UserPart::Text("hi".into())]),
-                ModelMessage::Assistant(vec![AssistantPart::ToolCall { tool_call_id: "c1".into(), tool_name: "w".into(), args: json!({ "city": "P" }) }]),
+                ModelMessage::Assistant(vec![AssistantPart::ToolCall { tool_call_id: "c1".into(), tool_name: "w".into(), args: json!({ "city": "P" }), meta: None }]),
                 ModelMessage::Tool(vec![ToolResultPart { tool_call_id: "c1".into(), tool_name: "w".into(), result: json!({ "t": 1 }), is_error: false }]),
             ],
             settings: ModelSettings { temperature: Some(0.5), max_output_tokens: Some(10), ..Default::default() },

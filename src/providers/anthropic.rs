@@ -14,7 +14,7 @@ use super::sse::{SseDecoder, SseEvent};
 use super::{error_message, head, not_json, set_header, snake_case, starts_with_ignore_case, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
-    AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ToolChoice, ToolResultPart, Usage, UserPart,
+    AssistantPart, FinishReason, MetaTarget, ModelEvent, ModelMessage, ModelRequest, ToolChoice, ToolResultPart, Usage, UserPart,
     Warning,
 };
 
@@ -268,14 +268,21 @@ fn assistant_blocks(parts: &[AssistantPart]) -> Vec<Value> {
     let mut out = Vec::with_capacity(parts.len());
     for part in parts {
         match part {
-            AssistantPart::Text(text) if text.is_empty() => {}
-            AssistantPart::Text(text) => out.push(json!({ "type": "text", "text": text })),
-            // The API takes thinking back only as a `thinking` block with the `signature` that
-            // came with it, and this version does not keep signatures, so reasoning is not sent
-            // back. (With `thinking` enabled, the API asks for it in a tool loop; that needs the
-            // signatures kept first.)
-            AssistantPart::Reasoning(_) => {}
-            AssistantPart::ToolCall { tool_call_id, tool_name, args } => {
+            AssistantPart::Text(text, _) if text.is_empty() => {}
+            AssistantPart::Text(text, _) => out.push(json!({ "type": "text", "text": text })),
+            // The API takes thinking back only with the `signature` that came with it (with
+            // `thinking` enabled it requires it in a tool loop), and redacted thinking as its
+            // opaque `data`; reasoning from elsewhere has neither and is not sent.
+            AssistantPart::Reasoning(text, meta) => {
+                let ours = meta.as_ref().and_then(|m| m.get("anthropic"));
+                let field = |k: &str| ours.and_then(|m| m.get(k)).and_then(Value::as_str);
+                if let Some(signature) = field("signature") {
+                    out.push(json!({ "type": "thinking", "thinking": text, "signature": signature }));
+                } else if let Some(data) = field("redactedData") {
+                    out.push(json!({ "type": "redacted_thinking", "data": data }));
+                }
+            }
+            AssistantPart::ToolCall { tool_call_id, tool_name, args, .. } => {
                 // `input` must be an object; arguments that were not a JSON object (text the model
                 // wrote that did not parse) cannot be sent back as they are.
                 let input = if args.is_object() { args.clone() } else { json!({}) };
@@ -402,9 +409,20 @@ impl AnthropicDecoder {
                     args_delta: String::new(),
                 });
             }
-            // `signature_delta` (kept by a later version), `citations_delta` and kinds added later
-            // carry nothing this client reports.
+            // Redacted thinking has no text to show; its data goes back with the next call.
+            "content_block_start" if event.block_type.as_deref() == Some("redacted_thinking") => {
+                if let Some(data) = event.data {
+                    out.push(anthropic_meta("redactedData", data));
+                }
+            }
+            // `citations_delta` and kinds added later carry nothing this client reports.
             "content_block_delta" => match event.delta_type.as_deref() {
+                // The signature ends its thinking block; it goes back with the block.
+                Some("signature_delta") => {
+                    if let Some(signature) = event.signature.filter(|s| !s.is_empty()) {
+                        out.push(anthropic_meta("signature", signature));
+                    }
+                }
                 Some("text_delta") => {
                     if let Some(text) = event.text.filter(|t| !t.is_empty()) {
                         out.push(ModelEvent::TextDelta(text.into_owned()));
@@ -537,10 +555,18 @@ struct Event<'a> {
     text: Option<Cow<'a, str>>,
     thinking: Option<Cow<'a, str>>,
     partial_json: Option<Cow<'a, str>>,
+    /// `delta.signature` (`signature_delta`) and `content_block.data` (`redacted_thinking`)
+    signature: Option<Cow<'a, str>>,
+    data: Option<Cow<'a, str>>,
     /// `delta.stop_reason` (`message_delta`)
     stop_reason: Option<Cow<'a, str>>,
     /// The text of a non-null `error`.
     error: Option<&'a str>,
+}
+
+/// Anthropic's data for the reasoning block that just ended.
+fn anthropic_meta(key: &str, value: Cow<'_, str>) -> ModelEvent {
+    ModelEvent::PartMeta { target: MetaTarget::Reasoning, meta: json!({ "anthropic": { key: value } }) }
 }
 
 fn parse_event(text: &str) -> json::Result<Event<'_>> {
@@ -569,6 +595,7 @@ fn parse_event(text: &str) -> json::Result<Event<'_>> {
                     "type" => event.block_type = r.opt_string()?,
                     "id" => event.block_id = r.opt_string()?,
                     "name" => event.block_name = r.opt_string()?,
+                    "data" => event.data = r.opt_string()?,
                     _ => {}
                 }
                 Ok(())
@@ -579,6 +606,7 @@ fn parse_event(text: &str) -> json::Result<Event<'_>> {
                     "text" => event.text = r.opt_string()?,
                     "thinking" => event.thinking = r.opt_string()?,
                     "partial_json" => event.partial_json = r.opt_string()?,
+                    "signature" => event.signature = r.opt_string()?,
                     "stop_reason" => event.stop_reason = r.opt_string()?,
                     _ => {}
                 }

@@ -14,7 +14,7 @@ use super::sse::{SseDecoder, SseEvent};
 use super::{head, not_json, set_header, starts_with_ignore_case, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
-    AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ModelSettings, ToolChoice, ToolResultPart,
+    AssistantPart, FinishReason, MetaTarget, ModelEvent, ModelMessage, ModelRequest, ModelSettings, ToolChoice, ToolResultPart,
     ToolSpec, Usage, UserPart, Warning,
 };
 
@@ -200,8 +200,9 @@ fn file_part(data: &str, media_type: &str) -> Result<Value, AgentError> {
 const SKIP_SIGNATURE: &str = "skip_thought_signature_validator";
 
 /// Gemini 3 and later reject a replayed `functionCall` part without the thought signature the
-/// model attached to it. The core does not keep signatures, so for these models every replayed
-/// call carries the stand-in. Gemini 1.x and 2.x never ask for one and do not get it.
+/// model attached to it. A call the model made carries its own (kept with the call); one that
+/// has none (written by the caller, or from another provider) gets the stand-in. Gemini 1.x and
+/// 2.x never ask for one and do not get the stand-in.
 fn needs_thought_signature(model_id: &str) -> bool {
     // Byte work on purpose: `rsplit` (with `memrchr`) cost 0.7 KB of wasm for this one check.
     let id = model_id.as_bytes();
@@ -220,15 +221,16 @@ fn model_parts(parts: &[AssistantPart], signature: bool) -> Vec<Value> {
     let mut out = Vec::with_capacity(parts.len());
     for part in parts {
         match part {
-            AssistantPart::Text(text) if !text.is_empty() => out.push(text_part(text)),
-            AssistantPart::ToolCall { tool_name, args, .. } => {
+            AssistantPart::Text(text, _) if !text.is_empty() => out.push(text_part(text)),
+            AssistantPart::ToolCall { tool_name, args, meta, .. } => {
                 // `args` must be an object; arguments that never parsed (kept as their text) or
                 // `null` go as `{}`: the call's result already told the model what went wrong.
                 let args = if args.is_object() { args.clone() } else { Value::Object(Map::new()) };
                 let mut part = Map::new();
                 part.insert("functionCall".into(), object(vec![("name", tool_name.as_str().into()), ("args", args)]));
-                if signature {
-                    part.insert("thoughtSignature".into(), SKIP_SIGNATURE.into());
+                let own = meta.as_ref().and_then(|m| m.pointer("/google/thoughtSignature")).and_then(Value::as_str);
+                if let Some(own) = own.or(signature.then_some(SKIP_SIGNATURE)) {
+                    part.insert("thoughtSignature".into(), own.into());
                 }
                 out.push(Value::Object(part));
             }
@@ -507,7 +509,17 @@ impl GoogleDecoder {
         }
         for part in response.parts {
             match part {
-                Part { call: Some(call), .. } => self.function_call(call, out),
+                Part { call: Some(call), signature, .. } => {
+                    let first = self.calls;
+                    self.function_call(call, out);
+                    // The signature comes on the part that starts the call.
+                    if let Some(signature) = signature.filter(|s| !s.is_empty() && self.calls > first) {
+                        out.push(ModelEvent::PartMeta {
+                            target: MetaTarget::ToolCall(first),
+                            meta: object(vec![("google", object(vec![("thoughtSignature", signature.into_owned().into())]))]),
+                        });
+                    }
+                }
                 // Empty text comes with a bare thought signature: nothing to show.
                 Part { text: Some(text), thought, .. } if !text.is_empty() => out.push(if thought {
                     ModelEvent::ReasoningDelta(text.into_owned())
@@ -730,6 +742,8 @@ struct Part<'a> {
     text: Option<Cow<'a, str>>,
     thought: bool,
     call: Option<Call<'a>>,
+    /// `thoughtSignature`: Gemini 3 wants it back with the function call it came on.
+    signature: Option<Cow<'a, str>>,
 }
 
 #[derive(Default)]
@@ -807,6 +821,7 @@ fn part<'a>(r: &mut Reader<'a>) -> json::Result<Part<'a>> {
             "text" => part.text = r.opt_string()?,
             "thought" if !r.is_null() => part.thought = r.bool()?,
             "functionCall" if !r.is_null() => part.call = Some(function_call(r)?),
+            "thoughtSignature" => part.signature = r.opt_string()?,
             _ => {}
         }
         Ok(())

@@ -29,6 +29,19 @@ mod tests_sse;
 
 use std::borrow::Cow;
 
+/// The step a response's events make, as the loop builds it (for the providers' tests).
+#[cfg(test)]
+pub(crate) fn step_of(events: Vec<ModelEvent>) -> crate::core::step::StepResult {
+    use crate::core::step::{IdSource, StepBuilder};
+    let mut step = StepBuilder::new(IdSource::new("t".into()), "m".into(), String::new(), Vec::new(), 0.0);
+    let mut chunks = Vec::new();
+    for event in events {
+        step.apply(event, &mut chunks).unwrap();
+    }
+    step.close(&mut chunks, true);
+    step.into_parts().1
+}
+
 use crate::core::error::AgentError;
 use crate::core::model::{ModelEvent, ModelRequest, Usage, Warning};
 

@@ -172,10 +172,10 @@ fn assistant_message(parts: &[AssistantPart]) -> Value {
     let mut tool_calls = Vec::new();
     for part in parts {
         match part {
-            AssistantPart::Text(t) => text.push_str(t),
+            AssistantPart::Text(t, _) => text.push_str(t),
             // The API has no field for reasoning sent back; it is the model's own scratch work.
-            AssistantPart::Reasoning(_) => {}
-            AssistantPart::ToolCall { tool_call_id, tool_name, args } => tool_calls.push(json!({
+            AssistantPart::Reasoning(..) => {}
+            AssistantPart::ToolCall { tool_call_id, tool_name, args, .. } => tool_calls.push(json!({
                 "id": tool_call_id,
                 "type": "function",
                 "function": { "name": tool_name, "arguments": args.to_string() },

@@ -14,7 +14,8 @@ use super::sse::{SseDecoder, SseEvent};
 use super::{openai_usage, UsageKeys, is_url, file_url, error_message, head, not_json, set_header, snake_case, starts_with_ignore_case, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
-    AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ToolChoice, Usage, UserPart, Warning,
+    AssistantPart, FinishReason, MetaTarget, ModelEvent, ModelMessage, ModelRequest, PartMeta, ToolChoice, Usage,
+    UserPart, Warning,
 };
 
 /// What `include` asks for when reasoning is requested: the reasoning itself, encrypted, which a
@@ -41,7 +42,10 @@ pub fn build_request(endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpReq
     let mut warnings = Vec::new();
     let mut body = Map::new();
     body.insert("model".into(), req.model_id.clone().into());
-    body.insert("input".into(), input(&req.messages)?.into());
+    // `store: true` (a provider option) keeps the items on the server, so reasoning can go back
+    // by id alone; otherwise only with its encrypted content.
+    let stateful = req.provider_options.as_ref().and_then(|o| o.get("store")).and_then(Value::as_bool) == Some(true);
+    body.insert("input".into(), input(&req.messages, stateful)?.into());
     body.insert("stream".into(), true.into());
     body.insert("store".into(), false.into());
 
@@ -147,7 +151,7 @@ fn nested_option(key: &str) -> Option<(&'static str, &'static str)> {
 }
 
 /// The conversation as input items. Messages with nothing in them are left out.
-fn input(messages: &[ModelMessage]) -> Result<Vec<Value>, AgentError> {
+fn input(messages: &[ModelMessage], stateful: bool) -> Result<Vec<Value>, AgentError> {
     let mut out = Vec::with_capacity(messages.len());
     for message in messages {
         match message {
@@ -155,7 +159,7 @@ fn input(messages: &[ModelMessage]) -> Result<Vec<Value>, AgentError> {
             ModelMessage::System(text) => out.push(json!({ "role": "system", "content": text })),
             ModelMessage::User(parts) if parts.is_empty() => {}
             ModelMessage::User(parts) => out.push(json!({ "role": "user", "content": user_content(parts)? })),
-            ModelMessage::Assistant(parts) => assistant_items(parts, &mut out),
+            ModelMessage::Assistant(parts) => assistant_items(parts, stateful, &mut out),
             ModelMessage::Tool(results) => {
                 // The output is text; an error result says so in its own words (no flag exists).
                 for part in results {
@@ -199,38 +203,79 @@ fn user_content(parts: &[UserPart]) -> Result<Vec<Value>, AgentError> {
 }
 
 /// An assistant message as items, in its own order: each run of text one message, each tool call
-/// one `function_call` item.
-fn assistant_items(parts: &[AssistantPart], out: &mut Vec<Value>) {
+/// one `function_call` item, reasoning a `reasoning` item when it can go back.
+///
+/// The API pairs a reasoning item with the items that followed it in its response, by item id:
+/// it refuses a reasoning item whose following item is missing and an item id whose reasoning
+/// is. So item ids are sent only after a reasoning item went out, and reasoning goes out only
+/// with what identifies it: its id and encrypted content, or its id alone when the server keeps
+/// the items (`stateful`).
+fn assistant_items(parts: &[AssistantPart], stateful: bool, out: &mut Vec<Value>) {
     let mut text = String::new();
+    let mut text_id = None;
+    let mut paired = false;
     for part in parts {
+        let id = if paired { meta_str(part_meta(part), "itemId") } else { None };
         match part {
-            AssistantPart::Text(t) => text.push_str(t),
-            // The API takes reasoning back only as a `reasoning` item with the id and encrypted
-            // content it came with, which `AssistantPart::Reasoning` does not carry yet; the
-            // summary text alone would be refused.
-            AssistantPart::Reasoning(_) => {}
-            AssistantPart::ToolCall { tool_call_id, tool_name, args } => {
-                flush_text(&mut text, out);
-                out.push(json!({
+            AssistantPart::Text(t, _) => {
+                if id != text_id {
+                    flush_text(&mut text, text_id, out);
+                    text_id = id;
+                }
+                text.push_str(t);
+            }
+            AssistantPart::Reasoning(t, meta) => {
+                flush_text(&mut text, text_id.take(), out);
+                let (id, content) = (meta_str(meta, "itemId"), meta_str(meta, "reasoningEncryptedContent"));
+                let Some(id) = id.filter(|_| content.is_some() || stateful) else { continue };
+                let summary: Vec<Value> =
+                    if t.is_empty() { Vec::new() } else { vec![json!({ "type": "summary_text", "text": t })] };
+                let mut item = json!({ "type": "reasoning", "id": id, "summary": summary });
+                if let Some(content) = content {
+                    item["encrypted_content"] = content.into();
+                }
+                out.push(item);
+                paired = true;
+            }
+            AssistantPart::ToolCall { tool_call_id, tool_name, args, .. } => {
+                flush_text(&mut text, text_id.take(), out);
+                let mut call = json!({
                     "type": "function_call",
                     "call_id": tool_call_id,
                     "name": tool_name,
                     "arguments": args.to_string(),
-                }));
+                });
+                if let Some(id) = id {
+                    call["id"] = id.into();
+                }
+                out.push(call);
             }
         }
     }
-    flush_text(&mut text, out);
+    flush_text(&mut text, text_id, out);
 }
 
-fn flush_text(text: &mut String, out: &mut Vec<Value>) {
-    if !text.is_empty() {
-        let text = std::mem::take(text);
-        out.push(json!({ "role": "assistant", "content": [{ "type": "output_text", "text": text }] }));
+fn part_meta(part: &AssistantPart) -> &PartMeta {
+    match part {
+        AssistantPart::Text(_, meta) | AssistantPart::Reasoning(_, meta) | AssistantPart::ToolCall { meta, .. } => meta,
     }
 }
 
+/// A string this API left on a part (`providerMetadata.openai.<key>`).
+fn meta_str<'a>(meta: &'a PartMeta, key: &str) -> Option<&'a str> {
+    meta.as_ref()?.get("openai")?.get(key)?.as_str()
+}
 
+fn flush_text(text: &mut String, id: Option<&str>, out: &mut Vec<Value>) {
+    if !text.is_empty() {
+        let text = std::mem::take(text);
+        let mut message = json!({ "role": "assistant", "content": [{ "type": "output_text", "text": text }] });
+        if let Some(id) = id {
+            message["id"] = id.into();
+        }
+        out.push(message);
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Stream
@@ -374,9 +419,28 @@ impl ResponsesDecoder {
             }
             "response.output_item.added" | "response.output_item.done" => {
                 let item = parse_item(event.item)?;
-                if item.kind.as_deref() == Some("function_call") {
-                    let done = kind == "response.output_item.done";
-                    self.function_call(event.output_index.unwrap_or_default(), item, done, out);
+                let done = kind == "response.output_item.done";
+                match item.kind.as_deref() {
+                    Some("function_call") => self.function_call(event.output_index.unwrap_or_default(), item, done, out),
+                    // A finished reasoning or message item: its id (and the encrypted reasoning)
+                    // go back with the next call, so the API can pair the items of this turn.
+                    Some("reasoning") if done => {
+                        self.reasoning_part = None;
+                        let mut meta = Map::new();
+                        if let Some(id) = item.id {
+                            meta.insert("itemId".into(), id.into_owned().into());
+                        }
+                        if let Some(content) = item.encrypted_content {
+                            meta.insert("reasoningEncryptedContent".into(), content.into_owned().into());
+                        }
+                        out.push(openai_meta(MetaTarget::Reasoning, meta));
+                    }
+                    Some("message") if done => {
+                        if let Some(id) = item.id {
+                            out.push(openai_meta(MetaTarget::Text, item_id(id)));
+                        }
+                    }
+                    _ => {}
                 }
             }
             "response.function_call_arguments.delta" => {
@@ -447,6 +511,9 @@ impl ResponsesDecoder {
                     _ => {
                         self.reasoning_part = None;
                         out.push(ModelEvent::ToolCallDelta { index, id, name, args_delta: String::new() });
+                        if let Some(item_id) = item.id.clone() {
+                            out.push(openai_meta(MetaTarget::ToolCall(index), self::item_id(item_id)));
+                        }
                         None
                     }
                 };
@@ -595,9 +662,11 @@ struct Event<'a> {
 #[derive(Default)]
 struct Item<'a> {
     kind: Option<Cow<'a, str>>,
+    id: Option<Cow<'a, str>>,
     call_id: Option<Cow<'a, str>>,
     name: Option<Cow<'a, str>>,
     arguments: Option<Cow<'a, str>>,
+    encrypted_content: Option<Cow<'a, str>>,
 }
 
 fn parse_event(text: &str) -> json::Result<Event<'_>> {
@@ -637,6 +706,19 @@ fn parse_event(text: &str) -> json::Result<Event<'_>> {
     Ok(event)
 }
 
+/// `{ "openai": { … } }` for a part of this response.
+fn openai_meta(target: MetaTarget, fields: Map<String, Value>) -> ModelEvent {
+    let mut meta = Map::new();
+    meta.insert("openai".into(), Value::Object(fields));
+    ModelEvent::PartMeta { target, meta: Value::Object(meta) }
+}
+
+fn item_id(id: Cow<'_, str>) -> Map<String, Value> {
+    let mut fields = Map::new();
+    fields.insert("itemId".into(), id.into_owned().into());
+    fields
+}
+
 fn parse_item(text: Option<&str>) -> json::Result<Item<'_>> {
     let mut item = Item::default();
     let Some(text) = text else { return Ok(item) };
@@ -647,7 +729,9 @@ fn parse_item(text: Option<&str>) -> json::Result<Item<'_>> {
     r.object(&mut |r, key| {
         match key {
             "type" => item.kind = r.opt_string()?,
+            "id" => item.id = r.opt_string()?,
             "call_id" => item.call_id = r.opt_string()?,
+            "encrypted_content" => item.encrypted_content = r.opt_string()?,
             "name" => item.name = r.opt_string()?,
             "arguments" => item.arguments = r.opt_string()?,
             _ => {}

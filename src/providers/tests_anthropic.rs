@@ -8,13 +8,12 @@ use serde_json::{json, Map, Value};
 
 use super::anthropic::{build_request, AnthropicDecoder};
 use super::tests_sse::{random_pieces, Rng};
-use super::{Api, Endpoint, HttpRequest, StreamDecoder};
+use super::{step_of, Api, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
-    AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ModelSettings, ToolChoice, ToolResultPart,
+    MetaTarget, AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ModelSettings, ToolChoice, ToolResultPart,
     ToolSpec, Usage, UserPart, Warning,
 };
-use crate::core::step::{IdSource, StepBuilder};
 
 const FIXTURES: &[&str] = &[
     "anthropic--anthropic-json-tool.1",
@@ -70,6 +69,8 @@ struct Reply {
     reasoning: String,
     /// index → (id, name, arguments text)
     tools: BTreeMap<u32, (Option<String>, Option<String>, String)>,
+    /// Provider data for the parts, in order.
+    metas: Vec<(MetaTarget, Value)>,
     finish: Option<(FinishReason, Option<Usage>)>,
 }
 
@@ -99,6 +100,7 @@ impl Reply {
                     }
                     entry.2.push_str(args_delta);
                 }
+                ModelEvent::PartMeta { target, meta } => reply.metas.push((*target, meta.clone())),
                 ModelEvent::Finish { reason, usage } => reply.finish = Some((*reason, *usage)),
                 other => panic!("unexpected event {other:?}"),
             }
@@ -177,13 +179,7 @@ fn anthropic_tool_no_args() {
     assert_eq!(r.finish, Some((FinishReason::ToolCalls, Some(usage(565, 48, Some(0))))));
 
     // The step turns the empty arguments text into `{}`, as a user sees it.
-    let mut step = StepBuilder::new(IdSource::new("t".into()), "m".into(), String::new(), vec![], 0.0);
-    let mut chunks = Vec::new();
-    for event in events {
-        step.apply(event, &mut chunks).unwrap();
-    }
-    step.close(&mut chunks, true);
-    let (_, result) = step.into_parts();
+    let result = step_of(events);
     assert_eq!(result.tool_calls.len(), 1);
     assert_eq!(result.tool_calls[0].tool_name, "updateIssueList");
     assert_eq!(result.tool_calls[0].args, json!({}));
@@ -371,6 +367,8 @@ fn thinking_text_and_tool_blocks_in_order() {
         [
             ModelEvent::ReasoningDelta("Let me think".into()),
             ModelEvent::ReasoningDelta(" about it.".into()),
+            ModelEvent::PartMeta { target: MetaTarget::Reasoning, meta: json!({ "anthropic": { "signature": "EqQBCkgIARABGAIiQL" } }) },
+            ModelEvent::PartMeta { target: MetaTarget::Reasoning, meta: json!({ "anthropic": { "redactedData": "EmwKAhgBEgy3va3pzix" } }) },
             ModelEvent::TextDelta("Checking \u{e9}\u{1F600}.".into()),
             call("", true),
             call("{\"city\": \"Pa", false),
@@ -753,7 +751,7 @@ fn other_files_and_non_base64_data_urls_are_refused() {
 }
 
 fn call(id: &str, args: Value) -> AssistantPart {
-    AssistantPart::ToolCall { tool_call_id: id.into(), tool_name: "weather".into(), args }
+    AssistantPart::ToolCall { tool_call_id: id.into(), tool_name: "weather".into(), args, meta: None }
 }
 
 fn tool_use(id: &str, input: Value) -> Value {
@@ -769,10 +767,10 @@ fn assistant_messages() {
     let got = messages_of(vec![
         ModelMessage::User(vec![UserPart::Text("Weather?".into())]),
         ModelMessage::Assistant(vec![
-            AssistantPart::Reasoning("private thoughts".into()),
-            AssistantPart::Text("Let me ".into()),
-            AssistantPart::Text("".into()),
-            AssistantPart::Text("check.".into()),
+            AssistantPart::Reasoning("private thoughts".into(), None),
+            AssistantPart::Text("Let me ".into(), None),
+            AssistantPart::Text("".into(), None),
+            AssistantPart::Text("check.".into(), None),
             call("toolu_1", json!({ "city": "Paris" })),
             call("toolu_2", json!({})),
             call("toolu_3", json!("{\"city\": \"Par")),
@@ -834,9 +832,9 @@ fn turns_of_one_role_are_merged_and_empty_ones_dropped() {
         ModelMessage::User(vec![UserPart::Text("a".into())]),
         ModelMessage::User(vec![]),
         ModelMessage::User(vec![UserPart::Text("b".into())]),
-        ModelMessage::Assistant(vec![AssistantPart::Text("c".into())]),
-        ModelMessage::Assistant(vec![AssistantPart::Reasoning("only thinking".into())]),
-        ModelMessage::Assistant(vec![AssistantPart::Text("d".into())]),
+        ModelMessage::Assistant(vec![AssistantPart::Text("c".into(), None)]),
+        ModelMessage::Assistant(vec![AssistantPart::Reasoning("only thinking".into(), None)]),
+        ModelMessage::Assistant(vec![AssistantPart::Text("d".into(), None)]),
         // Tool results after user text still come first in their turn, as the API wants.
         ModelMessage::User(vec![UserPart::Text("e".into())]),
         ModelMessage::Tool(vec![result("toolu_9", json!("ok"), false)]),
@@ -926,4 +924,46 @@ fn empty_provider_options_change_nothing() {
     let mut req = hello();
     req.provider_options = Some(Map::new());
     assert_eq!(build(&req).0, build(&hello()).0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Thinking, from one response to the next request
+
+#[test]
+fn thinking_goes_back_signed_and_redacted_thinking_as_its_data() {
+    let body = start(json!({ "input_tokens": 5 }))
+        + &block_start(0, json!({ "type": "thinking", "thinking": "", "signature": "" }))
+        + &block_delta(0, json!({ "type": "thinking_delta", "thinking": "Weather first." }))
+        + &block_delta(0, json!({ "type": "signature_delta", "signature": "EqQBsig" }))
+        + &sse("content_block_stop", json!({ "type": "content_block_stop", "index": 0 }))
+        + &block_start(1, json!({ "type": "redacted_thinking", "data": "EmwKredacted" }))
+        + &sse("content_block_stop", json!({ "type": "content_block_stop", "index": 1 }))
+        + &block_start(2, json!({ "type": "thinking", "thinking": "" }))
+        + &block_delta(2, json!({ "type": "thinking_delta", "thinking": "Then Oslo." }))
+        + &block_delta(2, json!({ "type": "signature_delta", "signature": "EqQBsig2" }))
+        + &block_start(3, json!({ "type": "tool_use", "id": "toolu_1", "name": "weather", "input": {} }))
+        + &block_delta(3, json!({ "type": "input_json_delta", "partial_json": "{\"city\":\"Paris\"}" }))
+        + &stop_with(json!("tool_use"), json!({ "output_tokens": 30 }));
+    let step = step_of(decode(&body).unwrap());
+    assert_eq!(step.reasoning, "Weather first.Then Oslo.", "what the user reads is unchanged");
+    let messages = messages_of(vec![
+        ModelMessage::User(vec![UserPart::Text("Weather in Paris?".into())]),
+        ModelMessage::Assistant(step.parts),
+        ModelMessage::Tool(vec![ToolResultPart {
+            tool_call_id: "toolu_1".into(),
+            tool_name: "weather".into(),
+            result: json!("21 °C"),
+            is_error: false,
+        }]),
+    ]);
+    assert_eq!(
+        messages[1]["content"],
+        json!([
+            { "type": "thinking", "thinking": "Weather first.", "signature": "EqQBsig" },
+            { "type": "redacted_thinking", "data": "EmwKredacted" },
+            { "type": "thinking", "thinking": "Then Oslo.", "signature": "EqQBsig2" },
+            { "type": "tool_use", "id": "toolu_1", "name": "weather", "input": { "city": "Paris" } },
+        ])
+    );
+    assert_eq!(messages[2]["content"][0]["tool_use_id"], "toolu_1");
 }

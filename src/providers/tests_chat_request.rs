@@ -262,18 +262,18 @@ fn a_non_image_file_url_is_refused() {
 #[test]
 fn assistant_messages() {
     let call =
-        |id: &str, args: Value| AssistantPart::ToolCall { tool_call_id: id.into(), tool_name: "weather".into(), args };
+        |id: &str, args: Value| AssistantPart::ToolCall { tool_call_id: id.into(), tool_name: "weather".into(), args, meta: None };
     let got = messages_of(vec![
         ModelMessage::Assistant(vec![
-            AssistantPart::Reasoning("private thoughts".into()),
-            AssistantPart::Text("Let me ".into()),
-            AssistantPart::Text("check.".into()),
+            AssistantPart::Reasoning("private thoughts".into(), None),
+            AssistantPart::Text("Let me ".into(), None),
+            AssistantPart::Text("check.".into(), None),
             call("call_1", json!({ "city": "Paris" })),
             call("call_2", json!({})),
         ]),
         ModelMessage::Assistant(vec![call("call_3", json!({ "city": "Oslo" }))]),
-        ModelMessage::Assistant(vec![AssistantPart::Text("Plain answer.".into())]),
-        ModelMessage::Assistant(vec![AssistantPart::Reasoning("only thinking".into())]),
+        ModelMessage::Assistant(vec![AssistantPart::Text("Plain answer.".into(), None)]),
+        ModelMessage::Assistant(vec![AssistantPart::Reasoning("only thinking".into(), None)]),
     ]);
     assert_eq!(
         got,

@@ -8,10 +8,10 @@ use serde_json::{json, Map, Value};
 
 use super::google::{build_request, GoogleDecoder};
 use super::tests_sse::{random_pieces, Rng};
-use super::{Api, Endpoint, HttpRequest, StreamDecoder};
+use super::{step_of, Api, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
-    AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ModelSettings, ToolChoice, ToolResultPart,
+    MetaTarget, AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ModelSettings, ToolChoice, ToolResultPart,
     ToolSpec, Usage, UserPart,
 };
 
@@ -68,6 +68,8 @@ struct Reply {
     reasoning: String,
     /// index → (name, arguments text)
     tools: BTreeMap<u32, (Option<String>, String)>,
+    /// Provider data for the parts, in order.
+    metas: Vec<(MetaTarget, Value)>,
     finish: Option<(FinishReason, Option<Usage>)>,
 }
 
@@ -94,6 +96,7 @@ impl Reply {
                     assert!(entry.0.is_some(), "the name comes with the first piece of a call");
                     entry.1.push_str(args_delta);
                 }
+                ModelEvent::PartMeta { target, meta } => reply.metas.push((*target, meta.clone())),
                 ModelEvent::Finish { reason, usage } => reply.finish = Some((*reason, *usage)),
                 other => panic!("unexpected event {other:?}"),
             }
@@ -869,7 +872,7 @@ fn a_data_url_that_is_not_base64_is_refused() {
 }
 
 fn call(id: &str, name: &str, args: Value) -> AssistantPart {
-    AssistantPart::ToolCall { tool_call_id: id.into(), tool_name: name.into(), args }
+    AssistantPart::ToolCall { tool_call_id: id.into(), tool_name: name.into(), args, meta: None }
 }
 
 fn result(id: &str, name: &str, result: Value, is_error: bool) -> ToolResultPart {
@@ -881,8 +884,8 @@ fn a_tool_round_trip() {
     let got = contents_of(vec![
         ModelMessage::User(vec![UserPart::Text("Weather in Paris and Oslo?".into())]),
         ModelMessage::Assistant(vec![
-            AssistantPart::Reasoning("private thoughts".into()),
-            AssistantPart::Text("Let me check.".into()),
+            AssistantPart::Reasoning("private thoughts".into(), None),
+            AssistantPart::Text("Let me check.".into(), None),
             call("call_1", "weather", json!({ "city": "Paris" })),
             call("call_2", "weather", json!({ "city": "Oslo" })),
             call("call_3", "now", Value::Null),
@@ -894,7 +897,7 @@ fn a_tool_round_trip() {
             result("call_3", "now", json!(null), false),
             result("call_4", "broken", json!("Invalid arguments: expected an object"), true),
         ]),
-        ModelMessage::Assistant(vec![AssistantPart::Text("Paris 21 °C, Oslo sunny.".into())]),
+        ModelMessage::Assistant(vec![AssistantPart::Text("Paris 21 °C, Oslo sunny.".into(), None)]),
     ]);
     assert_eq!(
         got,
@@ -929,7 +932,7 @@ fn a_tool_round_trip() {
 fn gemini_3_calls_carry_the_signature_stand_in() {
     let messages = vec![
         ModelMessage::User(vec![UserPart::Text("Weather?".into())]),
-        ModelMessage::Assistant(vec![AssistantPart::Text("Checking.".into()), call("c1", "weather", json!({}))]),
+        ModelMessage::Assistant(vec![AssistantPart::Text("Checking.".into(), None), call("c1", "weather", json!({}))]),
         ModelMessage::Tool(vec![result("c1", "weather", json!("sunny"), false)]),
     ];
     for (model, signed) in [
@@ -962,13 +965,13 @@ fn consecutive_turns_of_one_role_are_merged() {
         ModelMessage::User(vec![UserPart::Text("a".into())]),
         ModelMessage::User(vec![UserPart::Text("b".into())]),
         ModelMessage::Assistant(vec![call("1", "f", json!({ "x": 1 }))]),
-        ModelMessage::Assistant(vec![AssistantPart::Reasoning("only thinking".into())]),
+        ModelMessage::Assistant(vec![AssistantPart::Reasoning("only thinking".into(), None)]),
         ModelMessage::Assistant(vec![call("2", "g", json!({}))]),
         ModelMessage::Tool(vec![result("1", "f", json!(1), false)]),
         ModelMessage::Tool(vec![result("2", "g", json!(2), false)]),
         ModelMessage::User(vec![UserPart::Text("and now?".into())]),
         ModelMessage::User(vec![]),
-        ModelMessage::Assistant(vec![AssistantPart::Text(String::new())]),
+        ModelMessage::Assistant(vec![AssistantPart::Text(String::new(), None)]),
     ]);
     assert_eq!(
         got,
@@ -1207,4 +1210,33 @@ fn the_body_is_byte_for_byte_stable() {
     assert_eq!(first, build(&req).0.body);
     let keys: Vec<String> = object(serde_json::from_str(&first).unwrap()).keys().cloned().collect();
     assert_eq!(keys, ["contents", "systemInstruction", "generationConfig", "tools", "toolConfig"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Thought signatures, from one response to the next request
+
+#[test]
+fn a_recorded_call_goes_back_with_its_own_thought_signature() {
+    let recorded = fixture_stream("google--google-tool-call");
+    let text = String::from_utf8(recorded.clone()).unwrap();
+    let step = step_of(decode_pieces(&[&recorded], false).unwrap());
+    let [.., AssistantPart::ToolCall { meta: Some(meta), tool_name, .. }] = &step.parts[..] else {
+        panic!("the call keeps its signature: {:#?}", step.parts)
+    };
+    let signature = meta["google"]["thoughtSignature"].as_str().unwrap();
+    assert!(signature.len() > 20 && text.contains(signature), "the recorded signature, whole");
+
+    // Gemini 3 gets the call's own signature instead of the stand-in; 2.5 gets it too, as the
+    // model sent it.
+    for model in ["gemini-3-pro-preview", "gemini-2.5-flash"] {
+        let mut req = request(vec![
+            ModelMessage::User(vec![UserPart::Text("Weather?".into())]),
+            ModelMessage::Assistant(step.parts.clone()),
+        ]);
+        req.model_id = model.into();
+        let contents = body_of(&req)["contents"].clone();
+        let call = contents[1]["parts"].as_array().unwrap().iter().find(|p| p.get("functionCall").is_some()).unwrap();
+        assert_eq!(call["functionCall"]["name"], tool_name.as_str());
+        assert_eq!(call["thoughtSignature"], signature, "{model}");
+    }
 }

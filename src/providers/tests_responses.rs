@@ -13,13 +13,12 @@ use serde_json::{json, Map, Value};
 
 use super::openai_responses::{build_request, ResponsesDecoder};
 use super::tests_sse::{random_pieces, Rng};
-use super::{Api, Endpoint, HttpRequest, StreamDecoder};
+use super::{step_of, Api, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
-    AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ModelSettings, ToolChoice, ToolResultPart,
+    MetaTarget, AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ModelSettings, ToolChoice, ToolResultPart,
     ToolSpec, Usage, UserPart, Warning,
 };
-use crate::core::step::{IdSource, StepBuilder};
 
 const ERROR: &str = "openai--openai-error.1";
 const PARALLEL: &str = "openai--parallel-tool-call-wrapper.1";
@@ -109,6 +108,8 @@ struct Reply {
     reasoning: String,
     /// index → (id, name, arguments text)
     tools: BTreeMap<u32, (Option<String>, Option<String>, String)>,
+    /// Provider data for the parts, in order.
+    metas: Vec<(MetaTarget, Value)>,
     errors: Vec<String>,
     finish: Option<(FinishReason, Option<Usage>)>,
 }
@@ -141,6 +142,7 @@ impl Reply {
                     entry.2.push_str(args_delta);
                 }
                 ModelEvent::Error { message, .. } => reply.errors.push(message.clone()),
+                ModelEvent::PartMeta { target, meta } => reply.metas.push((*target, meta.clone())),
                 ModelEvent::Finish { reason, usage } => reply.finish = Some((*reason, *usage)),
                 other => panic!("unexpected event {other:?}"),
             }
@@ -296,13 +298,7 @@ fn parallel_tool_call_wrapper_is_reported_as_the_calls_it_wraps() {
     let r = Reply::of(&events);
     assert_eq!(r.metadata(), ("resp_parallel", "gpt-5.4", 1787162400));
     assert_eq!(r.finish, Some((FinishReason::ToolCalls, Some(usage(34, 28, 0, 0)))));
-    let mut step = StepBuilder::new(IdSource::new("t".into()), "m".into(), String::new(), vec![], 0.0);
-    let mut chunks = Vec::new();
-    for event in events {
-        step.apply(event, &mut chunks).unwrap();
-    }
-    step.close(&mut chunks, true);
-    let (_, result) = step.into_parts();
+    let result = step_of(events);
     let calls: Vec<_> =
         result.tool_calls.iter().map(|c| (c.tool_call_id.as_str(), c.tool_name.as_str(), c.args.clone())).collect();
     assert_eq!(
@@ -441,6 +437,11 @@ fn call_added(index: u32, id: &str, name: &str, arguments: &str) -> String {
     sse(json!({ "type": "response.output_item.added", "output_index": index,
                 "item": { "type": "function_call", "id": format!("fc_{id}"), "call_id": id, "name": name,
                           "arguments": arguments, "status": "in_progress" } }))
+}
+
+/// The item id of a function call, as the decoder reports it.
+fn fc_meta(index: u32, id: &str) -> ModelEvent {
+    ModelEvent::PartMeta { target: MetaTarget::ToolCall(index), meta: json!({ "openai": { "itemId": id } }) }
 }
 
 fn call_done(index: u32, id: &str, name: &str, arguments: &str) -> String {
@@ -590,7 +591,9 @@ fn parallel_function_calls_with_interleaved_arguments() {
         [
             ModelEvent::TextDelta("Checking.".into()),
             call(1, Some(("call_a", "weather")), ""),
+            fc_meta(1, "fc_call_a"),
             call(2, Some(("call_b", "time")), ""),
+            fc_meta(2, "fc_call_b"),
             call(1, None, "{\"city\":"),
             call(2, None, "{\"zone\":\"CET\"}"),
             call(1, None, "\"Paris\"}"),
@@ -612,10 +615,12 @@ fn arguments_that_come_only_whole_are_reported_once() {
         decode(&body).unwrap(),
         vec![
             call(0, Some(("call_a", "weather")), ""),
+            fc_meta(0, "fc_call_a"),
             call(0, None, "{\"city\":\"Oslo\"}"),
             call(1, Some(("call_b", "time")), ""),
             call(1, None, "{}"),
             call(2, Some(("call_c", "now")), ""),
+            fc_meta(2, "fc_call_c"),
             ModelEvent::Finish { reason: FinishReason::ToolCalls, usage: None },
         ]
     );
@@ -1014,7 +1019,7 @@ fn user_text_images_and_files() {
 }
 
 fn tool_call(id: &str, args: Value) -> AssistantPart {
-    AssistantPart::ToolCall { tool_call_id: id.into(), tool_name: "weather".into(), args }
+    AssistantPart::ToolCall { tool_call_id: id.into(), tool_name: "weather".into(), args, meta: None }
 }
 
 fn function_call(id: &str, arguments: &str) -> Value {
@@ -1034,16 +1039,16 @@ fn assistant_messages_become_text_and_function_call_items_in_order() {
     let got = input_of(vec![
         ModelMessage::User(vec![UserPart::Text("Weather?".into())]),
         ModelMessage::Assistant(vec![
-            AssistantPart::Reasoning("private thoughts".into()),
-            AssistantPart::Text("Let me ".into()),
-            AssistantPart::Text("".into()),
-            AssistantPart::Text("check.".into()),
+            AssistantPart::Reasoning("private thoughts".into(), None),
+            AssistantPart::Text("Let me ".into(), None),
+            AssistantPart::Text("".into(), None),
+            AssistantPart::Text("check.".into(), None),
             tool_call("call_1", json!({ "city": "Paris" })),
             tool_call("call_2", json!({})),
-            AssistantPart::Text("And".into()),
+            AssistantPart::Text("And".into(), None),
             tool_call("call_3", json!("{\"city\": \"Par")),
         ]),
-        ModelMessage::Assistant(vec![AssistantPart::Reasoning("only thinking".into())]),
+        ModelMessage::Assistant(vec![AssistantPart::Reasoning("only thinking".into(), None)]),
     ]);
     assert_eq!(
         got,
@@ -1185,4 +1190,90 @@ fn empty_provider_options_change_nothing() {
     let mut req = hello();
     req.provider_options = Some(Map::new());
     assert_eq!(build(&req).0, build(&hello()).0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reasoning and item ids, from one response to the next request
+
+/// The assistant parts a step keeps from a recorded response, as the loop builds them.
+fn step_parts(lines: &[String]) -> Vec<AssistantPart> {
+    step_of(decode_pieces(&[&stream_of(lines)], false).unwrap()).parts
+}
+
+#[test]
+fn recorded_reasoning_goes_back_with_its_encrypted_content_and_the_call_with_its_item_id() {
+    let recorded = responses(REASONING);
+    let parts = step_parts(&recorded[0]);
+    let [AssistantPart::Reasoning(summary, Some(reasoning_meta)), AssistantPart::ToolCall { tool_call_id, meta: Some(call_meta), .. }] =
+        &parts[..]
+    else {
+        panic!("one reasoning part and one call, with their provider data: {parts:#?}")
+    };
+    let reasoning_id = reasoning_meta["openai"]["itemId"].as_str().unwrap();
+    let encrypted = reasoning_meta["openai"]["reasoningEncryptedContent"].as_str().unwrap();
+    assert!(reasoning_id.starts_with("rs_") && encrypted.starts_with("gAAAAA"), "{reasoning_meta}");
+    assert!(recorded[0].iter().any(|l| l.contains(encrypted)), "the recorded encrypted content, whole");
+    let call_id = call_meta["openai"]["itemId"].as_str().unwrap();
+    assert!(call_id.starts_with("fc_"));
+
+    let input = input_of(vec![
+        ModelMessage::User(vec![UserPart::Text("12+7, times 3, times 10".into())]),
+        ModelMessage::Assistant(parts.clone()),
+        ModelMessage::Tool(vec![result(tool_call_id, json!(19), false)]),
+    ]);
+    assert_eq!(
+        input[1],
+        json!({ "type": "reasoning", "id": reasoning_id, "encrypted_content": encrypted,
+                "summary": [{ "type": "summary_text", "text": summary }] })
+    );
+    assert_eq!(input[2]["id"], call_id, "the call keeps the item id its reasoning is paired with");
+    assert_eq!(input[2]["call_id"], tool_call_id.as_str());
+    assert_eq!(input[3]["type"], "function_call_output");
+}
+
+#[test]
+fn a_recorded_text_reply_keeps_its_message_id_and_sends_it_only_behind_reasoning() {
+    let recorded = responses(REASONING);
+    // The last response is a message alone; the first one starts with reasoning.
+    let last = step_parts(recorded.last().unwrap());
+    let [AssistantPart::Text(_, Some(text_meta))] = &last[..] else { panic!("one text part with its item id: {last:#?}") };
+    let message_id = text_meta["openai"]["itemId"].as_str().unwrap();
+    assert!(message_id.starts_with("msg_"));
+
+    // Alone, the id would point at reasoning the request does not carry: it is left out.
+    let input = input_of(vec![ModelMessage::Assistant(last.clone())]);
+    assert_eq!(input.as_array().unwrap().len(), 1);
+    assert!(input[0].get("id").is_none(), "{input:#}");
+
+    // Behind a reasoning item it goes.
+    let reasoning = step_parts(&recorded[0]).into_iter().find(|p| matches!(p, AssistantPart::Reasoning(..))).unwrap();
+    let input = input_of(vec![ModelMessage::Assistant(vec![reasoning, last[0].clone()])]);
+    assert_eq!(input[0]["type"], "reasoning");
+    assert_eq!(input[1]["id"], message_id);
+}
+
+#[test]
+fn reasoning_without_what_identifies_it_is_left_out_and_so_are_the_item_ids_after_it() {
+    let meta = |v: Value| Some(json!({ "openai": v }));
+    let parts = vec![
+        AssistantPart::Reasoning("thought".into(), meta(json!({ "itemId": "rs_1" }))),
+        AssistantPart::Text("Checking.".into(), meta(json!({ "itemId": "msg_1" }))),
+        AssistantPart::ToolCall { tool_call_id: "call_1".into(), tool_name: "weather".into(), args: json!({}), meta: meta(json!({ "itemId": "fc_1" })) },
+    ];
+    // Stateless (the default): an id alone points at nothing the server kept.
+    let input = input_of(vec![ModelMessage::Assistant(parts.clone())]);
+    assert_eq!(input, json!([output_text("Checking."), function_call("call_1", "{}")]));
+
+    // `store: true`: the server has the item, so the id is enough, and the ids after it go too.
+    let mut req = request(vec![ModelMessage::Assistant(parts)]);
+    req.provider_options = Some(json!({ "store": true }).as_object().unwrap().clone());
+    let body = build(&req).1;
+    assert_eq!(
+        body["input"],
+        json!([
+            { "type": "reasoning", "id": "rs_1", "summary": [{ "type": "summary_text", "text": "thought" }] },
+            { "role": "assistant", "content": [{ "type": "output_text", "text": "Checking." }], "id": "msg_1" },
+            { "type": "function_call", "call_id": "call_1", "name": "weather", "arguments": "{}", "id": "fc_1" },
+        ])
+    );
 }

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { Agent, T, collect, keys, noUnhandledRejections, rejectionOf, requestsOf, types, uid, useModelServer } from './helpers.mjs';
 import { WEATHER_SCHEMA, argsText, createTool, forecast, ofType, only, weatherDef } from './tools-helpers.mjs';
 import { wirePromptTokens } from '../server/scripts.mjs';
+import { InMemoryStore, Memory } from '../../pkg/index.node.js';
 
 const server = useModelServer();
 
@@ -130,6 +131,49 @@ test('anthropic: the second request carries the tool_use (id, name, input) and t
   assert.deepEqual(two.tools, one.tools, 'the tools are offered again');
 });
 
+test('anthropic with extended thinking: the signed thinking goes back first in the tool loop, and again from memory', T, async () => {
+  const weather = createTool(weatherDef());
+  const thinking = { anthropic: { thinking: { type: 'enabled', budgetTokens: 1024 } } };
+  const memory = new Memory({ storage: new InMemoryStore() });
+  const options = { providerOptions: thinking, memory: { thread: 'th-thinking', resource: 'u1' } };
+  const { out, chunks, requests } = await run('anthropic', 'anthropic-tool-loop', { options, config: { tools: { weather }, memory } });
+  assert.equal(await out.finishReason, 'stop', 'the server took the second request');
+  assert.equal(await out.text, 'Let me check that for you.The tool said: ' + JSON.stringify(forecast('Paris')));
+  assert.equal(await out.reasoningText, 'A tool knows this; I will call it.');
+  assert.deepEqual(types(chunks).slice(2, 5), ['reasoning-start', 'reasoning-delta', 'reasoning-delta']);
+
+  const [one, two] = requests.map((r) => r.body);
+  assert.deepEqual(one.thinking, { type: 'enabled', budget_tokens: 1024 });
+  const [first, ...rest] = two.messages[1].content;
+  assert.equal(first.type, 'thinking');
+  assert.equal(first.thinking, 'A tool knows this; I will call it.');
+  assert.match(first.signature, /^sig_[A-Za-z0-9]{40}$/);
+  assert.deepEqual(rest.map((b) => b.type), ['text', 'tool_use']);
+
+  // Stored with its signature, and handed back on the next turn.
+  const stored = await memory.listMessages({ threadId: 'th-thinking' });
+  const reasoning = stored.find((m) => m.role === 'assistant').content.parts.find((p) => p.type === 'reasoning');
+  assert.deepEqual(reasoning.providerMetadata, { anthropic: { signature: first.signature } });
+  const next = await run('anthropic', 'anthropic-text', { messages: 'Thanks', options, config: { memory } });
+  assert.equal(await next.out.text, 'You said: Thanks');
+  assert.deepEqual(next.requests[0].body.messages[1].content[0], first);
+});
+
+test('anthropic with extended thinking: the server refuses a tool loop whose thinking did not come back', T, async () => {
+  // The rule the test above passes, seen failing: a hand-written history without the thinking.
+  const weather = createTool(weatherDef());
+  const messages = [
+    { role: 'user', content: QUESTION },
+    { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'toolu_x', toolName: 'weather', input: { city: 'Paris' } }] },
+    { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'toolu_x', toolName: 'weather', output: { type: 'json', value: forecast('Paris') } }] },
+  ];
+  const options = { providerOptions: { anthropic: { thinking: { type: 'enabled', budgetTokens: 1024 } } } };
+  const { out } = await run('anthropic', 'anthropic-tool-loop', { messages, options, config: { tools: { weather } } });
+  const error = await out.finishReason.then(() => null, (e) => e);
+  assert.ok(error, 'the run fails');
+  assert.match(error.message, /Expected `thinking` or `redacted_thinking`, but found `tool_use`/);
+});
+
 test('anthropic: a tool that throws: tool-error, and the tool_result goes back with is_error: true', T, async () => {
   const weather = createTool(
     weatherDef([], {
@@ -214,16 +258,29 @@ test('google: a tool that throws: tool-error, and the functionResponse carries {
   });
 });
 
-test('google: on a Gemini 3 model the replayed functionCall carries the stand-in thoughtSignature, and the loop completes', T, async () => {
+test("google: on a Gemini 3 model the replayed functionCall carries the model's own thoughtSignature, and the loop completes", T, async () => {
   const weather = createTool(weatherDef());
   const { chunks, requests } = await run('google', 'gemini-tool-loop', { config: { tools: { weather } }, modelId: 'google/gemini-3-pro-preview' });
   assert.equal(chunks.at(-1).type, 'finish', chunks.at(-1).payload?.error?.message);
   assert.equal(requests.length, 2);
   assert.match(requests[0].path, /models\/gemini-3-pro-preview:streamGenerateContent$/);
-  assert.deepEqual(requests[1].body.contents[1], {
-    role: 'model',
-    parts: [{ functionCall: { name: 'weather', args: { city: 'Paris' } }, thoughtSignature: 'skip_thought_signature_validator' }],
-  });
+  const [part] = requests[1].body.contents[1].parts;
+  assert.deepEqual(part.functionCall, { name: 'weather', args: { city: 'Paris' } });
+  assert.match(Buffer.from(part.thoughtSignature, 'base64').toString(), /^sig:[A-Za-z0-9]{24}$/, 'the signature the server sent');
+});
+
+test('google: on a Gemini 3 model a call without a signature of its own (hand-written history) gets the stand-in', T, async () => {
+  const weather = createTool(weatherDef());
+  const messages = [
+    { role: 'user', content: QUESTION },
+    { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'weather', input: { city: 'Paris' } }] },
+    { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'weather', output: { type: 'json', value: forecast('Paris') } }] },
+  ];
+  const { chunks, requests } = await run('google', 'gemini-tool-loop', { messages, config: { tools: { weather } }, modelId: 'google/gemini-3-pro-preview' });
+  assert.equal(chunks.at(-1).type, 'finish', chunks.at(-1).payload?.error?.message);
+  assert.deepEqual(requests[0].body.contents[1].parts, [
+    { functionCall: { name: 'weather', args: { city: 'Paris' } }, thoughtSignature: 'skip_thought_signature_validator' },
+  ]);
 });
 
 // ---------------------------------------------------------------------------------------------

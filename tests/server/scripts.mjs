@@ -351,14 +351,19 @@ const replayScript = {
 // The catalogue
 
 const FLAKY_COUNTS = Symbol('flaky counts');
+const THINKING_SIGNATURES = Symbol('thinking signatures');
 
-/** Per-server state scripts keep between requests (flaky counters); cleared by reset(). */
+/**
+ * Per-server state scripts keep between requests (flaky counters; the thinking signatures the
+ * Anthropic scripts handed out, which are the only ones they take back); cleared by reset().
+ */
 export function scriptState() {
-  return { [FLAKY_COUNTS]: new Map() };
+  return { [FLAKY_COUNTS]: new Map(), [THINKING_SIGNATURES]: new Set() };
 }
 
 export function resetScriptState(state) {
   state[FLAKY_COUNTS].clear();
+  state[THINKING_SIGNATURES].clear();
 }
 
 export function builtinScripts() {
@@ -814,7 +819,8 @@ function anthropicProblem(ex) {
     }
     pending = message.role === 'assistant' ? blocks.filter((b) => b.type === 'tool_use').map((b) => b.id) : [];
   }
-  return null;
+  const thinking = anthropicThinkingProblem(ex, body.messages);
+  return thinking ? invalid(thinking) : null;
 }
 
 /** Runs `reply(ex)` if the request passes anthropicProblem, else sends the API's error. */
@@ -845,7 +851,7 @@ async function anthropicReply(ex, blocks, stopReason, { beforeStop } = {}) {
   const inputTokens = wirePromptTokens(ex.body);
   if (ex.body.stream !== true) {
     const outputTokens = blocks.reduce((n, b) => n + words(b.text ?? b.thinking ?? '').length + (b.type === 'tool_use' ? 1 : 0), 0);
-    const content = blocks.map((b) => (b.type === 'thinking' ? { ...b, signature: 'sig_' + randomId(16) } : b));
+    const content = blocks.map((b) => (b.type === 'thinking' ? { ...b, signature: thinkingSignature(ex) } : b));
     ex.json(
       200,
       { id, type: 'message', role: 'assistant', model, content, stop_reason: stopReason, stop_sequence: null, usage: { input_tokens: inputTokens, output_tokens: outputTokens } },
@@ -873,7 +879,7 @@ async function anthropicReply(ex, blocks, stopReason, { beforeStop } = {}) {
     } else if (block.type === 'thinking') {
       buf += anthropicEvent('content_block_start', { index, content_block: { type: 'thinking', thinking: '' } });
       for (const piece of words(block.thinking)) delta({ type: 'thinking_delta', thinking: piece });
-      buf += anthropicEvent('content_block_delta', { index, delta: { type: 'signature_delta', signature: 'sig_' + randomId(40) } });
+      buf += anthropicEvent('content_block_delta', { index, delta: { type: 'signature_delta', signature: thinkingSignature(ex) } });
     } else if (block.type === 'tool_use') {
       buf += anthropicEvent('content_block_start', { index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
       buf += anthropicEvent('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: '' } });
@@ -886,6 +892,40 @@ async function anthropicReply(ex, blocks, stopReason, { beforeStop } = {}) {
   ex.end(
     anthropicEvent('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: outputTokens } }) +
       anthropicEvent('message_stop'),
+  );
+}
+
+/** A new signature for a thinking block, remembered so that only it is taken back. */
+function thinkingSignature(ex) {
+  const signature = 'sig_' + randomId(40);
+  ex.serverOptions.scriptState[THINKING_SIGNATURES].add(signature);
+  return signature;
+}
+
+/**
+ * With `thinking` enabled, a request that answers tool calls must hand back the thinking that
+ * came before them, first in that assistant turn, with the signature it came with (the API's
+ * rule for tool loops with extended thinking).
+ */
+function anthropicThinkingProblem(ex, messages) {
+  if (ex.body.thinking?.type !== 'enabled') return null;
+  const last = messages.length - 1;
+  const answersCalls = anthropicBlocks(messages[last]?.content).some((b) => b?.type === 'tool_result');
+  const i = last - 1;
+  if (!answersCalls || messages[i]?.role !== 'assistant') return null;
+  const blocks = anthropicBlocks(messages[i].content);
+  for (const [j, block] of blocks.entries()) {
+    if (block.type === 'thinking' && !ex.serverOptions.scriptState[THINKING_SIGNATURES].has(block.signature)) {
+      return `messages.${i}.content.${j}: Invalid \`signature\` in \`thinking\` block`;
+    }
+  }
+  const first = blocks[0]?.type;
+  if (first === 'thinking' || first === 'redacted_thinking') return null;
+  return (
+    `messages.${i}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${first}\`. ` +
+    'When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of ' +
+    '`tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this ' +
+    'requirement, disable `thinking`.'
   );
 }
 
@@ -1231,7 +1271,8 @@ function providerWireScripts() {
       'anthropic-tool-loop',
       anthropicScript(
         'Anthropic Messages: a text block and a tool_use block for the first tool (input fits its schema, input_json_delta ' +
-          'split at odd places), stop_reason tool_use; once the last user turn holds tool_result blocks, ' +
+          'split at odd places), stop_reason tool_use, led by a signed thinking block when the request enables `thinking` ' +
+          '(which the next request must then hand back); once the last user turn holds tool_result blocks, ' +
           '"The tool said: <results>" with stop_reason end_turn',
         async (ex) => {
           const results = anthropicToolResults(ex.body);
@@ -1245,7 +1286,8 @@ function providerWireScripts() {
             name: tool ? tool.name : 'weather',
             input: tool ? sampleObject(tool.parameters, 0) : { city: CITIES[0] },
           };
-          await anthropicReply(ex, [{ type: 'text', text: 'Let me check that for you.' }, call], 'tool_use');
+          const thinking = ex.body.thinking?.type === 'enabled' ? [{ type: 'thinking', thinking: 'A tool knows this; I will call it.' }] : [];
+          await anthropicReply(ex, [...thinking, { type: 'text', text: 'Let me check that for you.' }, call], 'tool_use');
         },
       ),
     ],

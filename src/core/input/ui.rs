@@ -10,8 +10,8 @@
 use serde_json::Value;
 
 use super::{
-    call_args, file_part, join, one_of, opt_array, opt_str, part_type, present, req_str, role_of, type_error,
-    unknown_part, value_error, AgentError, AssistantPart, ModelMessage, ToolResultPart, UserPart,
+    call_args, file_part, join, one_of, opt_array, opt_str, part_meta, part_type, present, req_str, role_of, type_error,
+    unknown_part, value_error, AgentError, AssistantPart, ModelMessage, PartMeta, ToolResultPart, UserPart,
 };
 
 const UI_ROLES: &[&str] = &["system", "user", "assistant"];
@@ -97,8 +97,9 @@ fn parts_of<'a>(holder: &'a Value, path: &str) -> Result<&'a [Value], AgentError
 
 /// A UI part reduced to what the prompt needs.
 enum UiPart<'a> {
-    Text(&'a str),
-    Reasoning(String),
+    /// Text and reasoning, with the provider data they came with (`providerMetadata`).
+    Text(&'a str, PartMeta),
+    Reasoning(String, PartMeta),
     /// Converted only where it is kept (user messages), so a dropped file cannot fail the call.
     File(&'a Value),
     /// A finished tool call and its result; `None` for a call that has no result yet.
@@ -124,7 +125,7 @@ fn convert(message: &UiMessage<'_>, out: &mut Vec<ModelMessage>) -> Result<(), A
     match message.role {
         "system" => {
             let mut texts: Vec<&str> =
-                parts.iter().filter_map(|(_, p)| if let UiPart::Text(t) = p { Some(*t) } else { None }).collect();
+                parts.iter().filter_map(|(_, p)| if let UiPart::Text(t, _) = p { Some(*t) } else { None }).collect();
             texts.extend(fallback);
             if !texts.is_empty() {
                 out.push(ModelMessage::System(texts.join("\n")));
@@ -134,7 +135,7 @@ fn convert(message: &UiMessage<'_>, out: &mut Vec<ModelMessage>) -> Result<(), A
             let mut content = Vec::new();
             for (path, part) in &parts {
                 match part {
-                    UiPart::Text(t) => content.push(UserPart::Text((*t).to_owned())),
+                    UiPart::Text(t, _) => content.push(UserPart::Text((*t).to_owned())),
                     // v5 file parts carry `url`; v4 ones (Mastra's stored form) `data`.
                     UiPart::File(raw) => {
                         let key = if present(raw, "data").is_some() { "data" } else { "url" };
@@ -156,8 +157,8 @@ fn convert(message: &UiMessage<'_>, out: &mut Vec<ModelMessage>) -> Result<(), A
             let mut results = Vec::new();
             for (_, part) in parts {
                 match part {
-                    UiPart::Text(t) => content.push(AssistantPart::Text(t.to_owned())),
-                    UiPart::Reasoning(r) => content.push(AssistantPart::Reasoning(r)),
+                    UiPart::Text(t, meta) => content.push(AssistantPart::Text(t.to_owned(), meta)),
+                    UiPart::Reasoning(r, meta) => content.push(AssistantPart::Reasoning(r, meta)),
                     UiPart::Tool(Some((call, result))) => {
                         content.push(call);
                         results.push(result);
@@ -167,7 +168,7 @@ fn convert(message: &UiMessage<'_>, out: &mut Vec<ModelMessage>) -> Result<(), A
                     UiPart::File(_) | UiPart::Tool(None) | UiPart::Ignored => {}
                 }
             }
-            content.extend(fallback.map(|t| AssistantPart::Text(t.to_owned())));
+            content.extend(fallback.map(|t| AssistantPart::Text(t.to_owned(), None)));
             flush_step(&mut content, &mut results, out);
         }
     }
@@ -196,8 +197,8 @@ fn ui_part<'a>(part: &'a Value, path: &str, allowed: &[&str], place: &str) -> Re
         return Err(unknown_part(path, ty, allowed, place));
     }
     Ok(match family {
-        "text" => UiPart::Text(req_str(part, "text", path)?),
-        "reasoning" => UiPart::Reasoning(reasoning_text(part, path)?),
+        "text" => UiPart::Text(req_str(part, "text", path)?, part_meta(part, "providerMetadata")),
+        "reasoning" => UiPart::Reasoning(reasoning_text(part, path)?, part_meta(part, "providerMetadata")),
         "file" => UiPart::File(part),
         "step-start" => UiPart::StepStart,
         "tool-invocation" => UiPart::Tool(invocation(part, path)?),
@@ -237,7 +238,11 @@ fn tool_part(part: &Value, name: &str, path: &str) -> Result<Option<(AssistantPa
     };
     let name = if name.is_empty() { req_str(part, "toolName", path)? } else { name };
     let id = req_str(part, "toolCallId", path)?;
-    Ok(Some(round(id, name, call_args(part, "input", "args"), result, is_error)))
+    let (mut call, result) = round(id, name, call_args(part, "input", "args"), result, is_error);
+    if let AssistantPart::ToolCall { meta, .. } = &mut call {
+        *meta = part_meta(part, "callProviderMetadata");
+    }
+    Ok(Some((call, result)))
 }
 
 /// An AI SDK v4 / Mastra `{ type: 'tool-invocation', toolInvocation: { state, toolCallId, toolName, args, result? } }`.
@@ -259,7 +264,7 @@ fn invocation(part: &Value, path: &str) -> Result<Option<(AssistantPart, ToolRes
 }
 
 fn round(id: &str, name: &str, args: Value, result: Value, is_error: bool) -> (AssistantPart, ToolResultPart) {
-    let call = AssistantPart::ToolCall { tool_call_id: id.to_owned(), tool_name: name.to_owned(), args };
+    let call = AssistantPart::ToolCall { tool_call_id: id.to_owned(), tool_name: name.to_owned(), args, meta: None };
     let result = ToolResultPart { tool_call_id: id.to_owned(), tool_name: name.to_owned(), result, is_error };
     (call, result)
 }

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use super::{StoredMessage, Thread};
-use crate::core::model::{AssistantPart, ModelMessage, ToolResultPart, UserPart};
+use crate::core::model::{AssistantPart, ModelMessage, PartMeta, ToolResultPart, UserPart};
 use crate::core::step::StepResult;
 use crate::core::tools::Outcome;
 
@@ -65,9 +65,10 @@ pub fn input_messages(input: &[ModelMessage], thread: &Thread, next: &mut dyn Fn
                 let parts = parts
                     .iter()
                     .map(|p| match p {
-                        AssistantPart::Text(t) => json!({ "type": "text", "text": t }),
-                        AssistantPart::Reasoning(t) => json!({ "type": "reasoning", "text": t }),
-                        AssistantPart::ToolCall { tool_call_id, tool_name, args } => invocation("call", tool_call_id, tool_name, args, None, false),
+                        AssistantPart::Text(t, meta) => with_meta(json!({ "type": "text", "text": t }), meta),
+                        AssistantPart::Reasoning(t, meta) => with_meta(json!({ "type": "reasoning", "text": t }), meta),
+                        AssistantPart::ToolCall { tool_call_id, tool_name, args, meta } =>
+                            with_meta(invocation("call", tool_call_id, tool_name, args, None, false), meta),
                     })
                     .collect();
                 let (id, at) = next();
@@ -126,7 +127,11 @@ pub fn assistant_message(id: String, thread: &Thread, created_at: String, steps:
                 // until then the prompt leaves it out (it has no result).
                 Outcome::Client => invocation("call", &c.tool_call_id, &c.tool_name, &c.args, None, false),
             };
-            parts.push(part);
+            let meta = step.parts.iter().find_map(|p| match p {
+                AssistantPart::ToolCall { tool_call_id, meta, .. } if *tool_call_id == c.tool_call_id => meta.as_ref(),
+                _ => None,
+            });
+            parts.push(with_meta(part, &meta.cloned()));
         }
         parts.extend(step.data_parts.iter().cloned());
     }
@@ -144,15 +149,32 @@ pub fn assistant_message(id: String, thread: &Thread, created_at: String, steps:
     Some(m)
 }
 
-/// Reasoning and text parts of a step, in the order they streamed.
+/// Reasoning and text parts of a step, in the order they streamed. Reasoning with no readable
+/// text is kept when it carries provider data (encrypted or redacted reasoning the model needs
+/// back on the next call).
 fn push_content(parts: &mut Vec<Value>, step: &StepResult) {
     for p in &step.parts {
         match p {
-            AssistantPart::Text(t) if !t.is_empty() => parts.push(json!({ "type": "text", "text": t })),
-            AssistantPart::Reasoning(t) if !t.is_empty() => parts.push(json!({ "type": "reasoning", "text": t })),
+            AssistantPart::Text(t, meta) if !t.is_empty() => parts.push(with_meta(json!({ "type": "text", "text": t }), meta)),
+            AssistantPart::Reasoning(t, meta) if !t.is_empty() || meta.is_some() => {
+                parts.push(with_meta(json!({ "type": "reasoning", "text": t }), meta))
+            }
             _ => {}
         }
     }
+}
+
+/// A stored part with the provider data of its model part, as `providerMetadata`.
+fn with_meta(mut part: Value, meta: &PartMeta) -> Value {
+    if let (Some(meta), Some(obj)) = (meta, part.as_object_mut()) {
+        obj.insert("providerMetadata".into(), meta.clone());
+    }
+    part
+}
+
+/// The provider data stored with a part.
+fn meta_of(part: &Value) -> PartMeta {
+    part.get("providerMetadata").filter(|m| m.is_object()).cloned()
 }
 
 fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
@@ -233,8 +255,8 @@ fn push_assistant(out: &mut Vec<ModelMessage>, m: &StoredMessage, filter_incompl
     for p in &m.parts {
         match str_of(p, "type") {
             "step-start" => flush(out, &mut content, &mut results),
-            "text" => content.push(AssistantPart::Text(str_of(p, "text").to_string())),
-            "reasoning" => content.push(AssistantPart::Reasoning(str_of(p, "text").to_string())),
+            "text" => content.push(AssistantPart::Text(str_of(p, "text").to_string(), meta_of(p))),
+            "reasoning" => content.push(AssistantPart::Reasoning(str_of(p, "text").to_string(), meta_of(p))),
             "tool-invocation" => {
                 let inv = &p["toolInvocation"];
                 let (id, name) = (str_of(inv, "toolCallId").to_string(), str_of(inv, "toolName").to_string());
@@ -244,7 +266,7 @@ fn push_assistant(out: &mut Vec<ModelMessage>, m: &StoredMessage, filter_incompl
                 }
                 if m.role == "assistant" {
                     let args = inv.get("args").cloned().unwrap_or_else(|| json!({}));
-                    content.push(AssistantPart::ToolCall { tool_call_id: id.clone(), tool_name: name.clone(), args });
+                    content.push(AssistantPart::ToolCall { tool_call_id: id.clone(), tool_name: name.clone(), args, meta: meta_of(p) });
                 }
                 if has_result {
                     let is_error = inv["isError"] == true || matches!(str_of(inv, "state"), "output-error" | "output-denied");
@@ -287,6 +309,9 @@ pub fn stored_to_ui(m: &StoredMessage) -> Value {
                     }
                 }
                 _ => {}
+            }
+            if let Some(meta) = meta_of(p) {
+                ui["callProviderMetadata"] = meta;
             }
             ui
         })
