@@ -14,6 +14,7 @@ use super::host::JsHost;
 use super::run::{IdleSetup, Turn};
 use crate::core::abort::AbortFlag;
 use crate::core::background::{parse_background_config, Manager, Scope, TaskStatus};
+use crate::core::transport::{self, Transport};
 use crate::core::run::BackgroundRun;
 use crate::core::until_idle::DEFAULT_MAX_IDLE_MS;
 use super::memory::{lookup_memory, MemoryInner};
@@ -354,6 +355,9 @@ impl Agent {
         }
         let idle = self.until_idle_setup(&options, &turn)?;
         let shared = Shared::new(turn.run_id.clone(), turn.abort.clone());
+        if turn.cfg.transport != Transport::Fetch {
+            shared.use_sockets();
+        }
         spawn_run(turn, shared.clone(), callbacks, signal, idle);
         Ok(AgentStreamOutput::new(shared))
     }
@@ -443,7 +447,11 @@ impl Agent {
         let input_len = input.len();
         let prompt = build_prompt(&inner.config.instructions, &opts, input);
         let input_start = prompt.len() - input_len;
-        let request = build_request(&inner.model_name, prompt, &opts, &inner.endpoint.provider);
+        let provider = &inner.endpoint.provider;
+        let provider_options = opts.provider_options.as_ref().and_then(|p| p.get(provider)).and_then(Value::as_object);
+        let transport = transport::parse(provider_options, inner.endpoint.api, &format!("options.providerOptions.{provider}"))
+            .map_err(|e| error_to_js(&e))?;
+        let request = build_request(&inner.model_name, prompt, &opts, provider);
         let max_retries = opts.model_settings.max_retries.unwrap_or(inner.config.max_retries);
         let max_steps = opts.max_steps.unwrap_or(5);
         let abort = crate::core::abort::AbortFlag::new();
@@ -487,6 +495,7 @@ impl Agent {
             memory,
             title,
             background,
+            transport,
         };
         let approvals = Rc::new(Approvals::default());
         inner.runs.borrow_mut().push((run_id.clone(), approvals.clone()));

@@ -65,17 +65,34 @@ pub struct Shared {
     run_id: String,
     /// One writer per turn (`untilIdle` continuation turns have their own run ids).
     writers: RefCell<Vec<ChunkWriter>>,
+    /// The run ids of the turns, when the model calls go on WebSockets (whose sockets
+    /// `output.transport.close()` closes).
+    socket_runs: RefCell<Option<Vec<String>>>,
 }
 
 impl Shared {
     pub fn new(run_id: String, abort: AbortFlag) -> Rc<Self> {
         let writer = ChunkWriter::new(&run_id);
-        Rc::new(Shared { st: RefCell::new(State::default()), abort, run_id, writers: RefCell::new(vec![writer]) })
+        Rc::new(Shared {
+            st: RefCell::new(State::default()),
+            abort,
+            run_id,
+            writers: RefCell::new(vec![writer]),
+            socket_runs: RefCell::new(None),
+        })
+    }
+
+    /// The run's model calls go on WebSockets: `output.transport` is there.
+    pub fn use_sockets(&self) {
+        self.socket_runs.borrow_mut().get_or_insert_with(Vec::new).push(self.run_id.clone());
     }
 
     /// Chunks from now on carry `run_id` (a continuation turn's).
     pub fn begin_turn(&self, run_id: &str) {
         self.writers.borrow_mut().push(ChunkWriter::new(run_id));
+        if let Some(runs) = self.socket_runs.borrow_mut().as_mut() {
+            runs.push(run_id.to_owned());
+        }
     }
 
     fn turn(&self) -> usize {
@@ -287,6 +304,24 @@ impl AgentStreamOutput {
     #[wasm_bindgen(getter = runId)]
     pub fn run_id(&self) -> String {
         self.shared.run_id.clone()
+    }
+
+    /// The run's WebSocket transport (`providerOptions.<provider>.transport` 'websocket' or
+    /// 'auto'), `undefined` over HTTP. `close()` closes the sockets the run used; with
+    /// `websocket.closeOnFinish: false` they stay open for later calls until then.
+    #[wasm_bindgen(getter, unchecked_return_type = "{ type: 'websocket'; close(): void } | undefined")]
+    pub fn transport(&self) -> JsValue {
+        let Some(runs) = self.shared.socket_runs.borrow().clone() else { return JsValue::UNDEFINED };
+        let close = Closure::<dyn Fn()>::new(move || {
+            for run in &runs {
+                crate::platform::close_run_sockets(run);
+            }
+        })
+        .into_js_value();
+        let out = Object::new();
+        let _ = Reflect::set(&out, &"type".into(), &"websocket".into());
+        let _ = Reflect::set(&out, &"close".into(), &close);
+        out.into()
     }
 
     #[wasm_bindgen(getter = traceId, unchecked_return_type = "string | undefined")]

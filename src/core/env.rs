@@ -6,6 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use super::error::AgentError;
+use super::transport::{SocketError, SocketRequest};
 use crate::providers::HttpRequest;
 
 pub type LocalFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
@@ -41,6 +42,16 @@ pub trait Env {
     fn now_ms(&self) -> f64;
     /// A fresh unique id.
     fn new_id(&self) -> String;
+    /// Sends a Responses call on a WebSocket; the events come back as the body, framed as SSE
+    /// (`data: <event>`), ending after the response's last event. A runtime without one says so.
+    fn socket(&self, req: SocketRequest) -> LocalFuture<'static, Result<HttpResponse, SocketError>> {
+        let _ = req;
+        Box::pin(async { Err(SocketError::Unavailable(AgentError::api("This runtime has no WebSocket", false))) })
+    }
+    /// The run ended: its sockets close unless it asked to keep them (`closeOnFinish: false`).
+    fn release_sockets(&self, run_id: &str) {
+        let _ = run_id;
+    }
 }
 
 /// Model events straight from the host (a JavaScript model object), in batches.

@@ -18,4 +18,5 @@ pub mod run_memory;
 pub mod schema;
 pub mod step;
 pub mod tools;
+pub mod transport;
 pub mod until_idle;

@@ -269,6 +269,13 @@ pub fn build_request(model_name: &str, prompt: Vec<ModelMessage>, opts: &StreamO
         settings: opts.model_settings.clone(),
         tools: Vec::new(),
         tool_choice: None,
-        provider_options: opts.provider_options.as_ref().and_then(|p| p.get(provider)).and_then(|v| v.as_object()).cloned(),
+        // The transport's own keys configure the client, not the model.
+        provider_options: opts.provider_options.as_ref().and_then(|p| p.get(provider)).and_then(|v| v.as_object()).map(|o| {
+            let mut o = o.clone();
+            for key in super::transport::TRANSPORT_KEYS {
+                o.remove(key);
+            }
+            o
+        }),
     }
 }

@@ -7,6 +7,7 @@ use super::abort::AbortFlag;
 use super::env::{Env, HttpResponse};
 use super::error::AgentError;
 use super::run::Stop;
+use super::transport::{SocketError, SocketRequest};
 use crate::providers::{Endpoint, HttpRequest};
 
 /// Removes the API key from an error's text: a runtime's own error messages may quote a header
@@ -27,16 +28,27 @@ pub(crate) fn redact(e: AgentError, key: Option<&str>) -> AgentError {
 
 /// Sends the request, retrying network errors, 408, 409, 429 and 5xx up to `max_retries` times
 /// with backoff from 1 s (factor 2), or after the server's `Retry-After` (capped at 30 s).
+///
+/// With `socket`, the call goes on a WebSocket; when none can be had, it goes over HTTP if the
+/// transport allows (`'auto'`), else fails saying why.
 pub(crate) async fn send_with_retries(
     endpoint: &Endpoint,
     max_retries: u32,
     env: &dyn Env,
     abort: &AbortFlag,
     http: &HttpRequest,
+    socket: Option<(&SocketRequest, bool)>,
 ) -> Result<HttpResponse, Stop> {
     let mut attempt = 0u32;
     loop {
-        let sent = abort.race(env.fetch(http.clone())).await.ok_or(Stop::Aborted)?;
+        let sent = match socket {
+            None => abort.race(env.fetch(http.clone())).await.ok_or(Stop::Aborted)?,
+            Some((req, fallback)) => match abort.race(env.socket(req.clone())).await.ok_or(Stop::Aborted)? {
+                Ok(resp) => Ok(resp),
+                Err(SocketError::Unavailable(_)) if fallback => abort.race(env.fetch(http.clone())).await.ok_or(Stop::Aborted)?,
+                Err(SocketError::Unavailable(e) | SocketError::Failed(e)) => Err(e),
+            },
+        };
         let err = match sent {
             Ok(resp) if (200..300).contains(&resp.status) => return Ok(resp),
             Ok(resp) => abort.race(status_error(resp, &endpoint.provider)).await.ok_or(Stop::Aborted)?,

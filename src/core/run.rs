@@ -14,6 +14,7 @@ use super::memory::{MemoryRun, Session};
 pub use super::hooks::{Hooks, IterationDecision, NoHooks, StepOverrides, StopCondition};
 pub use super::retry::{parse_retry_after, retry_delay_ms};
 use super::retry::{redact, send_with_retries};
+use super::transport::{socket_request, Transport};
 use super::run_memory::{generate_title, working_memory_prompt, working_memory_text, working_memory_tool, MemoryTools, TitleJob};
 use super::model::{FinishReason, ModelMessage, ModelRequest, ToolChoice, Usage, UserPart};
 use super::step::{messages_json, IdSource, StepBuilder, StepResult};
@@ -45,6 +46,8 @@ pub struct RunConfig {
     pub title: Option<TitleJob>,
     /// Background tasks, when the agent has them enabled.
     pub background: Option<BackgroundRun>,
+    /// How the model calls travel (Responses API: HTTP or WebSocket).
+    pub transport: Transport,
 }
 
 /// The manager a run hands background calls to, and the agent they belong to.
@@ -154,6 +157,9 @@ pub async fn run(
     });
     if let Err(stop) = run_steps(&cfg, env, sink, hooks, approvals, abort, &mut outcome, messages, &mut session).await {
         stop.record(&mut outcome, abort);
+    }
+    if cfg.transport != Transport::Fetch {
+        env.release_sockets(&cfg.run_id);
     }
     let done_well = outcome.error.is_none() && outcome.aborted.is_none();
     if let (Some(mem), Some(s), Some(job), Some(first), true) = (&cfg.memory, session.as_mut(), &cfg.title, first_user, done_well) {
@@ -481,7 +487,12 @@ async fn stream_step(
     http: &HttpRequest,
     step: &mut StepBuilder,
 ) -> Result<(), Stop> {
-    let mut response = send_with_retries(&cfg.endpoint, cfg.max_retries, env, abort, http).await?;
+    let socket = match &cfg.transport {
+        Transport::Socket(options) => Some((socket_request(&cfg.run_id, http, options).map_err(Stop::Failed)?, options.fallback)),
+        Transport::Fetch => None,
+    };
+    let socket = socket.as_ref().map(|(req, fallback)| (req, *fallback));
+    let mut response = send_with_retries(&cfg.endpoint, cfg.max_retries, env, abort, http, socket).await?;
     let mut decoder = providers::decoder(&cfg.endpoint, cfg.include_raw);
     let mut events = Vec::new();
     let mut chunks = Vec::new();

@@ -13,6 +13,8 @@ use crate::core::env::{Body, Env, HttpResponse, LocalFuture};
 use crate::core::model::{FinishReason, ModelMessage, UserPart};
 use crate::core::tools::Approvals;
 use crate::providers::{Api, Endpoint};
+use serde_json::{json, Value};
+use crate::core::transport::{SocketError, SocketRequest};
 
 /// Polls a future to completion. Scripted futures are ready at once (or wait on the abort flag,
 /// which the script itself sets), so a bounded busy loop is enough.
@@ -55,6 +57,11 @@ struct Script {
     abort: AbortFlag,
     /// Called with the request number as each request is sent.
     on_fetch: RefCell<Option<Box<dyn Fn(usize)>>>,
+    /// Socket calls: what was sent, the scripted outcomes (none left: no WebSocket here), and
+    /// the runs whose sockets were released.
+    sockets: RefCell<Vec<SocketRequest>>,
+    socket_replies: RefCell<VecDeque<Result<Reply, SocketError>>>,
+    released: RefCell<Vec<String>>,
 }
 
 struct ScriptBody {
@@ -93,6 +100,24 @@ impl Env for Rc<Script> {
                 }),
             }
         })
+    }
+    fn socket(&self, req: SocketRequest) -> LocalFuture<'static, Result<HttpResponse, SocketError>> {
+        self.sockets.borrow_mut().push(req);
+        let abort = self.abort.clone();
+        let reply = self.socket_replies.borrow_mut().pop_front();
+        Box::pin(async move {
+            match reply {
+                None => Err(SocketError::Unavailable(AgentError::api("This runtime has no WebSocket", false))),
+                Some(Err(e)) => Err(e),
+                Some(Ok(Reply::Http { status, headers, reads })) => {
+                    Ok(HttpResponse { status, headers, body: Box::new(ScriptBody { reads: reads.into(), abort }) })
+                }
+                Some(Ok(Reply::NetworkError)) => Err(SocketError::Failed(AgentError::api("socket closed", true))),
+            }
+        })
+    }
+    fn release_sockets(&self, run_id: &str) {
+        self.released.borrow_mut().push(run_id.to_owned());
     }
     fn sleep(&self, ms: u64) -> LocalFuture<'static, ()> {
         self.sleeps.borrow_mut().push(ms);
@@ -191,6 +216,7 @@ fn config(max_retries: u32, include_raw: bool) -> RunConfig {
         stop_when: vec![],
         input_start: 0,
         memory: None,
+        transport: Transport::Fetch,
         title: None,
         background: None,
     }
@@ -429,4 +455,76 @@ fn retry_after_values_are_read_without_float_parsing() {
     assert_eq!(parse_retry_after(None, Some("-1")), None);
     assert_eq!(parse_retry_after(None, Some("Wed, 21 Oct 2015 07:28:00 GMT")), None);
     assert_eq!(parse_retry_after(None, Some("99999999999999999999")), None);
+}
+
+// --- the WebSocket transport ------------------------------------------------------------------
+
+fn responses_reply(text: &str) -> Reply {
+    let events = [
+        json!({ "type": "response.created", "response": { "id": "resp_1", "model": "gpt-test", "created_at": 1 } }),
+        json!({ "type": "response.output_text.delta", "output_index": 0, "delta": text }),
+        json!({ "type": "response.completed", "response": { "usage": { "input_tokens": 3, "output_tokens": 1, "total_tokens": 4 } } }),
+    ];
+    let body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    Reply::Http { status: 200, headers: vec![], reads: vec![Read::Bytes(body.into_bytes())] }
+}
+
+fn socket_config(transport: &str) -> RunConfig {
+    let mut cfg = config(0, false);
+    cfg.endpoint.api = Api::Responses;
+    let options = json!({ "transport": transport, "websocket": { "closeOnFinish": false } });
+    cfg.transport = crate::core::transport::parse(options.as_object(), Api::Responses, "o").unwrap();
+    cfg
+}
+
+fn go_script(script: &Rc<Script>, cfg: RunConfig) -> (RunOutcome, Collect) {
+    let sink = Collect::default();
+    let abort = script.abort.clone();
+    let out = block_on(run(cfg, script, &sink, &NoHooks, &Approvals::default(), &abort));
+    (out, sink)
+}
+
+#[test]
+fn websocket_calls_go_on_the_socket_as_response_create_and_the_run_releases_its_sockets() {
+    let script = Rc::new(Script::default());
+    script.socket_replies.borrow_mut().push_back(Ok(responses_reply("Hi from the socket")));
+    let (out, sink) = go_script(&script, socket_config("websocket"));
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(out.text(), "Hi from the socket");
+    assert_eq!(sink.types().last(), Some(&"finish"));
+    assert!(script.requests.borrow().is_empty(), "nothing over HTTP");
+    let sent = script.sockets.borrow();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].url, "ws://127.0.0.1:1/v1/responses");
+    assert_eq!(sent[0].run_id, "run1");
+    assert!(!sent[0].close_on_finish);
+    let message: Value = serde_json::from_str(&sent[0].message).unwrap();
+    assert_eq!(message["type"], "response.create");
+    assert!(message.get("stream").is_none() && message.get("transport").is_none());
+    assert_eq!(*script.released.borrow(), ["run1"]);
+}
+
+#[test]
+fn auto_falls_back_to_http_when_no_socket_can_be_had_and_websocket_fails_saying_why() {
+    let script = Rc::new(Script::default());
+    script.replies.borrow_mut().push_back(responses_reply("Hi over HTTP"));
+    let (out, _) = go_script(&script, socket_config("auto"));
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(out.text(), "Hi over HTTP");
+    assert_eq!((script.sockets.borrow().len(), script.requests.borrow().len()), (1, 1), "tried the socket, then HTTP");
+
+    let script = Rc::new(Script::default());
+    let (out, sink) = go_script(&script, socket_config("websocket"));
+    let err = out.error.expect("no socket, no fallback: the run fails").to_string();
+    assert!(err.contains("This runtime has no WebSocket"), "{err}");
+    assert_eq!(sink.types(), ["start", "step-start", "error"]);
+    assert!(script.requests.borrow().is_empty());
+
+    // A socket that is there but failed is not a reason to change transport.
+    let script = Rc::new(Script::default());
+    let busy = AgentError::api("A response is still streaming on this WebSocket", false);
+    script.socket_replies.borrow_mut().push_back(Err(SocketError::Failed(busy)));
+    let (out, _) = go_script(&script, socket_config("auto"));
+    assert!(out.error.unwrap().to_string().contains("still streaming"));
+    assert!(script.requests.borrow().is_empty());
 }

@@ -3,12 +3,16 @@
 
 mod fetch;
 pub mod idb;
+mod ws;
+
+pub use ws::close_run as close_run_sockets;
 
 use js_sys::{Function, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::core::env::{Env, HttpResponse, LocalFuture};
 use crate::core::error::AgentError;
+use crate::core::transport::{SocketError, SocketRequest};
 use crate::providers::HttpRequest;
 
 /// `Env` over `fetch`, `setTimeout` (through gloo), `Date.now()` and `Math.random()`.
@@ -18,6 +22,14 @@ pub struct JsEnv;
 impl Env for JsEnv {
     fn fetch(&self, req: HttpRequest) -> LocalFuture<'static, Result<HttpResponse, AgentError>> {
         Box::pin(fetch::fetch(req))
+    }
+
+    fn socket(&self, req: SocketRequest) -> LocalFuture<'static, Result<HttpResponse, SocketError>> {
+        ws::socket(req)
+    }
+
+    fn release_sockets(&self, run_id: &str) {
+        ws::release(run_id);
     }
 
     fn sleep(&self, ms: u64) -> LocalFuture<'static, ()> {
