@@ -5,7 +5,7 @@
 
 import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { randomId, textOf, words } from './chat-stream.mjs';
+import { FLUSH_AT, randomId, textOf, words } from './chat-stream.mjs';
 
 // ---------------------------------------------------------------------------------------------
 // Reading the request
@@ -172,6 +172,25 @@ async function streamText(ex, text, { finish = 'stop', delayMs = 0, reasoning = 
     else await chat.maybeFlush();
   }
   await chat.complete(finish);
+}
+
+/**
+ * Streams n short deltas ("w0 ", "w1 ", …) as fast as it can (the benchmarks' hot path): one socket
+ * write per 64 KiB of events, and a turn of the event loop after each so that a client in the same
+ * process reads while we write.
+ */
+async function streamNumbered(ex, n) {
+  const chat = ex.chat();
+  chat.role();
+  await chat.flush();
+  for (let i = 0; i < n; i++) {
+    chat.content('w' + i + ' ');
+    if (chat.buf.length >= FLUSH_AT) {
+      await chat.flush();
+      await new Promise(setImmediate);
+    }
+  }
+  await chat.complete('stop');
 }
 
 function echoText(body) {
@@ -376,24 +395,7 @@ export function builtinScripts() {
   add('deltas', {
     description: 'deltas:<N> streams N short deltas ("w0 ", "w1 ", …) as fast as possible (benchmarks)',
     async run(ex) {
-      const n = Math.max(0, Number.parseInt(ex.arg, 10) || 10);
-      const chat = ex.chat();
-      chat.role();
-      if (chat.streaming) {
-        // Hot path: no JSON.stringify per event; one socket write per 64 KiB of events, and a turn
-        // of the event loop after each so a client in the same process reads while we write.
-        await chat.flush();
-        for (let i = 0; i < n; i++) {
-          chat.rawDelta('{"content":"w' + i + ' "}');
-          if (chat.buf.length >= 65536) {
-            await chat.flush();
-            await new Promise(setImmediate);
-          }
-        }
-      } else {
-        for (let i = 0; i < n; i++) chat.content(`w${i} `);
-      }
-      await chat.complete('stop');
+      await streamNumbered(ex, Math.max(0, Number.parseInt(ex.arg, 10) || 10));
     },
   });
   add('reasoning', {
@@ -517,10 +519,7 @@ export function builtinScripts() {
       if (!chat.streaming) return ex.error(500, error);
       chat.content('Partial');
       chat.content(' answer');
-      chat.raw(`data: ${JSON.stringify({ error })}\n\n`);
-      chat.raw('data: [DONE]\n\n');
-      await chat.flush();
-      ex.end();
+      chat.fail(error);
     },
   });
   add('replay', replayScript);
@@ -642,23 +641,7 @@ function extraToolScripts() {
           'once the conversation ends with tool results, N short deltas like deltas:<N> (benchmarks)',
         async run(ex) {
           if (!trailingToolResults(ex.body).length) return streamCalls(ex, plannedCalls(ex.body, 1));
-          const n = Math.max(0, Number.parseInt(ex.arg, 10) || 10);
-          const chat = ex.chat();
-          chat.role();
-          if (!chat.streaming) {
-            for (let i = 0; i < n; i++) chat.content(`w${i} `);
-            return chat.complete('stop');
-          }
-          // The hot path of deltas:<N>: one socket write per 64 KiB, a turn of the event loop after each.
-          await chat.flush();
-          for (let i = 0; i < n; i++) {
-            chat.rawDelta('{"content":"w' + i + ' "}');
-            if (chat.buf.length >= 65536) {
-              await chat.flush();
-              await new Promise(setImmediate);
-            }
-          }
-          await chat.complete('stop');
+          await streamNumbered(ex, Math.max(0, Number.parseInt(ex.arg, 10) || 10));
         },
       },
     ],
