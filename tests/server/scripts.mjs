@@ -1,7 +1,12 @@
 // The script catalogue of the local model server. A script is `{ description, run(exchange) }`;
 // `run` gets an Exchange (chat-stream.mjs) with `body`, `headers`, `arg` (the text after the first
-// ':' of the script name), `record`, and helpers: `chat()` (Chat Completions responder), `json()`,
-// `error()`, `write()`, `end()`, `sleep()`, `hold()`, `destroy()`.
+// ':' of the script name), `record`, and helpers: `chat()` (the responder), `json()`, `error()`,
+// `write()`, `end()`, `sleep()`, `hold()`, `destroy()`.
+//
+// The OpenAI scripts are written once, against Chat Completions: `body` is the request in Chat form
+// and `chat()` takes Chat-shaped calls, also when the request came to …/responses (then `body` is
+// translated and `chat()` writes the Responses API's events; see responses-stream.mjs). The
+// Anthropic and Gemini scripts read and write their own APIs' formats.
 
 import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
