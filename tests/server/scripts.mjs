@@ -479,7 +479,7 @@ export function builtinScripts() {
   });
 
   add('malformed-json', {
-    description: 'two good deltas, then a `data: {not json` line, then more deltas and [DONE]',
+    description: 'two good deltas, then a `data: {not json` line, then more deltas and the normal end',
     async run(ex) {
       const chat = ex.chat();
       chat.content('Good');
@@ -517,7 +517,9 @@ export function builtinScripts() {
     run: (ex) => streamText(ex, echoText(ex.body), { delayMs: ex.arg === '' ? 100 : Math.max(0, Number.parseInt(ex.arg, 10) || 0) }),
   });
   add('in-stream-error', {
-    description: 'two deltas, then `data: {"error": …}` and [DONE] (HTTP status stays 200)',
+    description:
+      'two deltas, then an error mid-stream, HTTP status 200 (Chat: `data: {"error": …}` and [DONE]; ' +
+      'Responses: an `error` event and response.failed)',
     async run(ex) {
       const error = { message: 'The server had an error while processing your request', type: 'server_error' };
       const chat = ex.chat();
