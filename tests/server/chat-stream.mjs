@@ -1,6 +1,7 @@
-// Writers for the local model server: one exchange (request + response + its record) and a
-// Chat Completions responder that speaks OpenAI's streaming format (or a plain chat.completion
-// when the request did not ask to stream). Used by model-server.mjs and scripts.mjs.
+// Writers for the local model server: one exchange (request + response + its record), the base
+// every responder shares (buffering, flushing, pacing, delta counts) and the Chat Completions
+// responder that speaks OpenAI's streaming format (or a plain chat.completion when the request did
+// not ask to stream). Used by model-server.mjs, scripts.mjs and responses-stream.mjs.
 
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
@@ -62,8 +63,13 @@ const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-
  * closes; every wait (sleep, hold, drain) rejects then, and the server swallows that rejection.
  */
 export class Exchange {
-  constructor({ req, res, body, selector, name, arg, record, onChange, serverOptions }) {
-    Object.assign(this, { req, res, body, selector, name, arg, record, serverOptions });
+  /**
+   * `body` is what scripts read: the request in Chat Completions form (`messages`, `tools`), which
+   * for another API is a translation of what arrived (the record keeps the real body).
+   * `Responder` is the class `chat()` makes: it writes the reply in the wire format of the request.
+   */
+  constructor({ req, res, body, selector, name, arg, record, onChange, serverOptions, Responder = ChatResponder }) {
+    Object.assign(this, { req, res, body, selector, name, arg, record, serverOptions, Responder });
     this.headers = record.headers;
     this.onChange = onChange;
     this.controller = new AbortController();
@@ -84,9 +90,12 @@ export class Exchange {
     return (this._promptTokens ??= estimatePromptTokens(this.body));
   }
 
-  /** The Chat Completions responder for this exchange (created once). */
+  /**
+   * The responder for this exchange (created once): Chat Completions output, or the output of the
+   * API the request came in on, behind the same methods.
+   */
   chat() {
-    return (this._chat ??= new ChatResponder(this));
+    return (this._chat ??= new this.Responder(this));
   }
 
   abort(reason) {
@@ -184,30 +193,77 @@ export class Exchange {
   }
 }
 
-const FLUSH_AT = 64 * 1024;
+export const FLUSH_AT = 64 * 1024;
+
+/**
+ * What every responder shares: the model name, the output buffer and its flushing, pacing, and
+ * the count of completion "tokens" (every content, reasoning or tool call delta). Subclasses
+ * write one wire format: `role()`, `content()`, `reasoning()`, `toolCall()`, `delta()`,
+ * `usage()`, `fail()`, `complete()` and `completion()`.
+ */
+export class Responder {
+  constructor(exchange) {
+    this.ex = exchange;
+    const body = exchange.body;
+    this.streaming = exchange.streaming;
+    this.created = Math.floor(Date.now() / 1000);
+    this.model = typeof body?.model === 'string' && body.model !== '' ? body.model : exchange.selector;
+    this.buf = '';
+    this.deltas = 0;
+    this.reasoningDeltas = 0;
+  }
+
+  /** Raw SSE text, streamed as is (ignored when not streaming). */
+  raw(text) {
+    if (this.streaming) this.buf += text;
+  }
+
+  /** Writes what is buffered. Cheap to call often; `flushed` waits until the OS has the bytes. */
+  async flush({ flushed = false } = {}) {
+    if (!this.streaming) {
+      if (this.ex.signal.aborted) throw new Halt();
+      return;
+    }
+    const text = this.buf;
+    this.buf = '';
+    await this.ex.write(text, { flushed });
+  }
+
+  /** Flushes when the buffer is big; call it inside tight loops. */
+  async maybeFlush() {
+    if (this.buf.length >= FLUSH_AT) await this.flush();
+  }
+
+  /** Streaming: flush, then wait `ms`. Not streaming: no wait (there is nobody to pace for). */
+  async pause(ms) {
+    if (!this.streaming) return;
+    await this.flush();
+    if (ms > 0) await this.ex.sleep(ms);
+  }
+
+  /** Ends the stream with what is buffered plus `text`. */
+  endWith(text) {
+    const all = this.buf + text;
+    this.buf = '';
+    this.ex.end(all);
+  }
+}
 
 /**
  * Builds OpenAI Chat Completions output. Streaming: every call appends `data: {chunk}\n\n` to a
  * buffer that `flush()` writes in one go (so thousands of events cost a handful of socket writes).
  * Not streaming: the same calls accumulate one `chat.completion` object that `complete()` sends.
  */
-export class ChatResponder {
+export class ChatResponder extends Responder {
   constructor(exchange) {
-    this.ex = exchange;
-    const body = exchange.body;
-    this.streaming = exchange.streaming;
-    this.includeUsage = this.streaming && body?.stream_options?.include_usage === true;
+    super(exchange);
+    this.includeUsage = this.streaming && exchange.body?.stream_options?.include_usage === true;
     this.id = 'chatcmpl-' + randomId(29);
-    this.created = Math.floor(Date.now() / 1000);
-    this.model = typeof body?.model === 'string' && body.model !== '' ? body.model : exchange.selector;
     const usageNull = this.includeUsage ? ',"usage":null' : '';
     this.head = `{"id":"${this.id}","object":"chat.completion.chunk","created":${this.created},"model":${JSON.stringify(this.model)},"choices":[`;
     this.deltaHead = `data: ${this.head}{"index":0,"delta":`;
     this.deltaTail = `,"finish_reason":null}]${usageNull}}\n\n`;
     this.usageNull = usageNull;
-    this.buf = '';
-    this.deltas = 0; // completion "tokens": every content, reasoning or tool call delta
-    this.reasoningDeltas = 0;
     this.roleSent = false;
     // Non-streaming accumulation.
     this.text = '';
@@ -247,7 +303,9 @@ export class ChatResponder {
 
   content(text) {
     this.role();
-    this.delta({ content: text });
+    // The hot path of long streams: no object to stringify, only the text.
+    if (this.streaming) this.rawDelta('{"content":' + JSON.stringify(text) + '}');
+    else this.delta({ content: text });
   }
 
   reasoning(text) {
@@ -262,11 +320,6 @@ export class ChatResponder {
     this.delta({ tool_calls: [piece] });
   }
 
-  /** Raw SSE text, streamed as is (ignored when not streaming). */
-  raw(text) {
-    if (this.streaming) this.buf += text;
-  }
-
   usage() {
     const prompt = this.ex.promptTokens;
     return {
@@ -278,27 +331,9 @@ export class ChatResponder {
     };
   }
 
-  /** Writes what is buffered. Cheap to call often; `flushed` waits until the OS has the bytes. */
-  async flush({ flushed = false } = {}) {
-    if (!this.streaming) {
-      if (this.ex.signal.aborted) throw new Halt();
-      return;
-    }
-    const text = this.buf;
-    this.buf = '';
-    await this.ex.write(text, { flushed });
-  }
-
-  /** Flushes when the buffer is big; call it inside tight loops. */
-  async maybeFlush() {
-    if (this.buf.length >= FLUSH_AT) await this.flush();
-  }
-
-  /** Streaming: flush, then wait `ms`. Not streaming: no wait (there is nobody to pace for). */
-  async pause(ms) {
-    if (!this.streaming) return;
-    await this.flush();
-    if (ms > 0) await this.ex.sleep(ms);
+  /** Ends the stream with an error mid-way, as OpenAI does: `data: {"error": …}`, then [DONE]. */
+  fail(error) {
+    this.endWith(`data: ${JSON.stringify({ error })}\n\ndata: [DONE]\n\n`);
   }
 
   /** Final chunk with `finish_reason`, the usage chunk when asked for, `[DONE]`; or the JSON reply. */
@@ -310,10 +345,7 @@ export class ChatResponder {
     }
     this.buf += `data: ${this.head}{"index":0,"delta":{},"finish_reason":${JSON.stringify(finishReason)}}]${this.usageNull}}\n\n`;
     if (this.includeUsage) this.buf += `data: ${this.head}],"usage":${JSON.stringify(this.usage())}}\n\n`;
-    this.buf += 'data: [DONE]\n\n';
-    const text = this.buf;
-    this.buf = '';
-    this.ex.end(text);
+    this.endWith('data: [DONE]\n\n');
   }
 
   /** The whole reply as one non-streaming `chat.completion` object. */

@@ -9,6 +9,8 @@
 //
 //   node tests/server/model-server.mjs [--port N] [--host 127.0.0.1] [--verbose]
 //
+// The same scripts answer POST …/responses in the OpenAI Responses API's format (input, events).
+//
 // The script that answers a request is the `x-script` header, else the request's `model`
 // (`name:argument`, e.g. `text:Hello there`, `flaky:429:2`); unknown names answer like `echo`.
 // GET /v1/models lists the scripts; the catalogue lives in scripts.mjs.
@@ -23,6 +25,7 @@ import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Exchange, Halt } from './chat-stream.mjs';
+import { ResponsesResponder, chatView, isResponsesPath } from './responses-stream.mjs';
 import { builtinScripts, dynamicScript, fixtureNames, resetScriptState, scriptState } from './scripts.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -37,7 +40,10 @@ const CORS_HEADERS = {
   'access-control-expose-headers': '*',
 };
 
-/** Paths that take a model request: Chat Completions (and, for replays, the other providers' APIs). */
+/**
+ * Paths that take a model request: Chat Completions and Responses (every script answers both), and
+ * Anthropic Messages and Gemini (their own scripts, and replays).
+ */
 function isModelPath(pathname) {
   return /\/chat\/completions$|\/responses$|\/messages$|:(stream)?generateContent$/i.test(pathname);
 }
@@ -178,7 +184,21 @@ export async function startModelServer(opts = {}) {
     const { name, arg, script } = resolveScript(selector);
     const record = newRecord(req, url, body, selector, name);
     log(`${req.method} ${url.pathname} script=${JSON.stringify(selector)} → ${name}`);
-    ex = new Exchange({ req, res, body, selector, name, arg, record, onChange: changed, serverOptions });
+    // Scripts read Chat Completions requests and write through ex.chat(): a Responses request is
+    // given to them in Chat form and answered in Responses form. The record keeps what was sent.
+    const responses = isResponsesPath(url.pathname);
+    ex = new Exchange({
+      req,
+      res,
+      body: responses ? chatView(body) : body,
+      selector,
+      name,
+      arg,
+      record,
+      onChange: changed,
+      serverOptions,
+      Responder: responses ? ResponsesResponder : undefined,
+    });
     if (res.destroyed || req.socket.destroyed) {
       // The client left while its body was still arriving.
       record.closedByClient = !closing;

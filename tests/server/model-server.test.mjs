@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startModelServer } from './model-server.mjs';
+import { parseEvents, readAll } from './sse-read.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const FIXTURES = path.resolve(HERE, '../../../shared/fixtures/provider-streams');
@@ -25,39 +26,6 @@ function post(body, { headers = {}, signal = AbortSignal.timeout(5_000), base = 
     body: typeof body === 'string' ? body : JSON.stringify(body),
     signal,
   });
-}
-
-/** Splits an SSE body into events `{ event, data }`. */
-function parseEvents(text) {
-  return text
-    .split('\n\n')
-    .filter((block) => block.trim() !== '')
-    .map((block) => {
-      const event = { event: undefined, data: '' };
-      for (const line of block.split('\n')) {
-        if (line.startsWith('event: ')) event.event = line.slice(7);
-        else if (line.startsWith('data: ')) event.data += line.slice(6);
-      }
-      return event;
-    });
-}
-
-/** Reads a whole response body; a broken stream is reported as `error`, not thrown. */
-async function readAll(res) {
-  const reader = res.body.getReader();
-  const decoder = new TextDecoder();
-  let text = '';
-  let error = null;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      text += decoder.decode(value, { stream: true });
-    }
-  } catch (err) {
-    error = err;
-  }
-  return { text, error };
 }
 
 /** POSTs a streaming request and reads everything: events, parsed chunks, [DONE]. */

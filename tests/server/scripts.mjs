@@ -1,11 +1,16 @@
 // The script catalogue of the local model server. A script is `{ description, run(exchange) }`;
 // `run` gets an Exchange (chat-stream.mjs) with `body`, `headers`, `arg` (the text after the first
-// ':' of the script name), `record`, and helpers: `chat()` (Chat Completions responder), `json()`,
-// `error()`, `write()`, `end()`, `sleep()`, `hold()`, `destroy()`.
+// ':' of the script name), `record`, and helpers: `chat()` (the responder), `json()`, `error()`,
+// `write()`, `end()`, `sleep()`, `hold()`, `destroy()`.
+//
+// The OpenAI scripts are written once, against Chat Completions: `body` is the request in Chat form
+// and `chat()` takes Chat-shaped calls, also when the request came to …/responses (then `body` is
+// translated and `chat()` writes the Responses API's events; see responses-stream.mjs). The
+// Anthropic and Gemini scripts read and write their own APIs' formats.
 
 import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { randomId, textOf, words } from './chat-stream.mjs';
+import { FLUSH_AT, randomId, textOf, words } from './chat-stream.mjs';
 
 // ---------------------------------------------------------------------------------------------
 // Reading the request
@@ -172,6 +177,25 @@ async function streamText(ex, text, { finish = 'stop', delayMs = 0, reasoning = 
     else await chat.maybeFlush();
   }
   await chat.complete(finish);
+}
+
+/**
+ * Streams n short deltas ("w0 ", "w1 ", …) as fast as it can (the benchmarks' hot path): one socket
+ * write per 64 KiB of events, and a turn of the event loop after each so that a client in the same
+ * process reads while we write.
+ */
+async function streamNumbered(ex, n) {
+  const chat = ex.chat();
+  chat.role();
+  await chat.flush();
+  for (let i = 0; i < n; i++) {
+    chat.content('w' + i + ' ');
+    if (chat.buf.length >= FLUSH_AT) {
+      await chat.flush();
+      await new Promise(setImmediate);
+    }
+  }
+  await chat.complete('stop');
 }
 
 function echoText(body) {
@@ -381,24 +405,7 @@ export function builtinScripts() {
   add('deltas', {
     description: 'deltas:<N> streams N short deltas ("w0 ", "w1 ", …) as fast as possible (benchmarks)',
     async run(ex) {
-      const n = Math.max(0, Number.parseInt(ex.arg, 10) || 10);
-      const chat = ex.chat();
-      chat.role();
-      if (chat.streaming) {
-        // Hot path: no JSON.stringify per event; one socket write per 64 KiB of events, and a turn
-        // of the event loop after each so a client in the same process reads while we write.
-        await chat.flush();
-        for (let i = 0; i < n; i++) {
-          chat.rawDelta('{"content":"w' + i + ' "}');
-          if (chat.buf.length >= 65536) {
-            await chat.flush();
-            await new Promise(setImmediate);
-          }
-        }
-      } else {
-        for (let i = 0; i < n; i++) chat.content(`w${i} `);
-      }
-      await chat.complete('stop');
+      await streamNumbered(ex, Math.max(0, Number.parseInt(ex.arg, 10) || 10));
     },
   });
   add('reasoning', {
@@ -477,7 +484,7 @@ export function builtinScripts() {
   });
 
   add('malformed-json', {
-    description: 'two good deltas, then a `data: {not json` line, then more deltas and [DONE]',
+    description: 'two good deltas, then a `data: {not json` line, then more deltas and the normal end',
     async run(ex) {
       const chat = ex.chat();
       chat.content('Good');
@@ -515,17 +522,16 @@ export function builtinScripts() {
     run: (ex) => streamText(ex, echoText(ex.body), { delayMs: ex.arg === '' ? 100 : Math.max(0, Number.parseInt(ex.arg, 10) || 0) }),
   });
   add('in-stream-error', {
-    description: 'two deltas, then `data: {"error": …}` and [DONE] (HTTP status stays 200)',
+    description:
+      'two deltas, then an error mid-stream, HTTP status 200 (Chat: `data: {"error": …}` and [DONE]; ' +
+      'Responses: an `error` event and response.failed)',
     async run(ex) {
       const error = { message: 'The server had an error while processing your request', type: 'server_error' };
       const chat = ex.chat();
       if (!chat.streaming) return ex.error(500, error);
       chat.content('Partial');
       chat.content(' answer');
-      chat.raw(`data: ${JSON.stringify({ error })}\n\n`);
-      chat.raw('data: [DONE]\n\n');
-      await chat.flush();
-      ex.end();
+      chat.fail(error);
     },
   });
   add('replay', replayScript);
@@ -647,23 +653,7 @@ function extraToolScripts() {
           'once the conversation ends with tool results, N short deltas like deltas:<N> (benchmarks)',
         async run(ex) {
           if (!trailingToolResults(ex.body).length) return streamCalls(ex, plannedCalls(ex.body, 1));
-          const n = Math.max(0, Number.parseInt(ex.arg, 10) || 10);
-          const chat = ex.chat();
-          chat.role();
-          if (!chat.streaming) {
-            for (let i = 0; i < n; i++) chat.content(`w${i} `);
-            return chat.complete('stop');
-          }
-          // The hot path of deltas:<N>: one socket write per 64 KiB, a turn of the event loop after each.
-          await chat.flush();
-          for (let i = 0; i < n; i++) {
-            chat.rawDelta('{"content":"w' + i + ' "}');
-            if (chat.buf.length >= 65536) {
-              await chat.flush();
-              await new Promise(setImmediate);
-            }
-          }
-          await chat.complete('stop');
+          await streamNumbered(ex, Math.max(0, Number.parseInt(ex.arg, 10) || 10));
         },
       },
     ],
