@@ -135,7 +135,8 @@ pub enum SocketError {
 /// (without `stream`, which a socket implies, and `background`, which it does not support), to
 /// `options.url` or the request URL with `ws(s)://`.
 pub fn socket_request(run_id: &str, http: &HttpRequest, options: &SocketOptions) -> Result<SocketRequest, AgentError> {
-    let mut body: Map<String, Value> = serde_json::from_str(&http.body).map_err(|e| AgentError::api(e.to_string(), false))?;
+    let body: Value = serde_json::from_str(&http.body).map_err(|e| AgentError::api(e.to_string(), false))?;
+    let Value::Object(mut body) = body else { return Err(AgentError::api("the request body is not a JSON object", false)) };
     body.remove("stream");
     body.remove("background");
     let follow_up = body.get("previous_response_id").is_some_and(|v| !v.is_null());
