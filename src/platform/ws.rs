@@ -279,7 +279,7 @@ fn listen(socket: &Rc<Socket>) {
     on(
         "close",
         Box::new(with(&weak, |s, event| {
-            let code = Reflect::get(&event, &"code".into()).ok().and_then(|c| c.as_f64()).unwrap_or(0.0);
+            let code = Reflect::get(&event, &"code".into()).ok().and_then(|c| c.as_f64()).unwrap_or(0.0) as u32;
             let reason = Reflect::get(&event, &"reason".into()).ok().and_then(|r| r.as_string()).unwrap_or_default();
             let why = if reason.is_empty() { format!("closed with code {code}") } else { format!("closed with code {code}: {reason}") };
             s.inbox.borrow_mut().closed.get_or_insert(why);
