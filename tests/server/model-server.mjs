@@ -26,6 +26,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Exchange, Halt } from './chat-stream.mjs';
 import { ResponsesResponder, chatView, isResponsesPath } from './responses-stream.mjs';
+import { SocketStream } from './responses-socket.mjs';
+import { WebSocketServer } from 'ws';
 import { builtinScripts, dynamicScript, fixtureNames, resetScriptState, scriptState } from './scripts.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -174,6 +176,22 @@ export async function startModelServer(opts = {}) {
       if (!res.destroyed) req.socket.destroy();
       return;
     }
+    let script;
+    ({ ex, script } = exchangeFor(req, res, url, body));
+    if (res.destroyed || req.socket.destroyed) {
+      // The client left while its body was still arriving.
+      ex.record.closedByClient = !closing;
+      changed();
+      return;
+    }
+    await runExchange(ex, script);
+  }
+
+  /**
+   * The exchange that answers one model request (`res` is an HTTP response, or a socket's stand-in
+   * for one); its record is kept in `requests`, with `extra` fields.
+   */
+  function exchangeFor(req, res, url, body, extra = {}) {
     const headerScript = req.headers['x-script'];
     const selector = String(
       (typeof headerScript === 'string' && headerScript !== '' ? headerScript : undefined) ??
@@ -183,11 +201,12 @@ export async function startModelServer(opts = {}) {
     );
     const { name, arg, script } = resolveScript(selector);
     const record = newRecord(req, url, body, selector, name);
+    Object.assign(record, extra);
     log(`${req.method} ${url.pathname} script=${JSON.stringify(selector)} → ${name}`);
     // Scripts read Chat Completions requests and write through ex.chat(): a Responses request is
     // given to them in Chat form and answered in Responses form. The record keeps what was sent.
     const responses = isResponsesPath(url.pathname);
-    ex = new Exchange({
+    const ex = new Exchange({
       req,
       res,
       body: responses ? chatView(body) : body,
@@ -199,15 +218,14 @@ export async function startModelServer(opts = {}) {
       serverOptions,
       Responder: responses ? ResponsesResponder : undefined,
     });
-    if (res.destroyed || req.socket.destroyed) {
-      // The client left while its body was still arriving.
-      record.closedByClient = !closing;
-      changed();
-      return;
-    }
+    ex.headerScript = typeof headerScript === 'string' && headerScript !== '';
+    return { ex, script };
+  }
+
+  async function runExchange(ex, script) {
     active.add(ex);
     try {
-      if (typeof body === 'string' && !(typeof headerScript === 'string' && headerScript !== '')) {
+      if (typeof ex.record.body === 'string' && !ex.headerScript) {
         ex.error(400, {
           message: 'We could not parse the JSON body of your request.',
           type: 'invalid_request_error',
@@ -218,14 +236,54 @@ export async function startModelServer(opts = {}) {
       await script.run(ex);
     } catch (err) {
       if (err instanceof Halt || ex.signal.aborted) return;
-      process.stderr.write(`[model-server] script ${JSON.stringify(selector)} failed: ${err?.stack ?? err}\n`);
-      if (res.headersSent) ex.destroy();
+      process.stderr.write(`[model-server] script ${JSON.stringify(ex.selector)} failed: ${err?.stack ?? err}\n`);
+      if (ex.res.headersSent) ex.destroy();
       else ex.error(500, { message: `model server script failed: ${err?.message ?? err}`, type: 'server_error', code: null });
     } finally {
       if (ex.ended || ex.destroyedByServer) active.delete(ex);
     }
   }
 
+  // The Responses API over a WebSocket: each `response.create` message runs a script as a POST to
+  // the socket's path would, its events sent as messages. One response at a time per socket.
+  const connections = [];
+  const socketServer = new WebSocketServer({ noServer: true });
+  function onSocket(ws, req, url) {
+    const conn = { index: connections.length, path: url.pathname, headers: { ...req.headers }, requests: [], closed: false, closedByClient: false };
+    connections.push(conn);
+    changed();
+    let current = null;
+    ws.on('close', () => {
+      conn.closed = true;
+      conn.closedByClient = !closing && !conn.closedByServer;
+      current?.abort('socket closed');
+      changed();
+    });
+    ws.on('message', (data, isBinary) => {
+      const refuse = (message, code = null) => ws.send(JSON.stringify({ type: 'error', status: 400, error: { type: 'invalid_request_error', code, message } }));
+      let event;
+      try {
+        event = isBinary ? null : JSON.parse(String(data));
+      } catch {
+        event = null;
+      }
+      if (event?.type !== 'response.create') return refuse('Expected a JSON text message with type "response.create".');
+      if (current) {
+        return refuse('Another response is in progress on this connection: wait for it to finish before sending response.create.', 'response_in_progress');
+      }
+      const { type: _, ...body } = event;
+      const stream = new SocketStream(ws, () => {
+        current = null;
+      });
+      const { ex, script } = exchangeFor(stream.req(req), stream, url, { ...body, stream: true }, { transport: 'websocket', connection: conn.index });
+      ex.record.body = body; // what the client sent, without the stream flag the server implies
+      conn.requests.push(ex.record.index);
+      current = ex;
+      runExchange(ex, script).finally(() => {
+        if (current === ex && (ex.ended || ex.signal.aborted)) current = null;
+      });
+    });
+  }
   async function listModels(req, res, url) {
     const record = newRecord(req, url, null, null, null);
     const names = [...scripts.keys()];
@@ -300,6 +358,14 @@ export async function startModelServer(opts = {}) {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
+  server.on('upgrade', (req, socket, head) => {
+    const url = new URL(req.url ?? '/', 'http://model-server.invalid');
+    if (!isResponsesPath(url.pathname)) {
+      socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\n\r\n');
+      return;
+    }
+    socketServer.handleUpgrade(req, socket, head, (ws) => onSocket(ws, req, url));
+  });
   server.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
     else socket.destroy();
@@ -317,6 +383,7 @@ export async function startModelServer(opts = {}) {
 
   function reset() {
     requests.length = 0;
+    connections.length = 0;
     resetScriptState(serverOptions.scriptState);
     changed();
   }
@@ -349,6 +416,7 @@ export async function startModelServer(opts = {}) {
       server.close(() => resolve());
       server.closeAllConnections?.();
       for (const socket of sockets) socket.destroy();
+      for (const ws of socketServer.clients) ws.terminate();
     });
     return closed;
   }
@@ -358,6 +426,8 @@ export async function startModelServer(opts = {}) {
     origin,
     port,
     requests,
+    /** The WebSocket connections: { index, path, headers, requests (indexes into `requests`), closed, closedByClient }. */
+    connections,
     scripts,
     close,
     reset,
