@@ -19,6 +19,8 @@ mod tests_chat_request;
 #[cfg(test)]
 mod tests_chat_stream;
 #[cfg(test)]
+mod tests_fixtures;
+#[cfg(test)]
 mod tests_google;
 #[cfg(test)]
 mod tests_json;
