@@ -53,6 +53,11 @@ pub(super) fn fixture_lines(name: &str) -> Vec<String> {
     text.lines().filter(|l| !l.trim().is_empty()).map(str::to_string).collect()
 }
 
+/// The payloads of one fixture that are JSON, without the lines cut short in the recording.
+pub(super) fn json_lines(name: &str) -> Vec<String> {
+    fixture_lines(name).into_iter().filter(|l| serde_json::from_str::<Value>(l).is_ok()).collect()
+}
+
 /// Each payload as one unnamed SSE event: the Gemini body (Chat adds `[DONE]`, see
 /// [`chat_stream`]).
 pub(super) fn data_stream(lines: &[String]) -> Vec<u8> {
@@ -93,12 +98,31 @@ pub(super) fn responses(lines: Vec<String>) -> Vec<Vec<String>> {
     out
 }
 
-/// Feeds `decoder` the pieces in order, then ends the body; the first error stops it.
-pub(super) fn decode_pieces(mut decoder: impl StreamDecoder, pieces: &[&[u8]]) -> Result<Vec<ModelEvent>, AgentError> {
+/// Every response body of the Responses API recordings, without the lines cut short (so the
+/// parallel wrapper's has no end), named `<fixture> #<response>`.
+pub(super) fn response_bodies() -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
-    for piece in pieces {
-        decoder.push(piece, &mut out)?;
+    for name in RESPONSES {
+        for (i, lines) in responses(json_lines(name)).iter().enumerate() {
+            out.push((format!("{name} #{i}"), typed_stream(lines)));
+        }
     }
-    decoder.end(&mut out)?;
-    Ok(out)
+    out
+}
+
+/// Feeds `decoder` the pieces in order, then ends the body: the events, or the first error.
+pub(super) fn decode_pieces(decoder: impl StreamDecoder, pieces: &[&[u8]]) -> Result<Vec<ModelEvent>, AgentError> {
+    let (out, end) = decode_until_error(decoder, pieces);
+    end.map(|()| out)
+}
+
+/// Like [`decode_pieces`], but keeps the events that came before an error, as a caller
+/// streaming them would have seen them.
+pub(super) fn decode_until_error(
+    mut decoder: impl StreamDecoder,
+    pieces: &[&[u8]],
+) -> (Vec<ModelEvent>, Result<(), AgentError>) {
+    let mut out = Vec::new();
+    let end = pieces.iter().try_for_each(|piece| decoder.push(piece, &mut out)).and_then(|()| decoder.end(&mut out));
+    (out, end)
 }

@@ -13,8 +13,8 @@ use serde_json::{json, Map, Value};
 
 use super::openai_responses::{build_request, ResponsesDecoder};
 use super::tests_fixtures::{
-    self, fixture_lines, responses, typed_stream, OPENAI_ERROR as ERROR, PARALLEL_WRAPPER as PARALLEL,
-    REASONING_ENCRYPTED as REASONING, RESPONSES, XAI_TEXT as XAI,
+    self, fixture_lines, json_lines, response_bodies, responses, typed_stream, OPENAI_ERROR as ERROR,
+    PARALLEL_WRAPPER as PARALLEL, REASONING_ENCRYPTED as REASONING, RESPONSES, XAI_TEXT as XAI,
 };
 use super::tests_sse::{random_pieces, Rng};
 use super::{Api, Endpoint, HttpRequest, StreamDecoder};
@@ -27,22 +27,6 @@ use crate::core::step::{IdSource, StepBuilder};
 
 // ---------------------------------------------------------------------------------------------
 // Stream
-
-/// The recorded `data:` payloads of one fixture, without the lines that are not JSON.
-fn json_lines(name: &str) -> Vec<String> {
-    fixture_lines(name).into_iter().filter(|l| serde_json::from_str::<Value>(l).is_ok()).collect()
-}
-
-/// Every response body of the fixtures.
-fn bodies() -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    for name in RESPONSES {
-        for (i, lines) in responses(json_lines(name)).iter().enumerate() {
-            out.push((format!("{name} #{i}"), typed_stream(lines)));
-        }
-    }
-    out
-}
 
 fn decode_pieces(pieces: &[&[u8]], include_raw: bool) -> Result<Vec<ModelEvent>, AgentError> {
     tests_fixtures::decode_pieces(ResponsesDecoder::new(include_raw), pieces)
@@ -316,7 +300,7 @@ fn every_fixture_matches_a_plain_reading_of_its_json() {
 /// bodies and the random pieces below check end to end).
 #[test]
 fn every_fixture_split_in_two_at_every_position() {
-    for (name, body) in bodies() {
+    for (name, body) in response_bodies() {
         let whole = decode_all(&[&body], true);
         if body.len() <= 4_000 {
             for at in 0..=body.len() {
@@ -352,7 +336,7 @@ fn every_fixture_split_in_two_at_every_position() {
 
 #[test]
 fn every_fixture_in_one_byte_and_random_pieces() {
-    for (name, body) in bodies() {
+    for (name, body) in response_bodies() {
         let whole = decode_all(&[&body], true);
         let singles: Vec<&[u8]> = body.chunks(1).collect();
         assert_eq!(decode_all(&singles, true), whole, "{name}: 1-byte pieces");
