@@ -26,6 +26,9 @@ mod tests_google;
 mod tests_json;
 #[cfg(test)]
 mod tests_responses;
+// proptest is a native-only dev-dependency (see Cargo.toml).
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests_splits;
 #[cfg(test)]
 mod tests_sse;
 
