@@ -27,7 +27,7 @@ use super::tests_fixtures::{
 use super::tests_sse;
 
 /// Cases per decoder, spread evenly over its bodies and rounded up (at least two each): 128 to
-/// 156 a decoder, 580 in all, about half a second in a debug build though Chat bodies reach 300 KB.
+/// 156 a decoder, 680 in all, about half a second in a debug build though Chat bodies reach 300 KB.
 const CASES: u32 = 128;
 
 /// The seed when `PROPTEST_RNG_SEED` is not set.
@@ -94,16 +94,19 @@ fn responses_bodies() -> Vec<Body> {
     named.flat_map(|(name, bytes)| Body::both_endings(&name, bytes)).collect()
 }
 
-fn config(cases: u32, seed: u64) -> Config {
+/// The runner's settings for one of `bodies` bodies, the `body`th: its share of the decoder's
+/// cases, and its own seed.
+fn config(bodies: usize, body: usize) -> Config {
     let defaults = Config::default();
-    let cases = if std::env::var_os("PROPTEST_CASES").is_some() { defaults.cases } else { cases };
+    let cases = if std::env::var_os("PROPTEST_CASES").is_some() { defaults.cases } else { CASES };
+    let cases = cases.div_ceil(bodies as u32).max(2);
     let base = match defaults.rng_seed {
         RngSeed::Fixed(seed) => seed,
         RngSeed::Random => SEED,
     };
     Config {
         cases,
-        rng_seed: RngSeed::Fixed(base.wrapping_add(seed)),
+        rng_seed: RngSeed::Fixed(base.wrapping_add(body as u64)),
         // Nothing is written next to the sources: the seed replays a failure.
         failure_persistence: None,
         // Each shrinking step decodes the body again; a few hundred find a short list of cuts.
@@ -119,11 +122,10 @@ where
     E: PartialEq + Debug,
     V: PartialEq + Debug,
 {
-    let per_body = CASES.div_ceil(bodies.len() as u32).max(2);
     let cuts = vec((any::<bool>(), any::<Index>()), 1..=40);
     for (i, body) in bodies.iter().enumerate() {
         let (events, end) = decode(&[&body.bytes]);
-        let mut runner = TestRunner::new(config(per_body, i as u64));
+        let mut runner = TestRunner::new(config(bodies.len(), i));
         let result = runner.run(&cuts, |cuts| {
             let (at, pieces) = body.cut(&cuts);
             let (got, got_end) = decode(&pieces);
