@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::anthropic::{build_request, AnthropicDecoder};
+use super::tests_fixtures::{self, fixture_lines, typed_stream, ANTHROPIC as FIXTURES};
 use super::tests_sse::{random_pieces, Rng};
 use super::{step_of, Api, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
@@ -15,41 +16,15 @@ use crate::core::model::{
     ToolSpec, Usage, UserPart, Warning,
 };
 
-const FIXTURES: &[&str] = &[
-    "anthropic--anthropic-json-tool.1",
-    "anthropic--anthropic-refusal",
-    "anthropic--anthropic-text",
-    "anthropic--anthropic-tool-no-args",
-];
-
 // ---------------------------------------------------------------------------------------------
 // Stream
 
-/// The recorded `data:` payloads of one fixture.
-fn fixture_lines(name: &str) -> Vec<String> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/provider-streams/");
-    let text = std::fs::read_to_string(format!("{dir}{name}.chunks.txt")).unwrap();
-    text.lines().filter(|l| !l.trim().is_empty()).map(str::to_string).collect()
-}
-
-/// The body the API sends for a fixture: each payload as one SSE event named by its `type`.
 fn fixture_stream(name: &str) -> Vec<u8> {
-    let mut body = String::new();
-    for line in fixture_lines(name) {
-        let kind: Value = serde_json::from_str(&line).unwrap();
-        body.push_str(&format!("event: {}\ndata: {line}\n\n", kind["type"].as_str().unwrap()));
-    }
-    body.into_bytes()
+    typed_stream(&fixture_lines(name))
 }
 
 fn decode_pieces(pieces: &[&[u8]], include_raw: bool) -> Result<Vec<ModelEvent>, AgentError> {
-    let mut decoder = AnthropicDecoder::new(include_raw);
-    let mut out = Vec::new();
-    for piece in pieces {
-        decoder.push(piece, &mut out)?;
-    }
-    decoder.end(&mut out)?;
-    Ok(out)
+    tests_fixtures::decode_pieces(AnthropicDecoder::new(include_raw), pieces)
 }
 
 fn decode(body: &str) -> Result<Vec<ModelEvent>, AgentError> {

@@ -5,52 +5,19 @@ use std::collections::BTreeMap;
 
 use super::openai_chat::ChatDecoder;
 use super::sse::SseDecoder;
+use super::tests_fixtures::{self, chat_stream, fixture_lines, CHAT as FIXTURES};
 use super::tests_sse::{random_pieces, Rng};
 use super::StreamDecoder;
 use crate::core::error::AgentError;
 use crate::core::model::{FinishReason, ModelEvent, Usage};
 use serde_json::{json, Value};
 
-const FIXTURES: &[&str] = &[
-    "openai--openai-text",
-    "deepseek--deepseek-reasoning",
-    "deepseek--deepseek-text",
-    "deepseek--deepseek-tool-call",
-    "groq--groq-reasoning",
-    "groq--groq-text",
-    "groq--groq-tool-call",
-    "mistral--mistral-incremental-tool-call",
-    "mistral--mistral-text",
-    "mistral--mistral-tool-call",
-];
-
-/// The recorded `data:` payloads of one fixture.
-fn fixture_lines(name: &str) -> Vec<String> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/provider-streams/");
-    let text = std::fs::read_to_string(format!("{dir}{name}.chunks.txt")).unwrap();
-    text.lines().filter(|l| !l.trim().is_empty()).map(str::to_string).collect()
-}
-
-/// The body a server sends for a fixture: each payload as one SSE event, then `[DONE]`.
 fn fixture_stream(name: &str) -> Vec<u8> {
-    let mut body = String::new();
-    for line in fixture_lines(name) {
-        body.push_str("data: ");
-        body.push_str(&line);
-        body.push_str("\n\n");
-    }
-    body.push_str("data: [DONE]\n\n");
-    body.into_bytes()
+    chat_stream(&fixture_lines(name))
 }
 
 fn decode_pieces(pieces: &[&[u8]], include_raw: bool) -> Result<Vec<ModelEvent>, AgentError> {
-    let mut decoder = ChatDecoder::new(include_raw);
-    let mut out = Vec::new();
-    for piece in pieces {
-        decoder.push(piece, &mut out)?;
-    }
-    decoder.end(&mut out)?;
-    Ok(out)
+    tests_fixtures::decode_pieces(ChatDecoder::new(include_raw), pieces)
 }
 
 fn decode(body: &str) -> Result<Vec<ModelEvent>, AgentError> {

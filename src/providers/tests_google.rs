@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::google::{build_request, GoogleDecoder};
+use super::tests_fixtures::{self, data_stream, fixture_lines, GOOGLE as FIXTURES};
 use super::tests_sse::{random_pieces, Rng};
 use super::{step_of, Api, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
@@ -18,37 +19,12 @@ use crate::core::model::{
 // ---------------------------------------------------------------------------------------------
 // Stream
 
-const FIXTURES: &[&str] = &[
-    "google--google-reasoning",
-    "google--google-stream-tool-call-arguments",
-    "google--google-text",
-    "google--google-tool-call",
-];
-
-/// The recorded `data:` payloads of one fixture.
-fn fixture_lines(name: &str) -> Vec<String> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/provider-streams/");
-    let text = std::fs::read_to_string(format!("{dir}{name}.chunks.txt")).unwrap();
-    text.lines().filter(|l| !l.trim().is_empty()).map(str::to_string).collect()
-}
-
-/// The body Gemini sends: each payload as one SSE event, and no `[DONE]`.
-fn sse(lines: &[String]) -> Vec<u8> {
-    lines.iter().map(|line| format!("data: {line}\n\n")).collect::<String>().into_bytes()
-}
-
 fn fixture_stream(name: &str) -> Vec<u8> {
-    sse(&fixture_lines(name))
+    data_stream(&fixture_lines(name))
 }
 
 fn decode_pieces(pieces: &[&[u8]], include_raw: bool) -> Result<Vec<ModelEvent>, AgentError> {
-    let mut decoder = GoogleDecoder::new(include_raw);
-    let mut out = Vec::new();
-    for piece in pieces {
-        decoder.push(piece, &mut out)?;
-    }
-    decoder.end(&mut out)?;
-    Ok(out)
+    tests_fixtures::decode_pieces(GoogleDecoder::new(include_raw), pieces)
 }
 
 fn decode(body: &str) -> Result<Vec<ModelEvent>, AgentError> {
@@ -273,7 +249,7 @@ fn every_fixture_in_one_byte_and_random_pieces() {
 #[test]
 fn raw_events_come_before_the_events_of_their_response() {
     let lines = fixture_lines("google--google-text");
-    let events = decode_pieces(&[&sse(&lines)], true).unwrap();
+    let events = decode_pieces(&[&data_stream(&lines)], true).unwrap();
     let raws: Vec<&str> =
         events.iter().filter_map(|e| if let ModelEvent::Raw(r) = e { Some(r.as_str()) } else { None }).collect();
     assert_eq!(raws, lines, "one raw event per response");
@@ -282,7 +258,7 @@ fn raw_events_come_before_the_events_of_their_response() {
     assert_eq!(events[2], ModelEvent::TextDelta("There are **3**".into()));
     assert!(matches!(events[3], ModelEvent::Raw(_)));
     assert!(matches!(events.last(), Some(ModelEvent::Finish { .. })));
-    assert!(!decode_pieces(&[&sse(&lines)], false).unwrap().iter().any(|e| matches!(e, ModelEvent::Raw(_))));
+    assert!(!decode_pieces(&[&data_stream(&lines)], false).unwrap().iter().any(|e| matches!(e, ModelEvent::Raw(_))));
 }
 
 /// A candidate with the given parts and finish reason.

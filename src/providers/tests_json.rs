@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::json::{validate, Error, Reader, Result};
 use super::openai_chat::ChatDecoder;
+use super::tests_fixtures::FIXTURE_DIR;
 use super::tests_sse::Rng;
 use super::StreamDecoder;
 use crate::core::model::{FinishReason, ModelEvent, Usage};
@@ -104,8 +105,7 @@ fn chars(n: usize, c: char) -> String {
 
 /// Every provider event recorded in the shared fixtures (Chat, Responses, Anthropic, Gemini).
 fn recorded_events() -> Vec<String> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/provider-streams/");
-    let mut names: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut names: Vec<_> = std::fs::read_dir(FIXTURE_DIR).unwrap().map(|e| e.unwrap().path()).collect();
     names.sort();
     let mut events = Vec::new();
     for path in names.iter().filter(|p| p.to_string_lossy().ends_with(".chunks.txt")) {
@@ -545,9 +545,8 @@ fn error_events_keep_their_text() {
 #[test]
 fn random_mutations_of_chat_events_through_the_decoder() {
     let chat = ["openai--openai-text", "deepseek--", "groq--", "mistral--"];
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/provider-streams/");
     let mut seeds = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
+    for entry in std::fs::read_dir(FIXTURE_DIR).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         if chat.iter().any(|p| name.starts_with(p)) {

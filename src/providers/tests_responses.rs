@@ -12,6 +12,10 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::openai_responses::{build_request, ResponsesDecoder};
+use super::tests_fixtures::{
+    self, fixture_lines, json_lines, response_bodies, responses, typed_stream, OPENAI_ERROR as ERROR,
+    PARALLEL_WRAPPER as PARALLEL, REASONING_ENCRYPTED as REASONING, RESPONSES, XAI_TEXT as XAI,
+};
 use super::tests_sse::{random_pieces, Rng};
 use super::{step_of, Api, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
@@ -20,64 +24,11 @@ use crate::core::model::{
     ToolSpec, Usage, UserPart, Warning,
 };
 
-const ERROR: &str = "openai--openai-error.1";
-const PARALLEL: &str = "openai--parallel-tool-call-wrapper.1";
-const REASONING: &str = "openai--openai-reasoning-encrypted-content.1";
-const XAI: &str = "xai--xai-text-streaming.1";
-
 // ---------------------------------------------------------------------------------------------
 // Stream
 
-/// The recorded `data:` payloads of one fixture, without the lines that are not JSON.
-fn fixture_lines(name: &str) -> Vec<String> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/provider-streams/");
-    let text = std::fs::read_to_string(format!("{dir}{name}.chunks.txt")).unwrap();
-    let lines = text.lines().filter(|l| !l.trim().is_empty());
-    lines.filter(|l| serde_json::from_str::<Value>(l).is_ok()).map(str::to_string).collect()
-}
-
-/// The recorded responses of a fixture: the reasoning one holds four, one per step of a tool
-/// loop, each from `response.created` on.
-fn responses(name: &str) -> Vec<Vec<String>> {
-    let mut out: Vec<Vec<String>> = Vec::new();
-    for line in fixture_lines(name) {
-        if line.contains("\"type\":\"response.created\"") || out.is_empty() {
-            out.push(Vec::new());
-        }
-        out.last_mut().unwrap().push(line);
-    }
-    out
-}
-
-/// The body the API sends for some payloads: each as one SSE event named by its `type`.
-fn stream_of(lines: &[String]) -> Vec<u8> {
-    let mut body = String::new();
-    for line in lines {
-        let kind: Value = serde_json::from_str(line).unwrap();
-        body.push_str(&format!("event: {}\ndata: {line}\n\n", kind["type"].as_str().unwrap()));
-    }
-    body.into_bytes()
-}
-
-/// Every response body of the fixtures.
-fn bodies() -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    for name in [ERROR, PARALLEL, REASONING, XAI] {
-        for (i, lines) in responses(name).iter().enumerate() {
-            out.push((format!("{name} #{i}"), stream_of(lines)));
-        }
-    }
-    out
-}
-
 fn decode_pieces(pieces: &[&[u8]], include_raw: bool) -> Result<Vec<ModelEvent>, AgentError> {
-    let mut decoder = ResponsesDecoder::new(include_raw);
-    let mut out = Vec::new();
-    for piece in pieces {
-        decoder.push(piece, &mut out)?;
-    }
-    decoder.end(&mut out)?;
-    Ok(out)
+    tests_fixtures::decode_pieces(ResponsesDecoder::new(include_raw), pieces)
 }
 
 /// The events of a body, and how its end went (the parallel fixture has no end).
@@ -163,7 +114,10 @@ impl Reply {
 
 /// The replies of a fixture's responses.
 fn replies(name: &str) -> Vec<Reply> {
-    responses(name).iter().map(|lines| Reply::of(&decode_pieces(&[&stream_of(lines)], false).unwrap())).collect()
+    responses(json_lines(name))
+        .iter()
+        .map(|lines| Reply::of(&decode_pieces(&[&typed_stream(lines)], false).unwrap()))
+        .collect()
 }
 
 fn usage(input: u64, output: u64, reasoning: u64, cached: u64) -> Usage {
@@ -178,18 +132,16 @@ fn usage(input: u64, output: u64, reasoning: u64, cached: u64) -> Usage {
 
 /// The `text` of the first event of type `kind` in a fixture.
 fn done_text(name: &str, kind: &str) -> String {
-    let lines = fixture_lines(name);
+    let lines = json_lines(name);
     let line = lines.iter().find(|l| l.contains(&format!("\"type\":\"{kind}\""))).unwrap();
     serde_json::from_str::<Value>(line).unwrap()["text"].as_str().unwrap().to_string()
 }
 
 #[test]
 fn the_truncated_lines_of_the_parallel_fixture_are_the_ones_left_out() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/provider-streams/");
-    for name in [ERROR, PARALLEL, REASONING, XAI] {
-        let text = std::fs::read_to_string(format!("{dir}{name}.chunks.txt")).unwrap();
-        let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        let bad: Vec<usize> = (0..all.len()).filter(|i| serde_json::from_str::<Value>(all[*i]).is_err()).collect();
+    for &name in RESPONSES {
+        let all = fixture_lines(name);
+        let bad: Vec<usize> = (0..all.len()).filter(|i| serde_json::from_str::<Value>(&all[*i]).is_err()).collect();
         let expected: &[usize] = if name == PARALLEL { &[0, 5] } else { &[] };
         assert_eq!(bad, expected, "{name}");
     }
@@ -197,7 +149,7 @@ fn the_truncated_lines_of_the_parallel_fixture_are_the_ones_left_out() {
 
 #[test]
 fn openai_error() {
-    let events = decode_pieces(&[&stream_of(&fixture_lines(ERROR))], false).unwrap();
+    let events = decode_pieces(&[&typed_stream(&json_lines(ERROR))], false).unwrap();
     let r = Reply::of(&events);
     assert_eq!(
         r.metadata(),
@@ -213,7 +165,7 @@ fn openai_error() {
     assert_eq!(r.finish, Some((FinishReason::Error, None)));
     assert_eq!((r.text.as_str(), r.reasoning.as_str(), r.tools.len()), ("", "", 0));
     // The error's body is the event that carried it.
-    let error_line = &fixture_lines(ERROR)[2];
+    let error_line = &json_lines(ERROR)[2];
     assert!(matches!(&events[1], ModelEvent::Error { body: Some(b), .. } if b == error_line));
 }
 
@@ -275,7 +227,7 @@ fn xai_text_streaming() {
 
 #[test]
 fn parallel_tool_call_wrapper_is_reported_as_the_calls_it_wraps() {
-    let (events, end) = decode_all(&[&stream_of(&fixture_lines(PARALLEL))], false);
+    let (events, end) = decode_all(&[&typed_stream(&json_lines(PARALLEL))], false);
     // The recording's `response.completed` is one of its cut lines: the stream has no end.
     assert_eq!(end, Err("The connection closed before the model finished its response".into()));
     let r = Reply::of(&events);
@@ -287,14 +239,11 @@ fn parallel_tool_call_wrapper_is_reported_as_the_calls_it_wraps() {
 
     // With the recording's lines made whole, it is a complete tool-call reply, and the step
     // turns it into two calls as a user sees them.
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/provider-streams/");
-    let text = std::fs::read_to_string(format!("{dir}{PARALLEL}.chunks.txt")).unwrap();
-    let repaired: Vec<String> = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| if serde_json::from_str::<Value>(l).is_ok() { l.to_string() } else { format!("{l}}}") })
+    let repaired: Vec<String> = fixture_lines(PARALLEL)
+        .into_iter()
+        .map(|l| if serde_json::from_str::<Value>(&l).is_ok() { l } else { format!("{l}}}") })
         .collect();
-    let events = decode_pieces(&[&stream_of(&repaired)], false).unwrap();
+    let events = decode_pieces(&[&typed_stream(&repaired)], false).unwrap();
     let r = Reply::of(&events);
     assert_eq!(r.metadata(), ("resp_parallel", "gpt-5.4", 1787162400));
     assert_eq!(r.finish, Some((FinishReason::ToolCalls, Some(usage(34, 28, 0, 0)))));
@@ -315,7 +264,7 @@ fn parallel_tool_call_wrapper_is_reported_as_the_calls_it_wraps() {
 #[test]
 fn every_fixture_matches_a_plain_reading_of_its_json() {
     for name in [ERROR, REASONING, XAI] {
-        for (lines, r) in responses(name).iter().zip(replies(name)) {
+        for (lines, r) in responses(json_lines(name)).iter().zip(replies(name)) {
             let (mut text, mut reasoning, mut args) = (String::new(), String::new(), BTreeMap::<u32, String>::new());
             for line in lines {
                 let event: Value = serde_json::from_str(line).unwrap();
@@ -347,7 +296,7 @@ fn every_fixture_matches_a_plain_reading_of_its_json() {
 /// bodies and the random pieces below check end to end).
 #[test]
 fn every_fixture_split_in_two_at_every_position() {
-    for (name, body) in bodies() {
+    for (name, body) in response_bodies() {
         let whole = decode_all(&[&body], true);
         if body.len() <= 4_000 {
             for at in 0..=body.len() {
@@ -383,7 +332,7 @@ fn every_fixture_split_in_two_at_every_position() {
 
 #[test]
 fn every_fixture_in_one_byte_and_random_pieces() {
-    for (name, body) in bodies() {
+    for (name, body) in response_bodies() {
         let whole = decode_all(&[&body], true);
         let singles: Vec<&[u8]> = body.chunks(1).collect();
         assert_eq!(decode_all(&singles, true), whole, "{name}: 1-byte pieces");
@@ -397,8 +346,8 @@ fn every_fixture_in_one_byte_and_random_pieces() {
 
 #[test]
 fn raw_events_come_before_the_events_of_their_event() {
-    let lines = &responses(REASONING)[3];
-    let events = decode_pieces(&[&stream_of(lines)], true).unwrap();
+    let lines = &responses(json_lines(REASONING))[3];
+    let events = decode_pieces(&[&typed_stream(lines)], true).unwrap();
     let raws: Vec<&str> =
         events.iter().filter_map(|e| if let ModelEvent::Raw(r) = e { Some(r.as_str()) } else { None }).collect();
     assert_eq!(&raws, lines, "one raw event per SSE event");
@@ -409,7 +358,7 @@ fn raw_events_come_before_the_events_of_their_event() {
     assert!(matches!(&events[events.len() - 2], ModelEvent::Raw(r) if r.contains("response.completed")));
     assert!(matches!(events.last(), Some(ModelEvent::Finish { .. })));
     // Without raw events asked for, there are none.
-    let plain = decode_pieces(&[&stream_of(lines)], false).unwrap();
+    let plain = decode_pieces(&[&typed_stream(lines)], false).unwrap();
     assert!(!plain.iter().any(|e| matches!(e, ModelEvent::Raw(_))));
 }
 

@@ -33,7 +33,8 @@ pub(super) fn random_pieces<'a>(bytes: &'a [u8], rng: &mut Rng, max: usize) -> V
     pieces
 }
 
-fn decode(pieces: &[&[u8]]) -> (Vec<SseEvent>, bool) {
+/// The events of a body and whether it ended cut short.
+pub(super) fn decode(pieces: &[&[u8]]) -> (Vec<SseEvent>, bool) {
     let mut decoder = SseDecoder::new();
     let mut out = Vec::new();
     for piece in pieces {
