@@ -1146,12 +1146,12 @@ fn empty_provider_options_change_nothing() {
 
 /// The assistant parts a step keeps from a recorded response, as the loop builds them.
 fn step_parts(lines: &[String]) -> Vec<AssistantPart> {
-    step_of(decode_pieces(&[&stream_of(lines)], false).unwrap()).parts
+    step_of(decode_pieces(&[&typed_stream(lines)], false).unwrap()).parts
 }
 
 #[test]
 fn recorded_reasoning_goes_back_with_its_encrypted_content_and_the_call_with_its_item_id() {
-    let recorded = responses(REASONING);
+    let recorded = responses(json_lines(REASONING));
     let parts = step_parts(&recorded[0]);
     let [AssistantPart::Reasoning(summary, Some(reasoning_meta)), AssistantPart::ToolCall { tool_call_id, meta: Some(call_meta), .. }] =
         &parts[..]
@@ -1182,7 +1182,7 @@ fn recorded_reasoning_goes_back_with_its_encrypted_content_and_the_call_with_its
 
 #[test]
 fn a_recorded_text_reply_keeps_its_message_id_and_sends_it_only_behind_reasoning() {
-    let recorded = responses(REASONING);
+    let recorded = responses(json_lines(REASONING));
     // The last response is a message alone; the first one starts with reasoning.
     let last = step_parts(recorded.last().unwrap());
     let [AssistantPart::Text(_, Some(text_meta))] = &last[..] else { panic!("one text part with its item id: {last:#?}") };
