@@ -10,8 +10,9 @@
 //!
 //! How a socket opens depends on the runtime. In workerd, `fetch` with `Upgrade: websocket`
 //! carries the request's headers (the API key). A page's `WebSocket` (and Node's, from 22) cannot
-//! send headers: there a call that needs a key is refused as unavailable, so `'auto'` goes over
-//! HTTP; a key-less URL (a proxy that adds the key) works. Node 20 has no WebSocket at all.
+//! send headers: there a call that has any (a key, the model's own headers) is refused as
+//! unavailable, so `'auto'` goes over HTTP; a URL that needs none (a proxy that adds the key)
+//! works. Node 20 has no WebSocket at all.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -38,11 +39,17 @@ struct Socket {
     key: String,
     url: String,
     ws: JsValue,
-    /// The runs that used it, and whether each asked to keep it open.
-    runs: RefCell<Vec<(String, bool)>>,
+    /// The runs that used it: whether each asked to keep it open, and whether it is still going.
+    runs: RefCell<Vec<Use>>,
     /// A response is streaming on it.
     busy: Cell<bool>,
     inbox: RefCell<Inbox>,
+}
+
+struct Use {
+    run_id: String,
+    keep: bool,
+    running: bool,
 }
 
 #[derive(Default)]
@@ -99,8 +106,8 @@ pub fn socket(req: SocketRequest) -> LocalFuture<'static, Result<HttpResponse, S
         };
         {
             let mut runs = socket.runs.borrow_mut();
-            if !runs.iter().any(|(r, _)| *r == req.run_id) {
-                runs.push((req.run_id.clone(), !req.close_on_finish));
+            if !runs.iter().any(|u| u.run_id == req.run_id) {
+                runs.push(Use { run_id: req.run_id.clone(), keep: !req.close_on_finish, running: true });
             }
         }
         let send = Reflect::get(&socket.ws, &"send".into()).ok().and_then(|f| f.dyn_into::<Function>().ok());
@@ -130,14 +137,20 @@ fn pool_key(req: &SocketRequest) -> String {
     key
 }
 
-/// Closes the sockets of a run that ended, except those it asked to keep.
+/// A run ended: its sockets close, unless it asked to keep them or another run is still using
+/// them. A kept socket remembers the run, for `output.transport.close()`.
 pub fn release(run_id: &str) {
     let sockets = POOL.with(|p| p.borrow().clone());
     for s in sockets {
         let mut runs = s.runs.borrow_mut();
-        let Some(at) = runs.iter().position(|(r, _)| r == run_id) else { continue };
-        let (_, keep) = runs.remove(at);
-        let in_use = !runs.is_empty();
+        let Some(at) = runs.iter().position(|u| u.run_id == run_id) else { continue };
+        let keep = runs[at].keep;
+        if keep {
+            runs[at].running = false;
+        } else {
+            runs.remove(at);
+        }
+        let in_use = runs.iter().any(|u| u.running);
         drop(runs);
         if !keep && !in_use {
             s.close();
@@ -148,7 +161,7 @@ pub fn release(run_id: &str) {
 /// `output.transport.close()`: closes every socket the run used.
 pub fn close_run(run_id: &str) {
     let sockets = POOL.with(|p| p.borrow().clone());
-    for s in sockets.iter().filter(|s| s.runs.borrow().iter().any(|(r, _)| r == run_id)) {
+    for s in sockets.iter().filter(|s| s.runs.borrow().iter().any(|u| u.run_id == run_id)) {
         s.close();
     }
 }
@@ -161,12 +174,13 @@ async fn open(req: &SocketRequest) -> Result<Rc<Socket>, SocketError> {
     let ws = if has("WebSocketPair") {
         upgrade_with_fetch(req).await?
     } else if has("WebSocket") {
-        if req.headers.iter().any(|(k, _)| ["authorization", "api-key", "x-api-key"].contains(&k.to_ascii_lowercase().as_str())) {
-            return Err(unavailable(
-                "This runtime's WebSocket cannot send the API key (it takes no headers): point \
-                 providerOptions.<provider>.websocket.url at a server that adds the key, or use transport 'fetch'"
-                    .into(),
-            ));
+        if !req.headers.is_empty() {
+            let names: Vec<&str> = req.headers.iter().map(|(k, _)| k.as_str()).collect();
+            return Err(unavailable(format!(
+                "This runtime's WebSocket cannot send headers ({}): point providerOptions.<provider>.websocket.url \
+                 at a server that adds them (and the API key), or use transport 'fetch'",
+                names.join(", ")
+            )));
         }
         let ctor = Reflect::get(&global, &"WebSocket".into()).map_err(|_| unavailable("No WebSocket".into()))?;
         let ctor: Function = ctor.dyn_into().map_err(|_| unavailable("WebSocket is not a constructor here".into()))?;
