@@ -367,7 +367,8 @@ describe('demo page, provider through the proxy', () => {
     assert.match(text, /offline demo model for wasm-agent/);
     await assertStreamed(page, text, 'proxied');
 
-    const [request] = upstream.requests.filter((r) => r.path.endsWith('/chat/completions'));
+    // The OpenAI provider speaks the Responses API.
+    const [request] = upstream.requests.filter((r) => r.path.endsWith('/responses'));
     assert.equal(request.headers.authorization, `Bearer ${SECRET}`);
     assert.equal(request.body.model, 'demo');
     assert.equal(request.headers.origin, undefined);

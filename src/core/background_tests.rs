@@ -270,13 +270,13 @@ fn the_real_result_replaces_the_placeholder_in_memory() {
     let rt = Rc::new(FakeRt::default());
     let store = Rc::new(InMemoryStore::new());
     let thread = Thread { id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, created_at: String::new(), updated_at: String::new() };
-    futures_ready(store.save_thread(&thread));
+    futures_ready(store.save_thread(&thread)).unwrap();
     let msg = StoredMessage {
         id: "m1".into(), thread_id: "t1".into(), resource_id: "u1".into(), role: "assistant".into(), created_at: "2026-01-01T00:00:00.000Z".into(),
         parts: vec![json!({ "type": "tool-invocation", "toolInvocation": { "state": "result", "toolCallId": "c1", "toolName": "research", "args": {}, "result": placeholder("task_x", "research") } })],
         metadata: None,
     };
-    futures_ready(store.save_messages(std::slice::from_ref(&msg)));
+    futures_ready(store.save_messages(std::slice::from_ref(&msg))).unwrap();
     let m = Manager::new(config(), rt.clone());
     let memory = Some(MemoryTarget { store: store.clone(), thread_id: "t1".into() });
     m.dispatch(Dispatch { call: call("c1"), agent_id: "a".into(), run_id: "r".into(), thread_id: Some("t1".into()), resource_id: Some("u1".into()), limits: LIMITS, runner: tool(&rt, 100), memory });

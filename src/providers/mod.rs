@@ -88,6 +88,16 @@ pub enum Api {
     Host,
 }
 
+/// The header that carries the key on the OpenAI APIs: Azure's `api-key`, else a bearer token.
+pub(crate) fn key_header(endpoint: &Endpoint) -> Option<(String, String)> {
+    let key = endpoint.api_key.as_ref()?;
+    Some(if endpoint.provider == "azure" {
+        ("api-key".into(), key.clone())
+    } else {
+        ("authorization".into(), format!("Bearer {key}"))
+    })
+}
+
 /// Incremental decoder of one response body.
 pub trait StreamDecoder {
     /// Feeds the next bytes of the body, in any split; appends every event they complete.

@@ -93,9 +93,7 @@ pub fn build_request(endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpReq
     }
 
     let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
-    if let Some(key) = &endpoint.api_key {
-        headers.push(("authorization".into(), format!("Bearer {key}")));
-    }
+    headers.extend(super::key_header(endpoint));
     for (name, value) in endpoint.headers.iter().chain(&s.headers) {
         set_header(&mut headers, name, value);
     }

@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 
 use super::json::{self, Reader};
 use super::sse::{SseDecoder, SseEvent};
-use super::{openai_usage, UsageKeys, is_url, file_url, error_message, head, not_json, set_header, snake_case, starts_with_ignore_case, Endpoint, HttpRequest, StreamDecoder};
+use super::{key_header, openai_usage, UsageKeys, is_url, file_url, error_message, head, not_json, set_header, snake_case, starts_with_ignore_case, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
     AssistantPart, FinishReason, MetaTarget, ModelEvent, ModelMessage, ModelRequest, PartMeta, ToolChoice, Usage,
@@ -128,9 +128,7 @@ pub fn build_request(endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpReq
     }
 
     let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
-    if let Some(key) = &endpoint.api_key {
-        headers.push(("authorization".into(), format!("Bearer {key}")));
-    }
+    headers.extend(key_header(endpoint));
     for (name, value) in endpoint.headers.iter().chain(&s.headers) {
         set_header(&mut headers, name, value);
     }

@@ -32,7 +32,15 @@ const fn chat(
 
 /// The providers this version can reach.
 pub const PROVIDERS: &[ProviderInfo] = &[
-    chat("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    // OpenAI's own API is the Responses API (as in the reference); `{ api: 'chat' }` picks Chat
+    // Completions.
+    ProviderInfo {
+        prefix: "openai",
+        base_url: "https://api.openai.com/v1",
+        key_var: Some("OPENAI_API_KEY"),
+        url_var: "OPENAI_BASE_URL",
+        api: Api::Responses,
+    },
     chat("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY", "GROQ_BASE_URL"),
     chat("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", "OPENROUTER_BASE_URL"),
     chat("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL"),
@@ -53,6 +61,16 @@ pub const PROVIDERS: &[ProviderInfo] = &[
         url_var: "GOOGLE_BASE_URL",
         api: Api::Google,
     },
+    // Azure OpenAI's v1 API: `https://<resource>.openai.azure.com/openai/v1` (from
+    // AZURE_RESOURCE_NAME, or the whole URL from AZURE_BASE_URL or `url`); the model is the
+    // deployment name; the key goes in the `api-key` header.
+    ProviderInfo {
+        prefix: "azure",
+        base_url: "",
+        key_var: Some("AZURE_API_KEY"),
+        url_var: "AZURE_BASE_URL",
+        api: Api::Responses,
+    },
     ProviderInfo {
         prefix: "ollama",
         base_url: "http://127.0.0.1:11434/v1",
@@ -61,9 +79,6 @@ pub const PROVIDERS: &[ProviderInfo] = &[
         api: Api::Chat,
     },
 ];
-
-/// Known providers whose own APIs arrive in a later version.
-pub const NOT_YET: &[&str] = &["azure"];
 
 /// Resolves a model id such as `'openai/gpt-4o-mini'` into where to send requests, and the model
 /// name to send (everything after the first slash, so `'openrouter/meta-llama/llama-3'` keeps
@@ -92,15 +107,8 @@ pub fn resolve(
         }
     };
     let Some(info) = PROVIDERS.iter().find(|p| p.prefix == prefix) else {
-        let message = if NOT_YET.contains(&prefix) {
-            format!(
-                "the {prefix} API is not supported yet; if {prefix} offers an OpenAI-compatible endpoint, \
-                 reach it with {{ id: 'openai/<model>', url: '<its base URL>', apiKey }}"
-            )
-        } else {
-            let known: Vec<&str> = PROVIDERS.iter().map(|p| p.prefix).collect();
-            format!("unknown provider '{prefix}' in '{id}'; known providers: {}", known.join(", "))
-        };
+        let known: Vec<&str> = PROVIDERS.iter().map(|p| p.prefix).collect();
+        let message = format!("unknown provider '{prefix}' in '{id}'; known providers: {}", known.join(", "));
         return Err(AgentError::invalid(field, message));
     };
 
@@ -111,6 +119,17 @@ pub fn resolve(
         return Err(AgentError::invalid(
             field,
             format!("no API key for '{prefix}': set the {var} environment variable or pass `apiKey` with the model"),
+        ));
+    }
+    let azure = || {
+        let resource = present(env("AZURE_RESOURCE_NAME"))?;
+        Some(format!("https://{resource}.openai.azure.com/openai/v1"))
+    };
+    let url_override = url_override.or_else(|| if prefix == "azure" { azure() } else { None });
+    if info.base_url.is_empty() && url_override.is_none() {
+        return Err(AgentError::invalid(
+            field,
+            format!("no URL for '{prefix}': set AZURE_RESOURCE_NAME (or AZURE_BASE_URL), or pass `url` with the model"),
         ));
     }
     let base_url = url_override.as_deref().unwrap_or(info.base_url).trim_end_matches('/').to_string();
@@ -162,9 +181,8 @@ mod tests {
                 assert_eq!(key, want);
             }
             assert!(!p.base_url.ends_with('/'));
-            assert!(!NOT_YET.contains(&p.prefix));
         }
-        assert_eq!(PROVIDERS.len(), 10);
+        assert_eq!(PROVIDERS.len(), 11);
     }
 
     #[test]
@@ -176,7 +194,7 @@ mod tests {
             endpoint,
             Endpoint {
                 provider: "openai".into(),
-                api: Api::Chat,
+                api: Api::Responses,
                 base_url: "https://api.openai.com/v1".into(),
                 api_key: Some("sk-env".into()),
                 headers: vec![],
@@ -285,15 +303,17 @@ mod tests {
     }
 
     #[test]
-    fn later_providers_say_so_and_suggest_a_compatible_endpoint() {
-        for prefix in NOT_YET {
-            let id = format!("{prefix}/some-model");
-            let msg = message(
-                resolve(&id, Some("https://x".into()), Some("k".into()), vec![], &no_env, "model").unwrap_err(),
-            );
-            assert!(msg.contains("not supported yet") && msg.contains("url"), "{msg}");
-            assert!(msg.contains(prefix), "{msg}");
-        }
+    fn azure_speaks_the_responses_api_at_its_resource() {
+        let env = env_of(&[("AZURE_API_KEY", "az-key"), ("AZURE_RESOURCE_NAME", "my-res")]);
+        let (endpoint, model) = resolve("azure/my-deployment", None, None, vec![], &env, "model").unwrap();
+        assert_eq!(model, "my-deployment");
+        assert_eq!(endpoint.api, Api::Responses);
+        assert_eq!(endpoint.base_url, "https://my-res.openai.azure.com/openai/v1");
+        assert_eq!(endpoint.api_key.as_deref(), Some("az-key"));
+        let own = env_of(&[("AZURE_API_KEY", "az-key"), ("AZURE_BASE_URL", "https://gw.example/openai/v1/")]);
+        assert_eq!(resolve("azure/d", None, None, vec![], &own, "model").unwrap().0.base_url, "https://gw.example/openai/v1");
+        let msg = message(resolve("azure/d", None, Some("k".into()), vec![], &no_env, "model").unwrap_err());
+        assert!(msg.contains("AZURE_RESOURCE_NAME") && msg.contains("url"), "{msg}");
     }
 
     #[test]

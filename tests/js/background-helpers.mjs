@@ -138,7 +138,7 @@ export function bgScript(srv, { calls, user, ack, continuation } = {}) {
       }
     },
   });
-  return { name, log, model: { id: `openai/${name}`, url: srv.url, apiKey: 'k' } };
+  return { name, log, model: { id: `openai/${name}`, url: srv.url, apiKey: 'k', api: 'chat' } };
 }
 
 /** Fails when two recorded requests of `log` were in flight at the same time. */

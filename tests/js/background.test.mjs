@@ -60,7 +60,7 @@ function agentWith(tools, backgroundTasks = {}) {
   const memory = new Memory({ storage: new InMemoryStore() });
   const agent = new Agent({
     id: uid('bg'),
-    model: { id: 'openai/bg-research', url: srv.url, apiKey: 'k' },
+    model: { id: 'openai/bg-research', url: srv.url, apiKey: 'k', api: 'chat' },
     tools,
     memory,
     backgroundTasks: { enabled: true, ...backgroundTasks },

@@ -81,8 +81,9 @@ test('cli: streams the reply to stdout, ends it with a newline and exits 0', T, 
   const [request] = srv.requests.slice(before);
   assert.equal(request.body.model, 'text:Hello there world', 'the model id after the provider prefix');
   assert.equal(request.headers.authorization, 'Bearer test-key', 'WASM_AGENT_API_KEY is the key');
-  const user = request.body.messages.filter((m) => m.role === 'user');
-  assert.deepEqual(user, [{ role: 'user', content: 'What is Rust?' }], 'the arguments are the prompt');
+  assert.equal(request.path, '/v1/responses', 'openai/ speaks the Responses API');
+  const user = request.body.input.filter((m) => m.role === 'user');
+  assert.deepEqual(user, [{ role: 'user', content: [{ type: 'input_text', text: 'What is Rust?' }] }], 'the arguments are the prompt');
 });
 
 test('cli: the prompt can come on stdin; the key defaults to "none" with WASM_AGENT_URL', T, async () => {

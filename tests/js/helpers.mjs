@@ -84,9 +84,13 @@ export async function waitForRequestsOf(srv, id, n = 1, timeoutMs = 5000) {
   }
 }
 
-/** A model config pointing at the test server; `script` is the model name the server runs. */
-export function modelFor(srv, script, { apiKey = 'test-key', headers } = {}) {
-  const model = { id: `openai/${script}`, url: srv.url, apiKey };
+/**
+ * A model config pointing at the test server; `script` is the model name the server runs. The
+ * loop, memory and tool tests read Chat Completions request bodies, so they pin `api: 'chat'`
+ * (`openai/` defaults to the Responses API; responses.test.mjs covers that path).
+ */
+export function modelFor(srv, script, { apiKey = 'test-key', headers, api = 'chat' } = {}) {
+  const model = { id: `openai/${script}`, url: srv.url, apiKey, api };
   if (headers) model.headers = headers;
   return model;
 }

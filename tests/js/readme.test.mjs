@@ -61,11 +61,13 @@ test('README: a weather tool with a JSON Schema', T, async () => {
   assert.match(console.lines[2], /^The tool said: \{.*"city":"Paris".*\}$/);
   assert.deepEqual(JSON.parse(console.lines[2].slice('The tool said: '.length)), { city: 'Paris', temperatureC: 18, conditions: 'sunny' });
   assert.equal(console.lines[3], '2 steps');
-  // What the model was sent: the instructions, the tool, then the call and its result.
-  const [first, second] = server.current.requests.filter((r) => r.body?.tools?.[0]?.function?.name === 'weather').slice(-2).map((r) => r.body);
-  assert.deepEqual(first.messages[0], { role: 'system', content: 'Use the weather tool to answer.' });
-  assert.equal(first.tools[0].function.description, 'Current weather for a city');
-  assert.deepEqual(second.messages.map((m) => m.role), ['system', 'user', 'assistant', 'tool']);
+  // What the model was sent (openai/ speaks the Responses API): the instructions, the tool, then
+  // the call and its result.
+  const [first, second] = server.current.requests.filter((r) => r.body?.tools?.[0]?.name === 'weather').slice(-2);
+  assert.equal(first.path, '/v1/responses');
+  assert.deepEqual(first.body.input[0], { role: 'system', content: 'Use the weather tool to answer.' });
+  assert.equal(first.body.tools[0].description, 'Current weather for a city');
+  assert.deepEqual(second.body.input.map((i) => i.role ?? i.type), ['system', 'user', 'function_call', 'function_call_output']);
 });
 
 test('README: a zod-typed tool', T, async () => {
@@ -112,8 +114,8 @@ test('README: a zod-typed tool', T, async () => {
   assert.equal(console.lines[0], "[ { title: 'example', due: '2025-01-01', priority: 'normal' } ]");
   assert.deepEqual(JSON.parse(console.lines[1].slice('The tool said: '.length)), { added: 'example', open: 1 });
   // The model was shown the schema zod describes.
-  const request = server.current.requests.filter((r) => r.body?.tools?.[0]?.function?.name === 'addTask')[0].body;
-  const { parameters } = request.tools[0].function;
+  const request = server.current.requests.filter((r) => r.body?.tools?.[0]?.name === 'addTask')[0].body;
+  const { parameters } = request.tools[0];
   assert.deepEqual(parameters.required, ['title', 'due']);
   assert.equal(parameters.properties.due.format, 'date');
   assert.deepEqual(parameters.properties.priority.enum, ['low', 'normal', 'high']);

@@ -1,11 +1,13 @@
-// The OpenAI Responses API (`{ api: 'responses' }`): recorded xAI and OpenAI streams replayed
-// through the package; the request goes to /responses in that API's shape.
+// The OpenAI Responses API (`openai/…` by default, `{ api: 'responses' }` for the others):
+// recorded xAI and OpenAI streams replayed through the package, and the model server's scripts
+// over that API (a tool loop, reasoning); the request goes to /responses in that API's shape.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Agent, FIXTURES, T, collect, errorOf, noUnhandledRejections, uid, useModelServer } from './helpers.mjs';
+import { Agent, FIXTURES, T, collect, errorOf, noUnhandledRejections, types, uid, useModelServer } from './helpers.mjs';
+import { createTool, weatherDef } from './tools-helpers.mjs';
 
 const server = useModelServer();
 
@@ -49,6 +51,55 @@ test('the recorded Responses error stream ends in an error chunk with its messag
 test("api: 'responses' only applies to OpenAI-compatible providers", T, async () => {
   const err = await errorOf(() => new Agent({ id: 'x', model: { id: 'anthropic/claude', apiKey: 'k', api: 'responses' } }));
   assert.ok(err instanceof TypeError && /config\.model\.api/.test(err.message), err?.message);
+});
+
+test("openai/ speaks the Responses API unless the model says api: 'chat'; other prefixes speak Chat", T, async () => {
+  const url = server.current.url;
+  const sent = async (model) => {
+    const before = server.current.requests.length;
+    const out = await new Agent({ id: uid('default'), model: { url, apiKey: 'k', ...model } }).stream('hi');
+    assert.equal(await out.text, 'You said: hi');
+    return server.current.requests.slice(before)[0];
+  };
+  const byDefault = await sent({ id: 'openai/echo' });
+  assert.equal(byDefault.path, '/v1/responses');
+  assert.deepEqual(byDefault.body.input, [{ role: 'user', content: [{ type: 'input_text', text: 'hi' }] }]);
+  assert.equal(byDefault.body.store, false, 'stateless: the history travels with each request');
+  assert.equal((await sent({ id: 'openai/echo', api: 'chat' })).path, '/v1/chat/completions');
+  assert.equal((await sent({ id: 'groq/echo' })).path, '/v1/chat/completions');
+  assert.equal((await sent({ id: 'xai/echo', api: 'responses' })).path, '/v1/responses');
+});
+
+test('a two-step tool loop over the Responses API: the call goes back as function_call, its result as function_call_output', T, async () => {
+  const weather = createTool(weatherDef());
+  const before = server.current.requests.length;
+  const agent = new Agent({ id: uid('loop'), model: { id: 'openai/tool-call', url: server.current.url, apiKey: 'k' }, tools: { weather } });
+  const out = await agent.stream('Weather in Paris?');
+  const chunks = await collect(out.fullStream);
+  assert.deepEqual(types(chunks).filter((t) => ['tool-call', 'tool-result', 'step-finish', 'finish'].includes(t)), ['tool-call', 'tool-result', 'step-finish', 'step-finish', 'finish']);
+  const call = chunks.find((c) => c.type === 'tool-call').payload;
+  assert.deepEqual(call.args, { city: 'Paris' });
+  const [first, second] = server.current.requests.slice(before).map((r) => r.body);
+  assert.deepEqual(first.tools.map((t) => [t.type, t.name]), [['function', 'weather']]);
+  assert.deepEqual(second.input.slice(1), [
+    { type: 'function_call', call_id: call.toolCallId, name: 'weather', arguments: JSON.stringify(call.args) },
+    { type: 'function_call_output', call_id: call.toolCallId, output: JSON.stringify(await chunks.find((c) => c.type === 'tool-result').payload.result) },
+  ]);
+  assert.match(await out.text, /^The tool said: /);
+});
+
+test('reasoning summaries stream as reasoning chunks over the Responses API', T, async () => {
+  const agent = new Agent({ id: uid('reasoning'), model: { id: 'openai/reasoning:Short answer.', url: server.current.url, apiKey: 'k' } });
+  const out = await agent.stream('Think first', { providerOptions: { openai: { reasoningEffort: 'low', reasoningSummary: 'auto' } } });
+  const chunks = await collect(out.fullStream);
+  const order = types(chunks).filter((t) => t.startsWith('reasoning-') || t.startsWith('text-'));
+  assert.equal(order[0], 'reasoning-start');
+  assert.ok(order.indexOf('reasoning-end') < order.indexOf('text-start'));
+  assert.match(await out.reasoningText, /^Let me think about this\./);
+  assert.equal(await out.text, 'Short answer.');
+  const body = server.current.requests.at(-1).body;
+  assert.deepEqual(body.reasoning, { effort: 'low', summary: 'auto' });
+  assert.deepEqual(body.include, ['reasoning.encrypted_content']);
 });
 
 noUnhandledRejections();

@@ -103,10 +103,11 @@ test('the built page streams the reply of the local model server', { timeout: 45
     for (const pathname of requested) {
       assert.ok(files.map((f) => `/${f.split(path.sep).join('/')}`).includes(pathname), `${pathname} is not in the build`);
     }
-    const chats = models.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/chat/completions'));
-    assert.equal(chats.length, 1);
-    assert.equal(chats[0].body.model, 'echo');
-    assert.deepEqual(chats[0].body.messages.at(-1), { role: 'user', content: 'hello' });
+    // openai/ speaks the Responses API.
+    const calls = models.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/responses'));
+    assert.equal(calls.length, 1);
+    assert.equal(calls[0].body.model, 'echo');
+    assert.deepEqual(calls[0].body.input.at(-1), { role: 'user', content: [{ type: 'input_text', text: 'hello' }] });
   } finally {
     await context.close();
   }

@@ -270,7 +270,9 @@ for (const [backend, useSQLite] of [['key-value storage', false], ['SQLite stora
       assert.equal(server.requests.length, first + 2, 'two model requests');
       const [r1, r2] = server.requests.slice(first);
       assert.equal(r2.headers.authorization, `Bearer ${API_KEY}`);
-      const convo = (r) => r.body.messages.filter((m) => m.role !== 'system').map((m) => [m.role, wireText(m)]);
+      // openai/ speaks the Responses API: the conversation is the request's `input` items.
+      assert.ok(r1.path.endsWith('/responses') && r2.path.endsWith('/responses'));
+      const convo = (r) => r.body.input.filter((m) => m.role !== 'system').map((m) => [m.role, wireText(m)]);
       assert.deepEqual(convo(r1), [['user', 'My name is Ann.']]);
       assert.deepEqual(convo(r2), [
         ['user', 'My name is Ann.'],
@@ -297,7 +299,7 @@ for (const [backend, useSQLite] of [['key-value storage', false], ['SQLite stora
       const first = server.requests.length;
       const { text } = await chat('t-bob', 'I am Bob.');
       assert.equal(text, 'You said: I am Bob.');
-      const sent = server.requests[first].body.messages.filter((m) => m.role !== 'system');
+      const sent = server.requests[first].body.input.filter((m) => m.role !== 'system');
       assert.deepEqual(sent.map((m) => [m.role, wireText(m)]), [['user', 'I am Bob.']], 'nothing of t-ann reaches t-bob');
       assert.deepEqual((await getJson('/history?thread=t-bob')).map(uiText), ['I am Bob.', 'You said: I am Bob.']);
       assert.equal((await getJson('/history?thread=t-ann')).length, 4, 't-ann unchanged');
@@ -325,7 +327,7 @@ for (const [backend, useSQLite] of [['key-value storage', false], ['SQLite stora
       assert.equal(uiText(a), 'You said: Hello from useChat.');
       const b = await turn([user('u1', 'Hello from useChat.'), a, user('u2', 'Again.')]);
       assert.equal(uiText(b), 'You said: Again.');
-      const sent = server.requests[first + 1].body.messages.filter((m) => m.role !== 'system');
+      const sent = server.requests[first + 1].body.input.filter((m) => m.role !== 'system');
       assert.deepEqual(sent.map((m) => [m.role, wireText(m)]), [
         ['user', 'Hello from useChat.'],
         ['assistant', 'You said: Hello from useChat.'],
