@@ -186,7 +186,8 @@ async function loadPackage() {
 }
 
 function newAgent() {
-  return new Agent({ id: 'bench', model: { id: `openai/deltas:${n}`, url: serverUrl, apiKey: 'bench' } });
+  // api: 'chat': the same wire protocol as the hand-written baseline reads.
+  return new Agent({ id: 'bench', model: { id: `openai/deltas:${n}`, url: serverUrl, apiKey: 'bench', api: 'chat' } });
 }
 
 /** (b) The package's textStream. */
@@ -239,7 +240,7 @@ async function tool() {
   const lookup = createTool({ ...LOOKUP, execute: lookupExecute });
   const agent = new Agent({
     id: 'bench',
-    model: { id: `openai/tool-then-deltas:${n}`, url: serverUrl, apiKey: 'bench' },
+    model: { id: `openai/tool-then-deltas:${n}`, url: serverUrl, apiKey: 'bench', api: 'chat' },
     tools: { lookup },
   });
   const t0 = performance.now();
