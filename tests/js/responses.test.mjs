@@ -70,6 +70,20 @@ test("openai/ speaks the Responses API unless the model says api: 'chat'; other 
   assert.equal((await sent({ id: 'xai/echo', api: 'responses' })).path, '/v1/responses');
 });
 
+test('azure/<deployment> speaks the Responses API with its key in api-key; providerOptions.azure sets its transport', T, async () => {
+  const before = server.current.requests.length;
+  const agent = new Agent({ id: uid('azure'), model: { id: 'azure/echo', url: server.current.url, apiKey: 'az-key' } });
+  const out = await agent.stream('hi', { providerOptions: { azure: { transport: 'auto', store: false } } });
+  assert.equal(await out.text, 'You said: hi');
+  assert.equal(out.transport?.type, 'websocket', "'auto' asked for a socket (Node 20 has none: HTTP)");
+  const [req] = server.current.requests.slice(before);
+  assert.equal(req.path, '/v1/responses');
+  assert.equal(req.headers['api-key'], 'az-key');
+  assert.equal(req.headers.authorization, undefined);
+  assert.equal(req.body.model, 'echo', 'the deployment name');
+  assert.equal(req.body.transport, undefined);
+});
+
 test('a two-step tool loop over the Responses API: the call goes back as function_call, its result as function_call_output', T, async () => {
   const weather = createTool(weatherDef());
   const before = server.current.requests.length;

@@ -136,6 +136,8 @@ fn agent(model_id: &str) -> Result<Agent, JsValue> {
     Reflect::set(&model, &"id".into(), &model_id.into()).unwrap();
     Reflect::set(&model, &"url".into(), &"http://127.0.0.1:9/v1".into()).unwrap();
     Reflect::set(&model, &"apiKey".into(), &"sk-test".into()).unwrap();
+    // The scripted fetch answers in Chat Completions chunks (`openai/` defaults to Responses).
+    Reflect::set(&model, &"api".into(), &"chat".into()).unwrap();
     Reflect::set(&cfg, &"model".into(), &model).unwrap();
     Agent::new(cfg.into())
 }

@@ -6,64 +6,19 @@
 //
 //   ./x build && node --test tests/workerd/until-idle.test.mjs
 
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Log, LogLevel, Miniflare } from 'miniflare';
-import { startModelServer } from '../server/model-server.mjs';
+import { useWorker } from './miniflare.mjs';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '../..');
-const PKG = path.join(ROOT, 'pkg');
 const API_KEY = 'sk-until-idle-test-key';
 const TEST_TIMEOUT = 30_000;
 const DIRECTIVE = 'Background tasks you started earlier have finished';
 
-let server;
-let mf;
-let baseUrl;
-
-before(
-  async () => {
-    for (const file of ['index.workerd.js', 'api.js', 'wasm_agent.js', 'wasm_agent_bg.wasm']) {
-      if (!existsSync(path.join(PKG, file))) throw new Error(`pkg/${file} is missing: build the package first (./x build)`);
-    }
-    server = await startModelServer({ host: '127.0.0.1' });
-    // The same setup as worker.test.mjs (see there for why each option is needed).
-    mf = new Miniflare({
-      log: new Log(LogLevel.WARN),
-      host: '127.0.0.1',
-      port: 0,
-      modules: true,
-      scriptPath: path.join(HERE, 'until-idle-worker.js'),
-      modulesRoot: ROOT,
-      modulesRules: [
-        { type: 'ESModule', include: ['**/*.js'] },
-        { type: 'CompiledWasm', include: ['**/*.wasm'] },
-      ],
-      compatibilityDate: '2025-01-01',
-      cf: false,
-      bindings: { MODEL_URL: server.url, MODEL_API_KEY: API_KEY },
-      outboundService: { network: { allow: ['public', 'local'], deny: [] } },
-    });
-    baseUrl = await mf.ready;
-  },
-  { timeout: TEST_TIMEOUT },
-);
-
-after(
-  async () => {
-    await mf?.dispose();
-    await server?.close();
-  },
-  { timeout: TEST_TIMEOUT },
-);
+const worker = useWorker('until-idle-worker.js', (server) => ({ MODEL_URL: server.url, MODEL_API_KEY: API_KEY }));
 
 /** POSTs to the Worker and reads the whole SSE body: the chunks (before [DONE]). */
 async function streamFromWorker(body) {
-  const res = await fetch(baseUrl, {
+  const res = await fetch(worker.baseUrl, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
@@ -81,7 +36,7 @@ const indexOf = (chunks, type, from = 0) => chunks.findIndex((c, i) => i >= from
 const wireText = (m) => (typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text ?? '').join(''));
 
 test('untilIdle with a background task works inside one request', { timeout: TEST_TIMEOUT }, async () => {
-  const first = server.requests.length;
+  const first = worker.server.requests.length;
   const chunks = await streamFromWorker({ prompt: 'research solana', thread: 't-solana', resource: 'u1', ms: 300 });
   const types = chunks.map((c) => c.type);
   const summary = types.join(' ');
@@ -114,7 +69,7 @@ test('untilIdle with a background task works inside one request', { timeout: TES
   assert.match(continuation, /solana is a fast blockchain \(researched in workerd\)/, 'the continuation mentions the result');
 
   // The model server saw three requests: the call, the step after the placeholder, the continuation.
-  const requests = server.requests.slice(first);
+  const requests = worker.server.requests.slice(first);
   assert.equal(requests.length, 3, `three model requests, got ${requests.length}`);
   const last = requests.at(-1).body.messages;
   assert.ok(
