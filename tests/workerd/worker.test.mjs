@@ -5,75 +5,15 @@
 //
 //   ./x build && node --test tests/workerd/
 
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Log, LogLevel, Miniflare } from 'miniflare';
-import { startModelServer } from '../server/model-server.mjs';
+import { useWorker } from './miniflare.mjs';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '../..');
-const PKG = path.join(ROOT, 'pkg');
 const API_KEY = 'sk-workerd-test-key';
 
 const TEST_TIMEOUT = 30_000;
 
-let server;
-let mf;
-let baseUrl;
-
-before(
-  async () => {
-    for (const file of ['index.workerd.js', 'api.js', 'wasm_agent.js', 'wasm_agent_bg.wasm']) {
-      if (!existsSync(path.join(PKG, file))) {
-        throw new Error(`pkg/${file} is missing: build the package first (./x build)`);
-      }
-    }
-    // 1. The model server listens before anything fetches from it.
-    server = await startModelServer({ host: '127.0.0.1' });
-
-    // 2. Real workerd. The Worker's imports are collected from worker.js by Miniflare; module
-    //    names are paths relative to modulesRoot, so '../../pkg/index.workerd.js' resolves.
-    //    Without the rules Miniflare treats .js as CommonJS; the .wasm must be a CompiledWasm
-    //    module because workerd refuses to compile wasm from bytes.
-    mf = new Miniflare({
-      log: new Log(LogLevel.WARN),
-      host: '127.0.0.1',
-      port: 0,
-      modules: true,
-      scriptPath: path.join(HERE, 'worker.js'),
-      modulesRoot: ROOT,
-      modulesRules: [
-        { type: 'ESModule', include: ['**/*.js'] },
-        { type: 'CompiledWasm', include: ['**/*.wasm'] },
-      ],
-      compatibilityDate: '2025-01-01',
-      // No Request.cf lookup: Miniflare would otherwise fetch it from workers.cloudflare.com
-      // (not reachable here; it only logs a warning, but it is a pointless network call).
-      cf: false,
-      bindings: { MODEL_URL: server.url, MODEL_API_KEY: API_KEY },
-      // Plain workerd only lets a Worker's global fetch reach public addresses. Miniflare's
-      // implicit "internet" service already allows public + private (a superset of local), but
-      // this test depends on loopback access, so it says so: the Worker's global fetch and
-      // connect() go to a network service that allows local (127.0.0.0/8) addresses. (With
-      // allow: ['public'] only, the model call fails inside the Worker with an APICallError
-      // "Could not reach the model API at http://127.0.0.1:…: internal error; reference = …".)
-      outboundService: { network: { allow: ['public', 'local'], deny: [] } },
-    });
-    baseUrl = await mf.ready;
-  },
-  { timeout: TEST_TIMEOUT },
-);
-
-after(
-  async () => {
-    await mf?.dispose();
-    await server?.close();
-  },
-  { timeout: TEST_TIMEOUT },
-);
+const worker = useWorker('worker.js', (server) => ({ MODEL_URL: worker.server.url, MODEL_API_KEY: API_KEY }));
 
 /**
  * POSTs to the Worker over real HTTP and reads its SSE body incrementally. Returns every event
@@ -81,7 +21,7 @@ after(
  */
 async function streamFromWorker(body, { signal } = {}) {
   const t0 = performance.now();
-  const res = await fetch(baseUrl, {
+  const res = await fetch(worker.baseUrl, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
@@ -144,7 +84,7 @@ test(
     const INTERVAL = 150;
     const prompt = 'one two three four five six'; // echo → "You said: one two three four five six" = 8 word deltas
     const expected = `You said: ${prompt}`;
-    const firstRequest = server.requests.length;
+    const firstRequest = worker.server.requests.length;
 
     const { events, headersAt, endAt, reads } = await streamFromWorker(
       { prompt, script: `slow:${INTERVAL}` },
@@ -152,8 +92,8 @@ test(
     );
 
     // The wasm's global fetch really reached the model server, with the key from env.
-    assert.equal(server.requests.length, firstRequest + 1, 'one model request');
-    const request = server.requests[firstRequest];
+    assert.equal(worker.server.requests.length, firstRequest + 1, 'one model request');
+    const request = worker.server.requests[firstRequest];
     assert.equal(request.path, '/v1/chat/completions');
     assert.equal(request.scriptName, 'slow');
     assert.equal(request.headers.authorization, `Bearer ${API_KEY}`);
@@ -228,14 +168,14 @@ test(
 );
 
 test('error-401: the Worker streams an error chunk (APICallError, status 401)', { timeout: TEST_TIMEOUT }, async () => {
-  const firstRequest = server.requests.length;
+  const firstRequest = worker.server.requests.length;
   const { events } = await streamFromWorker(
     { prompt: 'Hello', script: 'error-401' },
     { signal: AbortSignal.timeout(TEST_TIMEOUT - 2_000) },
   );
 
-  assert.equal(server.requests.length, firstRequest + 1, 'one model request (401 is not retried)');
-  assert.equal(server.requests[firstRequest].scriptName, 'error-401');
+  assert.equal(worker.server.requests.length, firstRequest + 1, 'one model request (401 is not retried)');
+  assert.equal(worker.server.requests[firstRequest].scriptName, 'error-401');
 
   const chunks = events.map((e) => e.chunk);
   assert.equal(chunks[0].type, 'start');
