@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Agent, FIXTURES, T, collect, errorOf, noUnhandledRejections, types, uid, useModelServer } from './helpers.mjs';
 import { createTool, weatherDef } from './tools-helpers.mjs';
+import { InMemoryStore, Memory } from '../../pkg/index.node.js';
 
 const server = useModelServer();
 
@@ -100,6 +101,37 @@ test('a two-step tool loop over the Responses API: the call goes back as functio
     { type: 'function_call_output', call_id: call.toolCallId, output: JSON.stringify(await chunks.find((c) => c.type === 'tool-result').payload.result) },
   ]);
   assert.match(await out.text, /^The tool said: /);
+});
+
+test('reasoning in a tool loop goes back with its encrypted content and the call with its item id; the server takes it', T, async () => {
+  const weather = createTool(weatherDef());
+  const before = server.current.requests.length;
+  const memory = new Memory({ storage: new InMemoryStore() });
+  const agent = new Agent({ id: uid('rs-loop'), model: { id: 'openai/reasoning-tool-call', url: server.current.url, apiKey: 'k' }, tools: { weather }, memory });
+  const options = { providerOptions: { openai: { reasoningEffort: 'low' } }, memory: { thread: 'rs-thread', resource: 'u1' } };
+  const out = await agent.stream('Weather in Paris?', options);
+  const chunks = await collect(out.fullStream);
+  assert.equal(chunks.at(-1).type, 'finish', JSON.stringify(chunks.at(-1).payload?.error));
+  assert.match(await out.text, /^The tool said: /);
+  assert.equal(await out.reasoningText, 'The user wants facts a tool has. I will call it.');
+  const [first, second] = server.current.requests.slice(before).map((r) => r.body);
+  assert.equal(first.store, false);
+  assert.deepEqual(first.include, ['reasoning.encrypted_content']);
+  const [reasoning, call, result] = second.input.slice(1);
+  assert.equal(reasoning.type, 'reasoning');
+  assert.match(reasoning.id, /^rs_/);
+  assert.match(reasoning.encrypted_content, /^gAAAAA/);
+  assert.deepEqual(reasoning.summary, [{ type: 'summary_text', text: 'The user wants facts a tool has. I will call it.' }]);
+  assert.equal(call.type, 'function_call');
+  assert.match(call.id, /^fc_/, 'the call keeps the item id its reasoning is paired with');
+  assert.equal(result.type, 'function_call_output');
+
+  // The next turn sends the same items again from memory, and the server takes them again.
+  const next = await agent.stream('And in Rome?', options);
+  const more = await collect(next.fullStream);
+  assert.equal(more.at(-1).type, 'finish', JSON.stringify(more.at(-1).payload?.error));
+  const again = server.current.requests.at(-2).body.input;
+  assert.deepEqual(again.slice(1, 4), [reasoning, call, result]);
 });
 
 test('reasoning summaries stream as reasoning chunks over the Responses API', T, async () => {

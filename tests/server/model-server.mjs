@@ -25,7 +25,7 @@ import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Exchange, Halt } from './chat-stream.mjs';
-import { ResponsesResponder, chatView, isResponsesPath } from './responses-stream.mjs';
+import { ResponsesResponder, chatView, isResponsesPath, responsesInputProblem } from './responses-stream.mjs';
 import { SocketStream } from './responses-socket.mjs';
 import { WebSocketServer } from 'ws';
 import { builtinScripts, dynamicScript, fixtureNames, resetScriptState, scriptState } from './scripts.mjs';
@@ -231,6 +231,13 @@ export async function startModelServer(opts = {}) {
           type: 'invalid_request_error',
           code: null,
         });
+        return;
+      }
+      // Items that refer to earlier responses are checked as the API checks them.
+      const problem = isResponsesPath(ex.record.path) && responsesInputProblem(ex.record.body, serverOptions.scriptState.responseItems);
+      if (problem) {
+        const [status, message] = problem;
+        ex.error(status, { message, type: 'invalid_request_error', param: 'input', code: null });
         return;
       }
       await script.run(ex);

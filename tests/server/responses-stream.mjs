@@ -9,6 +9,39 @@
 import { Responder, randomId } from './chat-stream.mjs';
 
 // ---------------------------------------------------------------------------------------------
+// Request: items that refer to earlier responses
+
+/**
+ * What the API says of `input` items that refer to items of earlier responses (by `id`), as
+ * [status, message], or null: an unknown id is not found; a reasoning item needs its `summary`,
+ * its encrypted content when nothing is stored (`store: false`), and the item that followed it
+ * right after it; an item that followed reasoning needs that reasoning right before it.
+ * `known`: the items this server sent (ResponsesResponder.remember).
+ */
+export function responsesInputProblem(body, known = new Map()) {
+  const items = Array.isArray(body?.input) ? body.input : [];
+  const stateless = body?.store === false;
+  for (const [i, item] of items.entries()) {
+    if (typeof item?.id !== 'string') continue;
+    const type = item.type ?? (item.role ? 'message' : undefined);
+    const sent = known.get(item.id);
+    if (!sent || sent.type !== type) return [404, `Item with id '${item.id}' not found.`];
+    if (type === 'reasoning') {
+      if (!Array.isArray(item.summary)) return [400, `Missing required parameter: 'input[${i}].summary'.`];
+      if (stateless && item.encrypted_content !== sent.encrypted) {
+        return [404, `Item with id '${item.id}' not found. Items are not persisted when \`store\` is set to false. Try again with \`store\` set to true, or remove this item from your input.`];
+      }
+      if (sent.next && items[i + 1]?.id !== sent.next) {
+        return [400, `Item '${item.id}' of type 'reasoning' was provided without its required following item.`];
+      }
+    } else if (sent.reasoning && items[i - 1]?.id !== sent.reasoning) {
+      return [400, `Item '${item.id}' of type '${type}' was provided without its required 'reasoning' item: '${sent.reasoning}'.`];
+    }
+  }
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Request: the Chat view of a Responses body
 
 /** A Responses content part as the Chat part that says the same (unknown parts pass as they are). */
@@ -371,8 +404,28 @@ export class ResponsesResponder extends Responder {
     this.endWith('');
   }
 
+  /**
+   * Remembers the items of this response, for `responsesInputProblem`: each item's id and
+   * encrypted reasoning, the reasoning item before it and the item after a reasoning item.
+   */
+  remember() {
+    const state = this.ex.serverOptions?.scriptState;
+    if (!state) return;
+    const known = (state.responseItems ??= new Map());
+    for (const [i, item] of this.items.entries()) {
+      const before = this.items[i - 1];
+      known.set(item.id, {
+        type: item.type,
+        encrypted: item.encrypted,
+        next: item.type === 'reasoning' ? this.items[i + 1]?.id : undefined,
+        reasoning: before?.type === 'reasoning' ? before.id : undefined,
+      });
+    }
+  }
+
   /** The whole reply as one `response` object. */
   completion(finishReason = 'stop') {
+    this.remember();
     const reason = INCOMPLETE[finishReason];
     return this.response(reason ? 'incomplete' : 'completed', {
       incomplete_details: reason ? { reason } : null,

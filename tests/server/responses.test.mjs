@@ -353,7 +353,6 @@ describe('Responses API: tool calls', () => {
   it('after function_call_output items, tool scripts quote the outputs, as on Chat', T, async () => {
     const input = [
       { role: 'user', content: [{ type: 'input_text', text: QUESTION }] },
-      { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'gAAAAxyz' },
       { role: 'assistant', content: [{ type: 'output_text', text: 'Checking.' }] },
       { type: 'function_call', call_id: 'call_1', name: 'weather', arguments: '{"city":"Paris"}' },
       { type: 'function_call', call_id: 'call_2', name: 'weather', arguments: '{"city":"Rome"}' },
@@ -383,6 +382,58 @@ describe('Responses API: tool calls', () => {
     // Both calls are one assistant turn, so one tool step was taken.
     const turns = await responsesOf('tools-then-text:1', { input });
     assert.equal(turns.text, 'Done after 1 tool steps.');
+  });
+});
+
+describe('Responses API: items that refer to earlier responses', () => {
+  /** A first turn of reasoning-tool-call (store: false, encrypted reasoning asked for): its output items. */
+  async function firstTurn() {
+    const r = await responsesOf('reasoning-tool-call', { store: false, include: ['reasoning.encrypted_content'] });
+    const [reasoning, call] = r.response.output;
+    assert.deepEqual([reasoning.type, call.type], ['reasoning', 'function_call']);
+    assert.match(reasoning.encrypted_content, /^gAAAAA/);
+    return { reasoning, call };
+  }
+  const user = { role: 'user', content: [{ type: 'input_text', text: QUESTION }] };
+  const output = (call) => ({ type: 'function_call_output', call_id: call.call_id, output: '18°C' });
+  const fc = (call, withId = true) => ({ type: 'function_call', call_id: call.call_id, name: call.name, arguments: call.arguments, ...(withId ? { id: call.id } : {}) });
+  const rs = (reasoning, extra = {}) => ({ type: 'reasoning', id: reasoning.id, summary: reasoning.summary, encrypted_content: reasoning.encrypted_content, ...extra });
+
+  async function refusal(input, store = false) {
+    const res = await post('/responses', responsesBody('reasoning-tool-call', { store, input }));
+    return { status: res.status, message: (await res.json()).error?.message };
+  }
+
+  it('the reasoning and the call it led to, with their ids and encrypted content, are taken back', T, async () => {
+    const { reasoning, call } = await firstTurn();
+    const r = await responsesOf('reasoning-tool-call', { store: false, input: [user, rs(reasoning), fc(call), output(call)] });
+    assert.equal(r.text, 'The tool said: 18°C');
+    // Without ids at all (no reasoning sent back) is fine too.
+    const plain = await responsesOf('reasoning-tool-call', { input: [user, fc(call, false), output(call)] });
+    assert.equal(plain.text, 'The tool said: 18°C');
+  });
+
+  it('what the API refuses is refused with its words', T, async () => {
+    const { reasoning, call } = await firstTurn();
+    assert.deepEqual(await refusal([user, rs(reasoning), fc(call, false), output(call)]), {
+      status: 400,
+      message: `Item '${reasoning.id}' of type 'reasoning' was provided without its required following item.`,
+    });
+    assert.deepEqual(await refusal([user, fc(call), output(call)]), {
+      status: 400,
+      message: `Item '${call.id}' of type 'function_call' was provided without its required 'reasoning' item: '${reasoning.id}'.`,
+    });
+    const { status, message } = await refusal([user, rs(reasoning, { encrypted_content: undefined }), fc(call), output(call)]);
+    assert.equal(status, 404);
+    assert.match(message, /not found\. Items are not persisted when `store` is set to false/);
+    assert.equal((await refusal([user, rs(reasoning, { summary: undefined }), fc(call), output(call)])).status, 400);
+    assert.deepEqual(await refusal([user, rs({ ...reasoning, id: 'rs_made_up' }), fc(call), output(call)]), {
+      status: 404,
+      message: "Item with id 'rs_made_up' not found.",
+    });
+    // Stored (store not false): the id alone is enough.
+    const stored = await responsesOf('reasoning-tool-call', { input: [user, rs(reasoning, { encrypted_content: undefined }), fc(call), output(call)] });
+    assert.equal(stored.text, 'The tool said: 18°C');
   });
 });
 

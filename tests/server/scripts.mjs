@@ -388,6 +388,7 @@ export function scriptState() {
 export function resetScriptState(state) {
   state[FLAKY_COUNTS].clear();
   state[THINKING_SIGNATURES].clear();
+  state.responseItems?.clear();
 }
 
 export function builtinScripts() {
@@ -424,9 +425,11 @@ export function builtinScripts() {
     },
   });
 
-  add('tool-call', toolScript('one tool call, arguments split across chunks at odd places', (body) => {
-    const [call] = plannedCalls(body, 1);
-    return callPieces(call, 0);
+  const oneCall = (body) => callPieces(plannedCalls(body, 1)[0], 0);
+  add('tool-call', toolScript('one tool call, arguments split across chunks at odd places', oneCall));
+  add('reasoning-tool-call', toolScript('reasoning, then one tool call like tool-call; then "The tool said: …"', (body, chat) => {
+    for (const piece of words('The user wants facts a tool has. I will call it.')) chat.reasoning(piece);
+    return oneCall(body);
   }));
   add('tool-calls-parallel', toolScript('two tool calls in one response, one after the other (index 0, then 1)', (body) =>
     plannedCalls(body, 2).flatMap((call, index) => callPieces(call, index)),
