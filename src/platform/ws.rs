@@ -256,7 +256,8 @@ async fn upgrade_with_fetch(req: &SocketRequest) -> Result<JsValue, SocketError>
             .and_then(|v| v.pointer("/error/message").and_then(|m| m.as_str()).map(str::to_owned))
             .map(|m| format!(": {m}"))
             .unwrap_or_default();
-        return Err(SocketError::Failed(AgentError::ApiCall {
+        // No socket here (on 'auto', HTTP goes instead); the status says why.
+        return Err(SocketError::Unavailable(AgentError::ApiCall {
             message: format!("The model API refused the WebSocket at {} with status {status}{detail}", req.url),
             status: Some(status),
             body: Some(body),

@@ -1,8 +1,8 @@
 // A module Worker for websocket.test.mjs: one agent call whose model calls go on the Responses
 // WebSocket transport, answered as JSON (the chunk types, the text, the error if any).
 //
-//   POST /  { "script": "…", "prompt": "…", "transport": "websocket", "closeOnFinish": true,
-//             "tool": false }   → { types, text, error }
+//   POST /  { "script": "…", "prompt": "…", "transport": "websocket", "url": "ws://…" (optional),
+//             "closeOnFinish": true, "tool": false }   → { types, text, error }
 //
 // env: MODEL_URL (the local model server's /v1 base URL), MODEL_API_KEY.
 
@@ -24,7 +24,9 @@ export default {
       tools: body.tool ? { weather } : {},
     });
     const out = await agent.stream(body.prompt ?? 'hi', {
-      providerOptions: { openai: { transport: body.transport ?? 'websocket', websocket: { closeOnFinish: body.closeOnFinish ?? true } } },
+      providerOptions: {
+        openai: { transport: body.transport ?? 'websocket', websocket: { url: body.url, closeOnFinish: body.closeOnFinish ?? true } },
+      },
     });
     const types = [];
     let error = null;

@@ -69,3 +69,16 @@ test('an API error over the socket is an error chunk with the API message', { ti
   assert.equal(out.types.at(-1), 'error');
   assert.match(out.error, /The server had an error while processing your request/);
 });
+
+test('a refused handshake: websocket reports the status, auto streams over HTTP instead', { timeout: TEST_TIMEOUT }, async () => {
+  const nowhere = `${worker.server.url.replace('http', 'ws')}/not-a-socket`;
+  const refused = await call({ script: 'echo', url: nowhere });
+  assert.equal(refused.types.at(-1), 'error');
+  assert.match(refused.error, /refused the WebSocket at ws:\/\/127\.0\.0\.1:\d+\/v1\/not-a-socket with status 404/);
+  const before = worker.server.requests.length;
+  const fallback = await call({ script: 'echo', url: nowhere, transport: 'auto' });
+  assert.equal(fallback.text, 'You said: hi');
+  const [http] = worker.server.requests.slice(before);
+  assert.equal(http.transport, undefined, 'a plain POST');
+  assert.equal(http.path, '/v1/responses');
+});
