@@ -167,7 +167,7 @@ pub async fn generate_title(job: &TitleJob, first_message: &str, env: &dyn Env, 
 /// The first line, without quotes or a trailing period, at most 80 characters.
 pub fn clean_title(raw: &str) -> Option<String> {
     let line = raw.lines().map(str::trim).find(|l| !l.is_empty())?;
-    let line = line.trim_start_matches(|c: char| matches!(c, '#' | '*' | ' ')).trim_matches(|c: char| matches!(c, '"' | '\'' | '“' | '”' | '*'));
+    let line = line.trim_start_matches(['#', '*', ' ']).trim_matches(|c: char| matches!(c, '"' | '\'' | '“' | '”' | '*'));
     let line = line.strip_prefix("Title:").map(str::trim).unwrap_or(line).trim_end_matches('.');
     let title: String = line.chars().take(80).collect();
     (!title.trim().is_empty()).then(|| title.trim().to_string())

@@ -143,7 +143,7 @@ fn tool_cfg(memory: MemoryRun, text: &str) -> RunConfig {
 /// sends to the model.
 fn interrupted_then_next(point: &str) -> (Vec<StoredMessage>, Vec<String>) {
     let store = Rc::new(InMemoryStore::new());
-    let step1_events = vec![
+    let step1_events = [
         delta("content", "Let me check. "),
         tool_call_event(0, "c1", "weather", r#"{"city":"Paris"}"#),
         finish("tool_calls"),

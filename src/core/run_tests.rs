@@ -56,13 +56,15 @@ struct Script {
     ids: Cell<u32>,
     abort: AbortFlag,
     /// Called with the request number as each request is sent.
-    on_fetch: RefCell<Option<Box<dyn Fn(usize)>>>,
+    on_fetch: RefCell<Option<OnFetch>>,
     /// Socket calls: what was sent, the scripted outcomes (none left: no WebSocket here), and
     /// the runs whose sockets were released.
     sockets: RefCell<Vec<SocketRequest>>,
     socket_replies: RefCell<VecDeque<Result<Reply, SocketError>>>,
     released: RefCell<Vec<String>>,
 }
+
+type OnFetch = Box<dyn Fn(usize)>;
 
 struct ScriptBody {
     reads: VecDeque<Read>,

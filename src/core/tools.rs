@@ -3,8 +3,7 @@
 //! the rules — what the model is told, which chunks appear, in which order — live here.
 
 use std::cell::RefCell;
-use std::future::{poll_fn, Future};
-use std::pin::Pin;
+use std::future::poll_fn;
 use std::task::Poll;
 
 use serde_json::{json, Value};
@@ -119,8 +118,11 @@ pub enum Decision {
 /// Calls waiting for approval in one run, and decisions that arrived.
 #[derive(Default)]
 pub struct Approvals {
-    waiting: RefCell<Vec<(String, Option<Decision>, Option<std::task::Waker>)>>,
+    waiting: RefCell<Vec<Waiting>>,
 }
+
+/// A call id, its decision once made, and the step waiting for it.
+type Waiting = (String, Option<Decision>, Option<std::task::Waker>);
 
 impl Approvals {
     /// Records the decision for `tool_call_id`; `false` when no such call is waiting.
@@ -317,7 +319,7 @@ pub async fn run_limited<'a, T>(futures: Vec<LocalFuture<'a, T>>, limit: usize) 
     let limit = limit.max(1);
     let total = futures.len();
     let mut queue = futures.into_iter();
-    let mut active: Vec<(usize, Pin<Box<dyn Future<Output = T> + 'a>>)> = Vec::new();
+    let mut active: Vec<(usize, LocalFuture<'a, T>)> = Vec::new();
     let mut done: Vec<Option<T>> = (0..total).map(|_| None).collect();
     let mut next = 0;
     poll_fn(|cx| {

@@ -73,7 +73,7 @@ impl Socket {
     }
 
     fn close(&self) {
-        if let Ok(close) = Reflect::get(&self.ws, &"close".into()).and_then(|f| f.dyn_into::<Function>().map_err(JsValue::from)) {
+        if let Some(close) = Reflect::get(&self.ws, &"close".into()).ok().and_then(|f| f.dyn_into::<Function>().ok()) {
             let _ = close.call0(&self.ws);
         }
         let mut inbox = self.inbox.borrow_mut();

@@ -103,7 +103,7 @@ enum UiPart<'a> {
     /// Converted only where it is kept (user messages), so a dropped file cannot fail the call.
     File(&'a Value),
     /// A finished tool call and its result; `None` for a call that has no result yet.
-    Tool(Option<(AssistantPart, ToolResultPart)>),
+    Tool(Option<Box<(AssistantPart, ToolResultPart)>>),
     StepStart,
     Ignored,
 }
@@ -159,7 +159,8 @@ fn convert(message: &UiMessage<'_>, out: &mut Vec<ModelMessage>) -> Result<(), A
                 match part {
                     UiPart::Text(t, meta) => content.push(AssistantPart::Text(t.to_owned(), meta)),
                     UiPart::Reasoning(r, meta) => content.push(AssistantPart::Reasoning(r, meta)),
-                    UiPart::Tool(Some((call, result))) => {
+                    UiPart::Tool(Some(round)) => {
+                        let (call, result) = *round;
                         content.push(call);
                         results.push(result);
                     }
@@ -201,9 +202,9 @@ fn ui_part<'a>(part: &'a Value, path: &str, allowed: &[&str], place: &str) -> Re
         "reasoning" => UiPart::Reasoning(reasoning_text(part, path)?, part_meta(part, "providerMetadata")),
         "file" => UiPart::File(part),
         "step-start" => UiPart::StepStart,
-        "tool-invocation" => UiPart::Tool(invocation(part, path)?),
-        "tool-<name>" => UiPart::Tool(tool_part(part, &ty["tool-".len()..], path)?),
-        "dynamic-tool" => UiPart::Tool(tool_part(part, "", path)?),
+        "tool-invocation" => UiPart::Tool(invocation(part, path)?.map(Box::new)),
+        "tool-<name>" => UiPart::Tool(tool_part(part, &ty["tool-".len()..], path)?.map(Box::new)),
+        "dynamic-tool" => UiPart::Tool(tool_part(part, "", path)?.map(Box::new)),
         _ => UiPart::Ignored,
     })
 }

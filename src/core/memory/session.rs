@@ -233,17 +233,6 @@ fn parse_iso(s: &str) -> f64 {
     parsed.unwrap_or(0.0)
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn parse_iso_reads_what_iso_time_writes() {
-        for ms in [0.0, 1.0, 951_782_400_000.0, 1_796_052_000_123.0, 4_102_444_799_999.0] {
-            assert_eq!(super::parse_iso(&super::iso_time(ms)), ms);
-        }
-        assert_eq!(super::parse_iso("garbage"), 0.0);
-    }
-}
-
 /// Reads memory options (`new Memory({ options })`, then a call's `memory.options` over them).
 /// Unknown keys are ignored, as the reference ignores options it does not know.
 pub fn parse_memory_options(v: &Value, base: &MemoryConfig, field: &str) -> Result<MemoryConfig, AgentError> {
@@ -285,4 +274,15 @@ pub fn parse_memory_options(v: &Value, base: &MemoryConfig, field: &str) -> Resu
         Some(other) => return Err(AgentError::invalid(join(field, "workingMemory"), format!("expected an object like {{ enabled: true }}, got {}", kind(other)))),
     }
     Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn parse_iso_reads_what_iso_time_writes() {
+        for ms in [0.0, 1.0, 951_782_400_000.0, 1_796_052_000_123.0, 4_102_444_799_999.0] {
+            assert_eq!(super::parse_iso(&super::iso_time(ms)), ms);
+        }
+        assert_eq!(super::parse_iso("garbage"), 0.0);
+    }
 }
