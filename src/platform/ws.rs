@@ -206,7 +206,7 @@ async fn open(req: &SocketRequest) -> Result<Rc<Socket>, SocketError> {
     if Reflect::get(&socket.ws, &"readyState".into()).ok().and_then(|v| v.as_f64()) == Some(1.0) {
         socket.inbox.borrow_mut().opened = true;
     }
-    Opened(socket.clone()).await.map_err(|why| {
+    within(Opened(socket.clone()), HANDSHAKE_MS).await.unwrap_or_else(|| Err(no_answer())).map_err(|why| {
         socket.close();
         // The handshake failed: no socket to be had (on 'auto', HTTP goes instead).
         SocketError::Unavailable(AgentError::api(format!("Could not open a WebSocket to {}: {why}", req.url), true))
@@ -238,9 +238,11 @@ async fn upgrade_with_fetch(req: &SocketRequest) -> Result<JsValue, SocketError>
         .call2(&global, &JsValue::from_str(&http_url), &init)
         .map_err(|e| failed(format!("Could not open a WebSocket to {}: {}", req.url, js_message(&e)), true))?
         .unchecked_into();
-    let resp = JsFuture::from(promise).await.map_err(|e| {
-        SocketError::Unavailable(AgentError::api(format!("Could not open a WebSocket to {}: {}", req.url, js_message(&e)), true))
-    })?;
+    let opening = |why: String| SocketError::Unavailable(AgentError::api(format!("Could not open a WebSocket to {}: {why}", req.url), true));
+    let resp = within(JsFuture::from(promise), HANDSHAKE_MS)
+        .await
+        .ok_or_else(|| opening(no_answer()))?
+        .map_err(|e| opening(js_message(&e)))?;
     let ws = Reflect::get(&resp, &"webSocket".into()).unwrap_or(JsValue::NULL);
     if ws.is_null() || ws.is_undefined() {
         let status = Reflect::get(&resp, &"status".into()).ok().and_then(|s| s.as_f64()).unwrap_or(0.0) as u16;
@@ -316,6 +318,26 @@ fn with(weak: &Weak<Socket>, f: impl Fn(&Rc<Socket>, JsValue) + 'static) -> impl
             s.wake();
         }
     }
+}
+
+/// How long a socket may take to open before the call gives up on it (on `'auto'`, HTTP goes
+/// instead): a server that accepts the connection and never answers must not hang the run.
+const HANDSHAKE_MS: u32 = 10_000;
+
+/// `fut`'s output, or `None` when it takes longer than `ms`.
+async fn within<F: Future + Unpin>(mut fut: F, ms: u32) -> Option<F::Output> {
+    let mut timeout = gloo_timers::future::TimeoutFuture::new(ms);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = Pin::new(&mut fut).poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        Pin::new(&mut timeout).poll(cx).map(|()| None)
+    })
+    .await
+}
+
+fn no_answer() -> String {
+    format!("no answer to the handshake within {} s", HANDSHAKE_MS / 1000)
 }
 
 /// Resolves once the socket is open; fails with why it closed first.

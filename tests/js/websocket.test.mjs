@@ -7,6 +7,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { WebSocket as WsClient } from 'ws';
 import { Agent, T, collect, noUnhandledRejections, types, useModelServer } from './helpers.mjs';
@@ -190,6 +191,26 @@ test('a socket that cannot be opened: auto falls back to HTTP, websocket reports
   const failed = await agent('text:x').stream('hi', socketOptions('websocket', nowhere));
   const chunks = await collect(failed.fullStream);
   assert.match(chunks.at(-1).payload.error.message, /Could not open a WebSocket to ws:\/\/127\.0\.0\.1:9\/v1\/responses/);
+});
+
+test('a server that takes the connection and never answers the handshake: auto goes over HTTP after 10 s', { timeout: 30_000 }, async () => {
+  globalThis.WebSocket = WsClient;
+  const sockets = new Set();
+  const silent = net.createServer((socket) => sockets.add(socket)); // reads the handshake, says nothing
+  await new Promise((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  try {
+    const url = `ws://127.0.0.1:${silent.address().port}/v1/responses`;
+    const seen = since();
+    const started = Date.now();
+    const out = await agent('text:after the wait').stream('hi', socketOptions('auto', { url }));
+    assert.equal(await out.text, 'after the wait');
+    const waited = Date.now() - started;
+    assert.ok(waited >= 9_500 && waited < 20_000, `waited ${waited} ms`);
+    assert.equal(seen.requests().length, 1, 'then one HTTP request');
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => silent.close(resolve));
+  }
 });
 
 noUnhandledRejections();

@@ -7,6 +7,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { useWorker } from './miniflare.mjs';
 
@@ -81,4 +82,22 @@ test('a refused handshake: websocket reports the status, auto streams over HTTP 
   const [http] = worker.server.requests.slice(before);
   assert.equal(http.transport, undefined, 'a plain POST');
   assert.equal(http.path, '/v1/responses');
+});
+
+test('a handshake that never gets an answer: auto goes over HTTP after 10 s', { timeout: TEST_TIMEOUT }, async () => {
+  const sockets = new Set();
+  const silent = net.createServer((socket) => sockets.add(socket));
+  await new Promise((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  try {
+    const before = worker.server.requests.length;
+    const started = Date.now();
+    const out = await call({ script: 'echo', url: `ws://127.0.0.1:${silent.address().port}/v1/responses`, transport: 'auto' });
+    assert.equal(out.text, 'You said: hi');
+    const waited = Date.now() - started;
+    assert.ok(waited >= 9_500 && waited < 20_000, `waited ${waited} ms`);
+    assert.equal(worker.server.requests.length, before + 1);
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => silent.close(resolve));
+  }
 });
