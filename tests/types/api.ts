@@ -352,6 +352,14 @@ async function outputs() {
   const runId: string = out.runId;
 
   const text: string = await out.text;
+  // The WebSocket transport's handle, when the call asked for one.
+  const socket = (await agent.stream('hi', { providerOptions: { openai: { transport: 'websocket', websocket: { closeOnFinish: false } } } })).transport;
+  if (socket) {
+    const kind: 'websocket' = socket.type;
+    socket.close();
+  }
+  // @ts-expect-error over HTTP there is no transport: it may be undefined
+  out.transport.close();
   const reasoning: string | undefined = await out.reasoningText;
   const reason: FinishReason = await out.finishReason;
   const usage: Usage = await out.usage;
