@@ -118,11 +118,15 @@ pub fn build_request(endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpReq
                 slot[field] = value.clone();
             }
         }
-        if body.get("reasoning").is_some_and(|r| !r.is_null()) {
-            if let Value::Array(include) = body.entry("include").or_insert_with(|| Value::Array(Vec::new())) {
-                if !include.iter().any(|v| v == ENCRYPTED_REASONING) {
-                    include.push(ENCRYPTED_REASONING.into());
-                }
+    }
+    // Reasoning goes back to the model in a tool loop only with its encrypted content when the
+    // server keeps nothing: ask for it whenever reasoning was asked for, or the model reasons
+    // anyway. (Other models refuse the `include`.)
+    let asked = body.get("reasoning").is_some_and(|r| !r.is_null());
+    if asked || !stateful && reasons_by_default(&req.model_id) {
+        if let Value::Array(include) = body.entry("include").or_insert_with(|| Value::Array(Vec::new())) {
+            if !include.iter().any(|v| v == ENCRYPTED_REASONING) {
+                include.push(ENCRYPTED_REASONING.into());
             }
         }
     }
@@ -136,6 +140,14 @@ pub fn build_request(endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpReq
     let body = serde_json::to_string(&Value::Object(body)).map_err(|e| AgentError::api(e.to_string(), false))?;
     let url = format!("{}/responses", endpoint.base_url.trim_end_matches('/'));
     Ok((HttpRequest { url, headers, body }, warnings))
+}
+
+/// OpenAI's reasoning models, which reason whether asked to or not: the o-series, GPT-5 (but not
+/// its chat models) and Codex.
+fn reasons_by_default(model_id: &str) -> bool {
+    let m = model_id.rsplit('/').next().unwrap_or(model_id).to_ascii_lowercase();
+    let o_series = ["o1", "o3", "o4"].iter().any(|p| m.starts_with(p));
+    o_series || m.starts_with("codex") || m.starts_with("gpt-5") && !m.starts_with("gpt-5-chat")
 }
 
 /// The body field a flat provider option sets on this API, as (object, field).

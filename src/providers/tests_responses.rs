@@ -784,7 +784,7 @@ fn endpoint(key: Option<&str>) -> Endpoint {
 }
 
 fn request(messages: Vec<ModelMessage>) -> ModelRequest {
-    ModelRequest { model_id: "gpt-5-mini".into(), messages, ..ModelRequest::default() }
+    ModelRequest { model_id: "gpt-4.1-mini".into(), messages, ..ModelRequest::default() }
 }
 
 fn hello() -> ModelRequest {
@@ -828,14 +828,14 @@ fn minimal_request() {
     assert_eq!(
         body,
         json!({
-            "model": "gpt-5-mini",
+            "model": "gpt-4.1-mini",
             "input": [{ "role": "user", "content": [input_text("Hello")] }],
             "stream": true,
             "store": false,
         })
     );
     assert!(warnings.is_empty());
-    assert!(http.body.starts_with("{\"model\":\"gpt-5-mini\",\"input\":["), "{}", http.body);
+    assert!(http.body.starts_with("{\"model\":\"gpt-4.1-mini\",\"input\":["), "{}", http.body);
 }
 
 #[test]
@@ -1225,4 +1225,24 @@ fn reasoning_without_what_identifies_it_is_left_out_and_so_are_the_item_ids_afte
             { "type": "function_call", "call_id": "call_1", "name": "weather", "arguments": "{}", "id": "fc_1" },
         ])
     );
+}
+
+#[test]
+fn a_reasoning_model_asks_for_its_encrypted_reasoning_unless_the_server_keeps_it() {
+    let include_of = |model: &str, store: Option<bool>| {
+        let mut req = hello();
+        req.model_id = model.into();
+        req.provider_options = store.map(|s| options(json!({ "store": s })).unwrap());
+        body_of(&req).get("include").cloned()
+    };
+    let asked = Some(json!(["reasoning.encrypted_content"]));
+    for model in ["gpt-5-mini", "gpt-5.1-codex-max", "o4-mini", "o3", "o1-pro", "codex-mini-latest", "GPT-5"] {
+        assert_eq!(include_of(model, None), asked, "{model}");
+        assert_eq!(include_of(model, Some(false)), asked, "{model}");
+        assert_eq!(include_of(model, Some(true)), None, "{model}: stored, the id is enough");
+    }
+    // Models that do not reason refuse the `include`.
+    for model in ["gpt-4.1-mini", "gpt-4o", "gpt-5-chat-latest", "grok-4"] {
+        assert_eq!(include_of(model, None), None, "{model}");
+    }
 }
