@@ -101,3 +101,13 @@ test('a handshake that never gets an answer: auto goes over HTTP after 10 s', { 
     await new Promise((resolve) => silent.close(resolve));
   }
 });
+
+test('azure/ over a WebSocket: providerOptions.azure sets the transport, the key goes in api-key', { timeout: TEST_TIMEOUT }, async () => {
+  const c = worker.server.connections.length;
+  const out = await call({ script: 'text:Hello from Azure', provider: 'azure' });
+  assert.equal(out.error, null);
+  assert.equal(out.text, 'Hello from Azure');
+  const [conn] = worker.server.connections.slice(c);
+  assert.equal(conn.headers['api-key'], API_KEY);
+  assert.equal(conn.headers.authorization, undefined);
+});
