@@ -11,7 +11,9 @@ use serde_json::{Map, Value};
 
 use super::json::{self, Reader};
 use super::sse::{SseDecoder, SseEvent};
-use super::{head, not_json, set_header, starts_with_ignore_case, Endpoint, HttpRequest, StreamDecoder};
+use super::{
+    cut_short, push_sse, set_header, starts_with_ignore_case, unreadable, Endpoint, HttpRequest, SseEvents, StreamDecoder,
+};
 use crate::core::error::AgentError;
 use crate::core::model::{
     AssistantPart, FinishReason, MetaTarget, ModelEvent, ModelMessage, ModelRequest, ModelSettings, ToolChoice, ToolResultPart,
@@ -484,12 +486,7 @@ impl GoogleDecoder {
                 self.response(response, out);
                 Ok(())
             }
-            // A shape error is only reported as such for an event that is JSON all through.
-            Err(e) if e.syntax || json::validate(&data).is_err() => Err(not_json(&data)),
-            Err(e) => Err(AgentError::api(
-                format!("The model's stream sent an event this client does not understand ({e}): {}", head(&data)),
-                false,
-            )),
+            Err(e) => Err(unreadable(e, &data)),
         };
         if self.include_raw {
             // Raw goes before the events it produced.
@@ -579,23 +576,21 @@ impl GoogleDecoder {
     }
 }
 
+impl SseEvents for GoogleDecoder {
+    fn framing(&mut self) -> (&mut SseDecoder, &mut Vec<SseEvent>) {
+        (&mut self.sse, &mut self.events)
+    }
+    fn ended(&self) -> bool {
+        self.finished // set at the end of the body only: every event counts
+    }
+    fn on_event(&mut self, event: SseEvent, out: &mut Vec<ModelEvent>) -> Result<(), AgentError> {
+        self.event(event.data, out)
+    }
+}
+
 impl StreamDecoder for GoogleDecoder {
     fn push(&mut self, bytes: &[u8], out: &mut Vec<ModelEvent>) -> Result<(), AgentError> {
-        if self.finished {
-            return Ok(());
-        }
-        let mut events = std::mem::take(&mut self.events);
-        self.sse.push(bytes, &mut events);
-        let mut result = Ok(());
-        for event in events.drain(..) {
-            result = self.event(event.data, out);
-            if result.is_err() {
-                break;
-            }
-        }
-        events.clear();
-        self.events = events;
-        result
+        push_sse(self, bytes, out)
     }
 
     fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), AgentError> {
@@ -606,7 +601,7 @@ impl StreamDecoder for GoogleDecoder {
         // The last event carries the finish reason: without one (or an error report) the reply
         // is incomplete, and so is a body that stops inside an event.
         if self.sse.has_partial() || (self.finish_reason.is_none() && !self.saw_error) {
-            return Err(AgentError::api("The connection closed before the model finished its response", true));
+            return Err(cut_short());
         }
         self.close_call(out);
         self.finished = true;

@@ -168,6 +168,54 @@ pub(crate) fn not_json(data: &str) -> AgentError {
     AgentError::api(format!("The model's stream sent an event that is not valid JSON: {}", head(data)), false)
 }
 
+/// An event the decoder could not read: not JSON, or JSON of a shape it does not know. A shape
+/// error is only reported as such for an event that is JSON all through.
+pub(crate) fn unreadable(e: json::Error, data: &str) -> AgentError {
+    if e.syntax || json::validate(data).is_err() {
+        return not_json(data);
+    }
+    AgentError::api(format!("The model's stream sent an event this client does not understand ({e}): {}", head(data)), false)
+}
+
+/// The body ended before the reply did.
+pub(crate) fn cut_short() -> AgentError {
+    AgentError::api("The connection closed before the model finished its response", true)
+}
+
+/// What `push_sse` needs of a decoder of an SSE-framed API.
+pub(crate) trait SseEvents {
+    /// The framing decoder, and a scratch list of events kept to reuse its allocation.
+    fn framing(&mut self) -> (&mut sse::SseDecoder, &mut Vec<sse::SseEvent>);
+    /// The reply ended: whatever follows is ignored.
+    fn ended(&self) -> bool;
+    /// One complete event.
+    fn on_event(&mut self, event: sse::SseEvent, out: &mut Vec<ModelEvent>) -> Result<(), AgentError>;
+}
+
+/// `StreamDecoder::push` of an SSE-framed API: the complete events in order, until one fails or
+/// the reply ends.
+pub(crate) fn push_sse<D: SseEvents>(d: &mut D, bytes: &[u8], out: &mut Vec<ModelEvent>) -> Result<(), AgentError> {
+    if d.ended() {
+        return Ok(());
+    }
+    let (framing, scratch) = d.framing();
+    let mut events = std::mem::take(scratch);
+    framing.push(bytes, &mut events);
+    let mut result = Ok(());
+    for event in events.drain(..) {
+        if d.ended() {
+            break;
+        }
+        result = d.on_event(event, out);
+        if result.is_err() {
+            break;
+        }
+    }
+    events.clear();
+    *d.framing().1 = events;
+    result
+}
+
 /// The first 200 characters of an event, for error messages.
 pub(crate) fn head(data: &str) -> &str {
     match data.char_indices().nth(200) {

@@ -12,7 +12,9 @@ use serde_json::{json, Map, Value};
 
 use super::json::{self, Reader};
 use super::sse::{SseDecoder, SseEvent};
-use super::{openai_usage, UsageKeys, is_url, file_url, head, not_json, set_header, snake_case, starts_with_ignore_case, Endpoint, HttpRequest, StreamDecoder};
+use super::{
+    cut_short, file_url, is_url, not_json, openai_usage, push_sse, set_header, snake_case, starts_with_ignore_case, unreadable, Endpoint, HttpRequest, SseEvents, StreamDecoder, UsageKeys,
+};
 use crate::core::error::AgentError;
 use crate::core::model::{
     AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ToolChoice, Usage, UserPart, Warning,
@@ -262,12 +264,7 @@ impl ChatDecoder {
                 self.chunk(chunk, out);
                 Ok(())
             }
-            // A shape error is only reported as such for an event that is JSON all through.
-            Err(e) if e.syntax || json::validate(&data).is_err() => Err(not_json(&data)),
-            Err(e) => Err(AgentError::api(
-                format!("The model's stream sent an event this client does not understand ({e}): {}", head(&data)),
-                false,
-            )),
+            Err(e) => Err(unreadable(e, &data)),
         };
         if self.include_raw {
             // Raw goes before the events it produced; the insert shifts one or two events at most.
@@ -321,26 +318,21 @@ impl ChatDecoder {
     }
 }
 
+impl SseEvents for ChatDecoder {
+    fn framing(&mut self) -> (&mut SseDecoder, &mut Vec<SseEvent>) {
+        (&mut self.sse, &mut self.events)
+    }
+    fn ended(&self) -> bool {
+        self.finished // nothing after `[DONE]` counts
+    }
+    fn on_event(&mut self, event: SseEvent, out: &mut Vec<ModelEvent>) -> Result<(), AgentError> {
+        self.event(event.data, out)
+    }
+}
+
 impl StreamDecoder for ChatDecoder {
     fn push(&mut self, bytes: &[u8], out: &mut Vec<ModelEvent>) -> Result<(), AgentError> {
-        if self.finished {
-            return Ok(());
-        }
-        let mut events = std::mem::take(&mut self.events);
-        self.sse.push(bytes, &mut events);
-        let mut result = Ok(());
-        for event in events.drain(..) {
-            if self.finished {
-                break; // nothing after `[DONE]` counts
-            }
-            result = self.event(event.data, out);
-            if result.is_err() {
-                break;
-            }
-        }
-        events.clear();
-        self.events = events;
-        result
+        push_sse(self, bytes, out)
     }
 
     fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), AgentError> {
@@ -351,7 +343,7 @@ impl StreamDecoder for ChatDecoder {
         // Some servers never send `[DONE]`: a finish reason (or an error report) is enough to
         // know the reply is complete, but a body that stops inside an event was cut.
         if self.sse.has_partial() || (self.finish_reason.is_none() && !self.saw_error) {
-            return Err(AgentError::api("The connection closed before the model finished its response", true));
+            return Err(cut_short());
         }
         self.emit_finish(out);
         Ok(())

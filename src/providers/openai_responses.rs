@@ -11,7 +11,9 @@ use serde_json::{json, Map, Value};
 
 use super::json::{self, Reader};
 use super::sse::{SseDecoder, SseEvent};
-use super::{key_header, openai_usage, UsageKeys, is_url, file_url, error_message, head, not_json, set_header, snake_case, starts_with_ignore_case, Endpoint, HttpRequest, StreamDecoder};
+use super::{
+    cut_short, error_message, file_url, head, is_url, key_header, openai_usage, push_sse, set_header, snake_case, starts_with_ignore_case, unreadable, Endpoint, HttpRequest, SseEvents, StreamDecoder, UsageKeys,
+};
 use crate::core::error::AgentError;
 use crate::core::model::{
     AssistantPart, FinishReason, MetaTarget, ModelEvent, ModelMessage, ModelRequest, PartMeta, ToolChoice, Usage,
@@ -386,12 +388,7 @@ impl ResponsesDecoder {
                 }
                 Ok(())
             }
-            // A shape error is only reported as such for an event that is JSON all through.
-            Err(e) if e.syntax || json::validate(&data).is_err() => Err(not_json(&data)),
-            Err(e) => Err(AgentError::api(
-                format!("The model's stream sent an event this client does not understand ({e}): {}", head(&data)),
-                false,
-            )),
+            Err(e) => Err(unreadable(e, &data)),
         };
         if self.include_raw {
             // Raw goes before the events it produced; the insert shifts a few events at most.
@@ -601,26 +598,21 @@ impl ResponsesDecoder {
     }
 }
 
+impl SseEvents for ResponsesDecoder {
+    fn framing(&mut self) -> (&mut SseDecoder, &mut Vec<SseEvent>) {
+        (&mut self.sse, &mut self.events)
+    }
+    fn ended(&self) -> bool {
+        self.finished // nothing after the response's end counts
+    }
+    fn on_event(&mut self, event: SseEvent, out: &mut Vec<ModelEvent>) -> Result<(), AgentError> {
+        self.event(event.event, event.data, out)
+    }
+}
+
 impl StreamDecoder for ResponsesDecoder {
     fn push(&mut self, bytes: &[u8], out: &mut Vec<ModelEvent>) -> Result<(), AgentError> {
-        if self.finished {
-            return Ok(());
-        }
-        let mut events = std::mem::take(&mut self.events);
-        self.sse.push(bytes, &mut events);
-        let mut result = Ok(());
-        for event in events.drain(..) {
-            if self.finished {
-                break; // nothing after the response's end counts
-            }
-            result = self.event(event.event, event.data, out);
-            if result.is_err() {
-                break;
-            }
-        }
-        events.clear();
-        self.events = events;
-        result
+        push_sse(self, bytes, out)
     }
 
     fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), AgentError> {
@@ -632,7 +624,7 @@ impl StreamDecoder for ResponsesDecoder {
         // `error` event nothing more may come, so that one ends it too, unless the body stopped
         // inside an event.
         if self.sse.has_partial() || !self.saw_error {
-            return Err(AgentError::api("The connection closed before the model finished its response", true));
+            return Err(cut_short());
         }
         self.emit_finish(out);
         Ok(())
