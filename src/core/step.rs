@@ -105,14 +105,9 @@ pub fn messages_json(msgs: &[ModelMessage]) -> Value {
                     super::model::UserPart::File { data, media_type, filename } =>
                         json!({ "type": "file", "data": data, "mediaType": media_type, "filename": filename }),
                 }).collect::<Vec<_>>() }),
-                ModelMessage::Assistant(parts) => json!({ "role": "assistant", "content": parts.iter().map(|p| match p {
-                    AssistantPart::Text(t, meta) => with_options(json!({ "type": "text", "text": t }), meta),
-                    AssistantPart::Reasoning(t, meta) => with_options(json!({ "type": "reasoning", "text": t }), meta),
-                    AssistantPart::ToolCall { tool_call_id, tool_name, args, meta } => with_options(
-                        json!({ "type": "tool-call", "toolCallId": tool_call_id, "toolName": tool_name, "input": args }),
-                        meta,
-                    ),
-                }).collect::<Vec<_>>() }),
+                ModelMessage::Assistant(parts) => {
+                    json!({ "role": "assistant", "content": parts.iter().map(assistant_part_json).collect::<Vec<_>>() })
+                }
                 ModelMessage::Tool(results) => json!({ "role": "tool", "content": results.iter().map(|r| json!({
                     "type": "tool-result", "toolCallId": r.tool_call_id, "toolName": r.tool_name,
                     "output": if r.is_error { json!({ "type": "error-json", "value": r.result }) }
@@ -123,9 +118,21 @@ pub fn messages_json(msgs: &[ModelMessage]) -> Value {
     )
 }
 
+/// An assistant part in the AI SDK's prompt shape, its provider data as `providerOptions`.
+pub(crate) fn assistant_part_json(p: &AssistantPart) -> Value {
+    match p {
+        AssistantPart::Text(t, meta) => with_options(json!({ "type": "text", "text": t }), meta),
+        AssistantPart::Reasoning(t, meta) => with_options(json!({ "type": "reasoning", "text": t }), meta),
+        AssistantPart::ToolCall { tool_call_id, tool_name, args, meta } => with_options(
+            json!({ "type": "tool-call", "toolCallId": tool_call_id, "toolName": tool_name, "input": args }),
+            meta,
+        ),
+    }
+}
+
 /// A prompt part with the provider data that came with it, as the AI SDK passes it back:
 /// `providerOptions`.
-pub(crate) fn with_options(mut part: Value, meta: &PartMeta) -> Value {
+fn with_options(mut part: Value, meta: &PartMeta) -> Value {
     if let (Some(meta), Some(obj)) = (meta, part.as_object_mut()) {
         obj.insert("providerOptions".into(), meta.clone());
     }

@@ -6,9 +6,9 @@ use serde_json::{json, Map, Value};
 
 use crate::core::error::AgentError;
 use crate::core::model::{
-    AssistantPart, FinishReason, MetaTarget, ModelEvent, ModelMessage, ModelRequest, PartMeta, ToolChoice, Usage, UserPart, Warning,
+    FinishReason, MetaTarget, ModelEvent, ModelMessage, ModelRequest, PartMeta, ToolChoice, Usage, UserPart, Warning,
 };
-use crate::core::step::{merge_meta, with_options};
+use crate::core::step::{assistant_part_json, merge_meta};
 
 /// `LanguageModelV2CallOptions` (without `abortSignal`, which the bindings add).
 pub fn call_options(req: &ModelRequest) -> Value {
@@ -27,14 +27,9 @@ pub fn call_options(req: &ModelRequest) -> Value {
                     f
                 }
             }).collect::<Vec<_>>() }),
-            ModelMessage::Assistant(parts) => json!({ "role": "assistant", "content": parts.iter().map(|p| match p {
-                AssistantPart::Text(t, meta) => with_options(json!({ "type": "text", "text": t }), meta),
-                AssistantPart::Reasoning(t, meta) => with_options(json!({ "type": "reasoning", "text": t }), meta),
-                AssistantPart::ToolCall { tool_call_id, tool_name, args, meta } => with_options(
-                    json!({ "type": "tool-call", "toolCallId": tool_call_id, "toolName": tool_name, "input": args }),
-                    meta,
-                ),
-            }).collect::<Vec<_>>() }),
+            ModelMessage::Assistant(parts) => {
+                json!({ "role": "assistant", "content": parts.iter().map(assistant_part_json).collect::<Vec<_>>() })
+            }
             ModelMessage::Tool(results) => json!({ "role": "tool", "content": results.iter().map(|r| {
                 let output = match (&r.result, r.is_error) {
                     (Value::String(s), true) => json!({ "type": "error-text", "value": s }),
@@ -223,7 +218,7 @@ pub fn warnings_of(part: &Value) -> Vec<Warning> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::model::{ModelSettings, ToolResultPart, ToolSpec};
+    use crate::core::model::{AssistantPart, ModelSettings, ToolResultPart, ToolSpec};
 
     #[test]
     fn call_options_follow_the_v2_prompt_shape() {
