@@ -36,6 +36,24 @@ pub enum AssistantPart {
     ToolCall { tool_call_id: String, tool_name: String, args: Value, meta: PartMeta },
 }
 
+impl AssistantPart {
+    /// The provider data that came with the part.
+    pub fn meta(&self) -> &PartMeta {
+        match self {
+            AssistantPart::Text(_, meta) | AssistantPart::Reasoning(_, meta) | AssistantPart::ToolCall { meta, .. } => meta,
+        }
+    }
+}
+
+/// `part` (a JSON object) with the provider data under `key` when there is some: the AI SDK's
+/// `providerOptions` in a prompt, `providerMetadata` in a stored message.
+pub fn with_meta(mut part: Value, key: &str, meta: &PartMeta) -> Value {
+    if let (Some(meta), Some(obj)) = (meta, part.as_object_mut()) {
+        obj.insert(key.into(), meta.clone());
+    }
+    part
+}
+
 /// Which part of the step a `ModelEvent::PartMeta` belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MetaTarget {

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::chunk::Chunk;
 use super::error::AgentError;
-use super::model::{AssistantPart, FinishReason, MetaTarget, ModelEvent, ModelMessage, PartMeta, ToolResultPart, Usage, Warning};
+use super::model::{with_meta, AssistantPart, FinishReason, MetaTarget, ModelEvent, ModelMessage, PartMeta, ToolResultPart, Usage, Warning};
 use super::tools::ToolResult;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -120,24 +120,16 @@ pub fn messages_json(msgs: &[ModelMessage]) -> Value {
 
 /// An assistant part in the AI SDK's prompt shape, its provider data as `providerOptions`.
 pub(crate) fn assistant_part_json(p: &AssistantPart) -> Value {
-    match p {
-        AssistantPart::Text(t, meta) => with_options(json!({ "type": "text", "text": t }), meta),
-        AssistantPart::Reasoning(t, meta) => with_options(json!({ "type": "reasoning", "text": t }), meta),
-        AssistantPart::ToolCall { tool_call_id, tool_name, args, meta } => with_options(
-            json!({ "type": "tool-call", "toolCallId": tool_call_id, "toolName": tool_name, "input": args }),
-            meta,
-        ),
-    }
+    let json = match p {
+        AssistantPart::Text(t, _) => json!({ "type": "text", "text": t }),
+        AssistantPart::Reasoning(t, _) => json!({ "type": "reasoning", "text": t }),
+        AssistantPart::ToolCall { tool_call_id, tool_name, args, .. } => {
+            json!({ "type": "tool-call", "toolCallId": tool_call_id, "toolName": tool_name, "input": args })
+        }
+    };
+    with_meta(json, "providerOptions", p.meta())
 }
 
-/// A prompt part with the provider data that came with it, as the AI SDK passes it back:
-/// `providerOptions`.
-fn with_options(mut part: Value, meta: &PartMeta) -> Value {
-    if let (Some(meta), Some(obj)) = (meta, part.as_object_mut()) {
-        obj.insert("providerOptions".into(), meta.clone());
-    }
-    part
-}
 
 /// Merges provider data into a part's: provider by provider, field by field.
 pub fn merge_meta(into: &mut PartMeta, meta: Value) {

@@ -99,7 +99,7 @@ pub fn socket(req: SocketRequest) -> LocalFuture<'static, Result<HttpResponse, S
                 )))
             }
             None => {
-                let s = open(&req).await?;
+                let s = open(&req, key).await?;
                 POOL.with(|p| p.borrow_mut().push(s.clone()));
                 s
             }
@@ -167,7 +167,7 @@ pub fn close_run(run_id: &str) {
 }
 
 /// Opens a socket and waits until it is open.
-async fn open(req: &SocketRequest) -> Result<Rc<Socket>, SocketError> {
+async fn open(req: &SocketRequest, key: String) -> Result<Rc<Socket>, SocketError> {
     let global = js_sys::global();
     let unavailable = |message: String| SocketError::Unavailable(AgentError::api(message, false));
     let has = |name: &str| Reflect::get(&global, &name.into()).is_ok_and(|v| !v.is_undefined());
@@ -194,7 +194,7 @@ async fn open(req: &SocketRequest) -> Result<Rc<Socket>, SocketError> {
         ));
     };
     let socket = Rc::new(Socket {
-        key: pool_key(req),
+        key,
         url: req.url.clone(),
         ws,
         runs: RefCell::new(Vec::new()),

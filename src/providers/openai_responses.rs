@@ -227,7 +227,7 @@ fn assistant_items(parts: &[AssistantPart], stateful: bool, out: &mut Vec<Value>
     let mut text_id = None;
     let mut paired = false;
     for part in parts {
-        let id = if paired { meta_str(part_meta(part), "itemId") } else { None };
+        let id = if paired { meta_str(part.meta(), "itemId") } else { None };
         match part {
             AssistantPart::Text(t, _) => {
                 if id != text_id {
@@ -265,12 +265,6 @@ fn assistant_items(parts: &[AssistantPart], stateful: bool, out: &mut Vec<Value>
         }
     }
     flush_text(&mut text, text_id, out);
-}
-
-fn part_meta(part: &AssistantPart) -> &PartMeta {
-    match part {
-        AssistantPart::Text(_, meta) | AssistantPart::Reasoning(_, meta) | AssistantPart::ToolCall { meta, .. } => meta,
-    }
 }
 
 /// A string this API left on a part (`providerMetadata.openai.<key>`).

@@ -5,7 +5,8 @@
 use serde_json::{json, Value};
 
 use super::{StoredMessage, Thread};
-use crate::core::model::{AssistantPart, ModelMessage, PartMeta, ToolResultPart, UserPart};
+use crate::core::input::part_meta;
+use crate::core::model::{with_meta, AssistantPart, ModelMessage, PartMeta, ToolResultPart, UserPart};
 use crate::core::step::StepResult;
 use crate::core::tools::Outcome;
 
@@ -65,10 +66,10 @@ pub fn input_messages(input: &[ModelMessage], thread: &Thread, next: &mut dyn Fn
                 let parts = parts
                     .iter()
                     .map(|p| match p {
-                        AssistantPart::Text(t, meta) => with_meta(json!({ "type": "text", "text": t }), meta),
-                        AssistantPart::Reasoning(t, meta) => with_meta(json!({ "type": "reasoning", "text": t }), meta),
+                        AssistantPart::Text(t, meta) => stored_meta(json!({ "type": "text", "text": t }), meta),
+                        AssistantPart::Reasoning(t, meta) => stored_meta(json!({ "type": "reasoning", "text": t }), meta),
                         AssistantPart::ToolCall { tool_call_id, tool_name, args, meta } =>
-                            with_meta(invocation("call", tool_call_id, tool_name, args, None, false), meta),
+                            stored_meta(invocation("call", tool_call_id, tool_name, args, None, false), meta),
                     })
                     .collect();
                 let (id, at) = next();
@@ -131,7 +132,7 @@ pub fn assistant_message(id: String, thread: &Thread, created_at: String, steps:
                 AssistantPart::ToolCall { tool_call_id, meta, .. } if *tool_call_id == c.tool_call_id => meta.as_ref(),
                 _ => None,
             });
-            parts.push(with_meta(part, &meta.cloned()));
+            parts.push(stored_meta(part, &meta.cloned()));
         }
         parts.extend(step.data_parts.iter().cloned());
     }
@@ -155,9 +156,9 @@ pub fn assistant_message(id: String, thread: &Thread, created_at: String, steps:
 fn push_content(parts: &mut Vec<Value>, step: &StepResult) {
     for p in &step.parts {
         match p {
-            AssistantPart::Text(t, meta) if !t.is_empty() => parts.push(with_meta(json!({ "type": "text", "text": t }), meta)),
+            AssistantPart::Text(t, meta) if !t.is_empty() => parts.push(stored_meta(json!({ "type": "text", "text": t }), meta)),
             AssistantPart::Reasoning(t, meta) if !t.is_empty() || meta.is_some() => {
-                parts.push(with_meta(json!({ "type": "reasoning", "text": t }), meta))
+                parts.push(stored_meta(json!({ "type": "reasoning", "text": t }), meta))
             }
             _ => {}
         }
@@ -165,16 +166,13 @@ fn push_content(parts: &mut Vec<Value>, step: &StepResult) {
 }
 
 /// A stored part with the provider data of its model part, as `providerMetadata`.
-fn with_meta(mut part: Value, meta: &PartMeta) -> Value {
-    if let (Some(meta), Some(obj)) = (meta, part.as_object_mut()) {
-        obj.insert("providerMetadata".into(), meta.clone());
-    }
-    part
+fn stored_meta(part: Value, meta: &PartMeta) -> Value {
+    with_meta(part, "providerMetadata", meta)
 }
 
 /// The provider data stored with a part.
 fn meta_of(part: &Value) -> PartMeta {
-    part.get("providerMetadata").filter(|m| m.is_object()).cloned()
+    part_meta(part, "providerMetadata")
 }
 
 fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
