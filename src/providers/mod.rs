@@ -88,13 +88,13 @@ pub enum Api {
     Host,
 }
 
-/// The header that carries the key on the OpenAI APIs: Azure's `api-key`, else a bearer token.
+/// The header that carries the key on the OpenAI APIs: the provider's own (Azure's `api-key`),
+/// else a bearer token.
 pub(crate) fn key_header(endpoint: &Endpoint) -> Option<(String, String)> {
     let key = endpoint.api_key.as_ref()?;
-    Some(if endpoint.provider == "azure" {
-        ("api-key".into(), key.clone())
-    } else {
-        ("authorization".into(), format!("Bearer {key}"))
+    Some(match registry::key_header(&endpoint.provider) {
+        Some(header) => (header.into(), key.clone()),
+        None => ("authorization".into(), format!("Bearer {key}")),
     })
 }
 

@@ -12,13 +12,16 @@ use crate::core::error::AgentError;
 pub struct ProviderInfo {
     /// The part before the slash in `'groq/llama-3.3-70b-versatile'`.
     pub prefix: &'static str,
-    /// The default base URL, without a trailing slash.
+    /// The default base URL, without a trailing slash. A `{VAR}` in it is the value of that
+    /// environment variable (Azure's resource name).
     pub base_url: &'static str,
     /// The environment variable holding the API key; `None` when the provider needs no key.
     pub key_var: Option<&'static str>,
     /// The environment variable that overrides `base_url`.
     pub url_var: &'static str,
     pub api: Api,
+    /// On the OpenAI APIs, the header that carries the key when it is not `Authorization: Bearer`.
+    pub key_header: Option<&'static str>,
 }
 
 const fn chat(
@@ -27,7 +30,7 @@ const fn chat(
     key_var: &'static str,
     url_var: &'static str,
 ) -> ProviderInfo {
-    ProviderInfo { prefix, base_url, key_var: Some(key_var), url_var, api: Api::Chat }
+    ProviderInfo { prefix, base_url, key_var: Some(key_var), url_var, api: Api::Chat, key_header: None }
 }
 
 /// The providers this version can reach.
@@ -40,6 +43,7 @@ pub const PROVIDERS: &[ProviderInfo] = &[
         key_var: Some("OPENAI_API_KEY"),
         url_var: "OPENAI_BASE_URL",
         api: Api::Responses,
+        key_header: None,
     },
     chat("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY", "GROQ_BASE_URL"),
     chat("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", "OPENROUTER_BASE_URL"),
@@ -53,6 +57,7 @@ pub const PROVIDERS: &[ProviderInfo] = &[
         key_var: Some("ANTHROPIC_API_KEY"),
         url_var: "ANTHROPIC_BASE_URL",
         api: Api::Anthropic,
+        key_header: None,
     },
     ProviderInfo {
         prefix: "google",
@@ -60,16 +65,17 @@ pub const PROVIDERS: &[ProviderInfo] = &[
         key_var: Some("GOOGLE_GENERATIVE_AI_API_KEY"),
         url_var: "GOOGLE_BASE_URL",
         api: Api::Google,
+        key_header: None,
     },
-    // Azure OpenAI's v1 API: `https://<resource>.openai.azure.com/openai/v1` (from
-    // AZURE_RESOURCE_NAME, or the whole URL from AZURE_BASE_URL or `url`); the model is the
-    // deployment name; the key goes in the `api-key` header.
+    // Azure OpenAI's v1 API (or the whole URL from AZURE_BASE_URL or `url`); the model is the
+    // deployment name.
     ProviderInfo {
         prefix: "azure",
-        base_url: "",
+        base_url: "https://{AZURE_RESOURCE_NAME}.openai.azure.com/openai/v1",
         key_var: Some("AZURE_API_KEY"),
         url_var: "AZURE_BASE_URL",
         api: Api::Responses,
+        key_header: Some("api-key"),
     },
     ProviderInfo {
         prefix: "ollama",
@@ -77,8 +83,29 @@ pub const PROVIDERS: &[ProviderInfo] = &[
         key_var: None,
         url_var: "OLLAMA_BASE_URL",
         api: Api::Chat,
+        key_header: None,
     },
 ];
+
+/// `template` with each `{VAR}` replaced by that variable's value, or the first variable that has
+/// none.
+fn fill_in(template: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some((before, after)) = rest.split_once('{') {
+        let (name, tail) = after.split_once('}').unwrap_or((after, ""));
+        out.push_str(before);
+        out.push_str(&var(name).ok_or_else(|| name.to_string())?);
+        rest = tail;
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The header that carries `provider`'s key on the OpenAI APIs, when not `Authorization: Bearer`.
+pub fn key_header(provider: &str) -> Option<&'static str> {
+    PROVIDERS.iter().find(|p| p.prefix == provider).and_then(|p| p.key_header)
+}
 
 /// Resolves a model id such as `'openai/gpt-4o-mini'` into where to send requests, and the model
 /// name to send (everything after the first slash, so `'openrouter/meta-llama/llama-3'` keeps
@@ -121,18 +148,16 @@ pub fn resolve(
             format!("no API key for '{prefix}': set the {var} environment variable or pass `apiKey` with the model"),
         ));
     }
-    let azure = || {
-        let resource = present(env("AZURE_RESOURCE_NAME"))?;
-        Some(format!("https://{resource}.openai.azure.com/openai/v1"))
+    let base_url = match url_override {
+        Some(url) => url,
+        None => fill_in(info.base_url, &|var| present(env(var))).map_err(|var| {
+            AgentError::invalid(
+                field,
+                format!("no URL for '{prefix}': set {var} (or {}), or pass `url` with the model", info.url_var),
+            )
+        })?,
     };
-    let url_override = url_override.or_else(|| if prefix == "azure" { azure() } else { None });
-    if info.base_url.is_empty() && url_override.is_none() {
-        return Err(AgentError::invalid(
-            field,
-            format!("no URL for '{prefix}': set AZURE_RESOURCE_NAME (or AZURE_BASE_URL), or pass `url` with the model"),
-        ));
-    }
-    let base_url = url_override.as_deref().unwrap_or(info.base_url).trim_end_matches('/').to_string();
+    let base_url = base_url.trim_end_matches('/').to_string();
     // A page may use a same-origin path ('/proxy/v1'); anything else must be an absolute URL,
     // or fetch fails later with a message that looks like a network error.
     let absolute = ["http://", "https://"].iter().any(|s| base_url.get(..s.len()).is_some_and(|p| p.eq_ignore_ascii_case(s)));
