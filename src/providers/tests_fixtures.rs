@@ -126,3 +126,26 @@ pub(super) fn decode_until_error(
     let end = pieces.iter().try_for_each(|piece| decoder.push(piece, &mut out)).and_then(|()| decoder.end(&mut out));
     (out, end)
 }
+
+/// A body that stops before the reply ends is a retryable error that says so.
+pub(super) fn assert_cut_short(result: Result<Vec<ModelEvent>, AgentError>, body: &str) {
+    match result {
+        Err(AgentError::ApiCall { message, retryable, .. }) => {
+            assert_eq!(message, "The connection closed before the model finished its response");
+            assert!(retryable);
+        }
+        other => panic!("{body:?} gave {other:?}"),
+    }
+}
+
+/// An event that is not JSON is an error, not retryable, quoting the event's first 200 characters.
+pub(super) fn assert_not_json(err: AgentError, data: &str) {
+    let expected: String = data.chars().take(200).collect();
+    match err {
+        AgentError::ApiCall { message, retryable, .. } => {
+            assert_eq!(message, format!("The model's stream sent an event that is not valid JSON: {expected}"));
+            assert!(!retryable);
+        }
+        other => panic!("{other:?}"),
+    }
+}
