@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::anthropic::{build_request, AnthropicDecoder};
-use super::tests_fixtures::{self, assert_cut_short, assert_not_json, fixture_lines, typed_stream, ANTHROPIC as FIXTURES};
+use super::tests_fixtures::{self, assert_cut_short, assert_not_json, endpoint_at, pairs, fixture_lines, typed_stream, ANTHROPIC as FIXTURES};
 use super::tests_sse::{random_pieces, Rng};
-use super::{step_of, Api, Endpoint, HttpRequest, StreamDecoder};
+use super::{step_of, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
     MetaTarget, AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ModelSettings, ToolChoice, ToolResultPart,
@@ -482,13 +482,7 @@ fn events_before_a_bad_one_are_kept() {
 // Request
 
 fn endpoint(key: Option<&str>) -> Endpoint {
-    Endpoint {
-        provider: "anthropic".into(),
-        api: Api::Chat,
-        base_url: "https://api.anthropic.com/v1".into(),
-        api_key: key.map(Into::into),
-        headers: vec![],
-    }
+    endpoint_at("anthropic", "https://api.anthropic.com/v1", key)
 }
 
 fn request(messages: Vec<ModelMessage>) -> ModelRequest {
@@ -511,10 +505,6 @@ fn body_of(req: &ModelRequest) -> Value {
 
 fn messages_of(messages: Vec<ModelMessage>) -> Value {
     body_of(&request(messages))["messages"].clone()
-}
-
-fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-    list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 fn text(t: &str) -> Value {

@@ -3,20 +3,15 @@
 use serde_json::{json, Map, Value};
 
 use super::openai_chat::build_request;
-use super::{Api, Endpoint, HttpRequest};
+use super::tests_fixtures::{endpoint_at, pairs};
+use super::{Endpoint, HttpRequest};
 use crate::core::error::AgentError;
 use crate::core::model::{
     AssistantPart, ModelMessage, ModelRequest, ModelSettings, ToolChoice, ToolResultPart, ToolSpec, UserPart, Warning,
 };
 
 fn endpoint(key: Option<&str>) -> Endpoint {
-    Endpoint {
-        provider: "openai".into(),
-        api: Api::Chat,
-        base_url: "https://api.openai.com/v1".into(),
-        api_key: key.map(Into::into),
-        headers: vec![],
-    }
+    endpoint_at("openai", "https://api.openai.com/v1", key)
 }
 
 fn request(messages: Vec<ModelMessage>) -> ModelRequest {
@@ -39,10 +34,6 @@ fn body_of(req: &ModelRequest) -> Value {
 
 fn messages_of(messages: Vec<ModelMessage>) -> Value {
     body_of(&request(messages))["messages"].clone()
-}
-
-fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-    list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 #[test]

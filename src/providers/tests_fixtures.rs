@@ -149,3 +149,20 @@ pub(super) fn assert_not_json(err: AgentError, data: &str) {
         other => panic!("{other:?}"),
     }
 }
+
+/// Header pairs as the request builders write them.
+pub(super) fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// An endpoint of `provider` at `base_url`, with `key`. (The builders are called directly: the
+/// API the dispatch would look at does not matter here.)
+pub(super) fn endpoint_at(provider: &str, base_url: &str, key: Option<&str>) -> super::Endpoint {
+    super::Endpoint {
+        provider: provider.into(),
+        api: super::Api::Chat,
+        base_url: base_url.into(),
+        api_key: key.map(Into::into),
+        headers: vec![],
+    }
+}

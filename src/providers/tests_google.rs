@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::google::{build_request, GoogleDecoder};
-use super::tests_fixtures::{self, assert_cut_short, assert_not_json, data_stream, fixture_lines, GOOGLE as FIXTURES};
+use super::tests_fixtures::{self, assert_cut_short, assert_not_json, endpoint_at, pairs, data_stream, fixture_lines, GOOGLE as FIXTURES};
 use super::tests_sse::{random_pieces, Rng};
-use super::{step_of, Api, Endpoint, HttpRequest, StreamDecoder};
+use super::{step_of, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
     MetaTarget, AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ModelSettings, ToolChoice, ToolResultPart,
@@ -637,13 +637,7 @@ fn nothing_after_the_end_counts() {
 // Request
 
 fn endpoint(key: Option<&str>) -> Endpoint {
-    Endpoint {
-        provider: "google".into(),
-        api: Api::Chat, // the dispatch does not look at it here; the builder is called directly
-        base_url: "https://generativelanguage.googleapis.com/v1beta".into(),
-        api_key: key.map(Into::into),
-        headers: vec![],
-    }
+    endpoint_at("google", "https://generativelanguage.googleapis.com/v1beta", key)
 }
 
 fn request(messages: Vec<ModelMessage>) -> ModelRequest {
@@ -667,10 +661,6 @@ fn body_of(req: &ModelRequest) -> Value {
 
 fn contents_of(messages: Vec<ModelMessage>) -> Value {
     body_of(&request(messages))["contents"].clone()
-}
-
-fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-    list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 fn object(value: Value) -> Map<String, Value> {

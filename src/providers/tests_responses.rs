@@ -13,11 +13,11 @@ use serde_json::{json, Map, Value};
 
 use super::openai_responses::{build_request, ResponsesDecoder};
 use super::tests_fixtures::{
-    self, assert_cut_short, assert_not_json, fixture_lines, json_lines, response_bodies, responses, typed_stream, OPENAI_ERROR as ERROR,
+    self, assert_cut_short, assert_not_json, endpoint_at, fixture_lines, pairs, json_lines, response_bodies, responses, typed_stream, OPENAI_ERROR as ERROR,
     PARALLEL_WRAPPER as PARALLEL, REASONING_ENCRYPTED as REASONING, RESPONSES, XAI_TEXT as XAI,
 };
 use super::tests_sse::{random_pieces, Rng};
-use super::{step_of, Api, Endpoint, HttpRequest, StreamDecoder};
+use super::{step_of, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
     MetaTarget, AssistantPart, FinishReason, ModelEvent, ModelMessage, ModelRequest, ModelSettings, ToolChoice, ToolResultPart,
@@ -761,13 +761,7 @@ fn events_before_a_bad_one_are_kept() {
 // Request
 
 fn endpoint(key: Option<&str>) -> Endpoint {
-    Endpoint {
-        provider: "openai".into(),
-        api: Api::Chat,
-        base_url: "https://api.openai.com/v1".into(),
-        api_key: key.map(Into::into),
-        headers: vec![],
-    }
+    endpoint_at("openai", "https://api.openai.com/v1", key)
 }
 
 fn request(messages: Vec<ModelMessage>) -> ModelRequest {
@@ -790,10 +784,6 @@ fn body_of(req: &ModelRequest) -> Value {
 
 fn input_of(messages: Vec<ModelMessage>) -> Value {
     body_of(&request(messages))["input"].clone()
-}
-
-fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-    list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 fn input_text(t: &str) -> Value {
