@@ -12,7 +12,8 @@ use serde_json::{json, Map, Value};
 use super::json::{self, Reader};
 use super::sse::{SseDecoder, SseEvent};
 use super::{
-    cut_short, error_message, push_sse, set_header, snake_case, starts_with_ignore_case, unreadable, Endpoint, HttpRequest, SseEvents, StreamDecoder,
+    append_paragraph, cut_short, error_message, push_sse, set_header, snake_case, starts_with_ignore_case,
+    unreadable, Endpoint, HttpRequest, SseEvents, StreamDecoder,
 };
 use crate::core::error::AgentError;
 use crate::core::model::{
@@ -154,12 +155,7 @@ fn messages(messages: &[ModelMessage]) -> Result<(String, Vec<Value>), AgentErro
     for message in messages {
         let (role, blocks) = match message {
             ModelMessage::System(text) => {
-                if !text.is_empty() {
-                    if !system.is_empty() {
-                        system.push_str("\n\n");
-                    }
-                    system.push_str(text);
-                }
+                append_paragraph(&mut system, text);
                 continue;
             }
             ModelMessage::User(parts) => ("user", user_blocks(parts)?),

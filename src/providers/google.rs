@@ -12,7 +12,8 @@ use serde_json::{Map, Value};
 use super::json::{self, Reader};
 use super::sse::{SseDecoder, SseEvent};
 use super::{
-    cut_short, push_sse, set_header, starts_with_ignore_case, unreadable, Endpoint, HttpRequest, SseEvents, StreamDecoder,
+    append_paragraph, cut_short, push_sse, set_header, starts_with_ignore_case, unreadable, Endpoint, HttpRequest,
+    SseEvents, StreamDecoder,
 };
 use crate::core::error::AgentError;
 use crate::core::model::{
@@ -136,12 +137,7 @@ fn contents(messages: &[ModelMessage], signature: bool) -> Result<(Value, String
     for message in messages {
         let (role, parts) = match message {
             ModelMessage::System(text) => {
-                if !text.is_empty() {
-                    if !system.is_empty() {
-                        system.push_str("\n\n");
-                    }
-                    system.push_str(text);
-                }
+                append_paragraph(&mut system, text);
                 continue;
             }
             ModelMessage::User(parts) => ("user", user_parts(parts)?),

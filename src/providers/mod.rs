@@ -168,6 +168,17 @@ pub(crate) fn not_json(data: &str) -> AgentError {
     AgentError::api(format!("The model's stream sent an event that is not valid JSON: {}", head(data)), false)
 }
 
+/// Adds `text` to `to` as a paragraph of its own (the APIs that take one system text get every
+/// system message so). Empty text adds nothing.
+pub(crate) fn append_paragraph(to: &mut String, text: &str) {
+    if !text.is_empty() {
+        if !to.is_empty() {
+            to.push_str("\n\n");
+        }
+        to.push_str(text);
+    }
+}
+
 /// An event the decoder could not read: not JSON, or JSON of a shape it does not know. A shape
 /// error is only reported as such for an event that is JSON all through.
 pub(crate) fn unreadable(e: json::Error, data: &str) -> AgentError {

@@ -12,7 +12,8 @@ use serde_json::{json, Map, Value};
 use super::json::{self, Reader};
 use super::sse::{SseDecoder, SseEvent};
 use super::{
-    cut_short, error_message, file_url, head, is_url, key_header, openai_usage, push_sse, set_header, snake_case, starts_with_ignore_case, unreadable, Endpoint, HttpRequest, SseEvents, StreamDecoder, UsageKeys,
+    cut_short, error_message, file_url, head, is_url, key_header, openai_usage, push_sse, set_header, snake_case,
+    starts_with_ignore_case, unreadable, Endpoint, HttpRequest, SseEvents, StreamDecoder, UsageKeys,
 };
 use crate::core::error::AgentError;
 use crate::core::model::{
