@@ -30,22 +30,26 @@ pub(crate) fn redact(e: AgentError, key: Option<&str>) -> AgentError {
 /// with backoff from 1 s (factor 2), or after the server's `Retry-After` (capped at 30 s).
 ///
 /// With `socket`, the call goes on a WebSocket; when none can be had, it goes over HTTP if the
-/// transport allows (`'auto'`), else fails saying why.
+/// transport allows (`'auto'`), and `socket` becomes `None` (so are the retries); else it fails
+/// saying why.
 pub(crate) async fn send_with_retries(
     endpoint: &Endpoint,
     max_retries: u32,
     env: &dyn Env,
     abort: &AbortFlag,
     http: &HttpRequest,
-    socket: Option<(&SocketRequest, bool)>,
+    socket: &mut Option<(SocketRequest, bool)>,
 ) -> Result<HttpResponse, Stop> {
     let mut attempt = 0u32;
     loop {
-        let sent = match socket {
+        let sent = match socket.as_ref() {
             None => abort.race(env.fetch(http.clone())).await.ok_or(Stop::Aborted)?,
             Some((req, fallback)) => match abort.race(env.socket(req.clone())).await.ok_or(Stop::Aborted)? {
                 Ok(resp) => Ok(resp),
-                Err(SocketError::Unavailable(_)) if fallback => abort.race(env.fetch(http.clone())).await.ok_or(Stop::Aborted)?,
+                Err(SocketError::Unavailable(_)) if *fallback => {
+                    *socket = None;
+                    abort.race(env.fetch(http.clone())).await.ok_or(Stop::Aborted)?
+                }
                 Err(SocketError::Unavailable(e) | SocketError::Failed(e)) => Err(e),
             },
         };

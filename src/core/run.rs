@@ -296,6 +296,8 @@ async fn run_steps(
     let message_id = outcome.message_id.clone();
     let mut ids = IdSource::new(message_id.clone());
     let max_steps = cfg.max_steps.max(1) as usize;
+    // Once no socket could be had ('auto'), the rest of the run goes over HTTP.
+    let mut transport = cfg.transport.clone();
     loop {
         let step_number = outcome.steps.len();
         let overrides = match abort.race(hooks.prepare_step(step_number, &outcome.steps)).await {
@@ -310,7 +312,7 @@ async fn run_steps(
         let streamed = if cfg.endpoint.api == providers::Api::Host {
             host_step(hooks, sink, abort, &http, &mut step).await
         } else {
-            stream_step(cfg, env, sink, abort, &http, &mut step).await
+            stream_step(cfg, &mut transport, env, sink, abort, &http, &mut step).await
         };
         let mut out = Vec::new();
         step.close(&mut out, streamed.is_ok());
@@ -479,20 +481,25 @@ async fn host_step(hooks: &dyn Hooks, sink: &dyn Sink, abort: &AbortFlag, http: 
 }
 
 /// Sends one step's request and streams its response into `step`, emitting chunks as they form.
+#[allow(clippy::too_many_arguments)]
 async fn stream_step(
     cfg: &RunConfig,
+    transport: &mut Transport,
     env: &dyn Env,
     sink: &dyn Sink,
     abort: &AbortFlag,
     http: &HttpRequest,
     step: &mut StepBuilder,
 ) -> Result<(), Stop> {
-    let socket = match &cfg.transport {
+    let mut socket = match &*transport {
         Transport::Socket(options) => Some((socket_request(&cfg.run_id, http, options).map_err(Stop::Failed)?, options.fallback)),
         Transport::Fetch => None,
     };
-    let socket = socket.as_ref().map(|(req, fallback)| (req, *fallback));
-    let mut response = send_with_retries(&cfg.endpoint, cfg.max_retries, env, abort, http, socket).await?;
+    let tried = socket.is_some();
+    let mut response = send_with_retries(&cfg.endpoint, cfg.max_retries, env, abort, http, &mut socket).await?;
+    if tried && socket.is_none() {
+        *transport = Transport::Fetch;
+    }
     let mut decoder = providers::decoder(&cfg.endpoint, cfg.include_raw);
     let mut events = Vec::new();
     let mut chunks = Vec::new();

@@ -141,7 +141,7 @@ pub async fn generate_title(job: &TitleJob, first_message: &str, env: &dyn Env, 
         Stop::Failed(e) => e,
         Stop::Aborted => AgentError::Abort { reason: abort.reason() },
     };
-    let mut response = send_with_retries(&job.endpoint, job.max_retries, env, abort, &http, None).await.map_err(stop)?;
+    let mut response = send_with_retries(&job.endpoint, job.max_retries, env, abort, &http, &mut None).await.map_err(stop)?;
     let mut decoder = providers::decoder(&job.endpoint, false);
     let (mut text, mut events) = (String::new(), Vec::new());
     loop {

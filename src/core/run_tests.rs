@@ -530,3 +530,24 @@ fn auto_falls_back_to_http_when_no_socket_can_be_had_and_websocket_fails_saying_
     assert!(out.error.unwrap().to_string().contains("still streaming"));
     assert!(script.requests.borrow().is_empty());
 }
+
+#[test]
+fn once_no_socket_can_be_had_the_rest_of_the_run_goes_over_http() {
+    let call = [
+        json!({ "type": "response.output_item.added", "output_index": 0,
+                "item": { "type": "function_call", "call_id": "c1", "name": "weather", "arguments": "{\"city\":\"Paris\"}" } }),
+        json!({ "type": "response.completed", "response": {} }),
+    ];
+    let call: String = call.iter().map(|e| format!("data: {e}\n\n")).collect();
+    let mut cfg = socket_config("auto");
+    cfg.tools = vec![tools::tool("weather")];
+    let run = tools::simple(
+        vec![Reply::Http { status: 200, headers: vec![], reads: vec![Read::Bytes(call.into_bytes())] }, responses_reply("Sunny.")],
+        cfg,
+        &tools::TestHost::default(),
+    );
+    assert!(run.out.error.is_none(), "{:?}", run.out.error);
+    assert_eq!(run.out.text(), "Sunny.");
+    assert_eq!(run.requests(), 2, "both steps over HTTP");
+    assert_eq!(run.script.sockets.borrow().len(), 1, "the socket was tried once, for the first step only");
+}
