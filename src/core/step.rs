@@ -130,7 +130,6 @@ pub(crate) fn assistant_part_json(p: &AssistantPart) -> Value {
     with_meta(json, "providerOptions", p.meta())
 }
 
-
 /// Merges provider data into a part's: provider by provider, field by field.
 pub fn merge_meta(into: &mut PartMeta, meta: Value) {
     match (into.as_mut().and_then(Value::as_object_mut), meta) {
