@@ -8,6 +8,8 @@
 
 pub mod core;
 pub mod providers;
+#[cfg(test)]
+mod testing;
 
 #[cfg(target_arch = "wasm32")]
 pub mod platform;

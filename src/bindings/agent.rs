@@ -29,8 +29,10 @@ use crate::core::error::AgentError;
 use crate::core::input::parse_messages;
 use crate::core::options::{build_prompt, build_request, merge_options, parse_agent_config, parse_stream_options, AgentConfig};
 use crate::core::run::RunConfig;
+use crate::core::model_api::{HttpModel, ModelApi};
+use crate::core::wire::{Api, Endpoint};
 use crate::providers::registry;
-use crate::providers::Endpoint;
+use super::host::JsModel;
 
 /// The data keys of `new Agent(config)`; functions and objects such as tools are read apart.
 const CONFIG_KEYS: &[&str] = &["id", "name", "description", "instructions", "model", "maxRetries", "defaultOptions"];
@@ -54,14 +56,14 @@ const CALLBACKS: &[&str] =
 
 struct Inner {
     config: AgentConfig,
-    endpoint: Endpoint,
+    model: AgentModel,
+    /// The provider prefix (`openai`), which names its `providerOptions`.
+    provider: String,
     model_name: String,
     /// `defaultOptions` as given, for its callbacks and `abortSignal`.
     default_options: JsValue,
     tools: Vec<JsTool>,
     memory: Option<Rc<MemoryInner>>,
-    /// An AI SDK model object given as `model`.
-    model_object: Option<JsValue>,
     /// Runs background tasks when `backgroundTasks` is enabled.
     manager: RefCell<Option<Rc<Manager>>>,
     /// Whether the agent's own config set `backgroundTasks` (a container's then does not apply).
@@ -70,6 +72,14 @@ struct Inner {
     idle_wrappers: RefCell<Vec<((String, String), AbortFlag)>>,
     /// Runs in progress, for `approveToolCall` / `declineToolCall`.
     runs: RefCell<Vec<(String, Rc<Approvals>)>>,
+}
+
+/// What `model` resolved to.
+enum AgentModel {
+    /// A model API reached over HTTP.
+    Http(Endpoint),
+    /// An AI SDK model object: the runs stream through its `doStream`.
+    Object(JsValue),
 }
 
 /// An agent: instructions, a model, and options for its runs.
@@ -104,18 +114,19 @@ impl Agent {
         let default_options = Reflect::get(&config, &"defaultOptions".into()).unwrap_or(JsValue::UNDEFINED);
         check_functions(&default_options, "config.defaultOptions")?;
         let m = &parsed.model;
-        let (endpoint, model_name) = match &model_object {
+        let (model, provider, model_name) = match model_object {
             Some(obj) => {
-                let s = |k: &str| Reflect::get(obj, &k.into()).ok().and_then(|v| v.as_string()).unwrap_or_default();
-                let endpoint = Endpoint { provider: s("provider"), api: crate::providers::Api::Host, base_url: String::new(), api_key: None, headers: Vec::new() };
-                (endpoint, s("modelId"))
+                let s = |k: &str| Reflect::get(&obj, &k.into()).ok().and_then(|v| v.as_string()).unwrap_or_default();
+                let (provider, name) = (s("provider"), s("modelId"));
+                (AgentModel::Object(obj), provider, name)
             }
             None => {
                 let (mut endpoint, name) = registry::resolve(&m.id, m.url.clone(), m.api_key.clone(), m.headers.clone(), &crate::platform::env_var, "config.model")
                     .map_err(|e| error_to_js(&e))?;
                 endpoint.api = choose_api(endpoint.api, m.api.as_deref())?;
                 browser_headers(&mut endpoint);
-                (endpoint, name)
+                let provider = endpoint.provider.clone();
+                (AgentModel::Http(endpoint), provider, name)
             }
         };
         let tools = parse_tools(&Reflect::get(&config, &"tools".into()).unwrap_or(JsValue::UNDEFINED), "config.tools", false)?;
@@ -139,12 +150,12 @@ impl Agent {
         Ok(Agent {
             inner: Rc::new(Inner {
                 config: parsed,
-                endpoint,
+                model,
+                provider,
                 model_name,
                 default_options,
                 tools,
                 memory,
-                model_object,
                 manager,
                 own_background,
                 idle_wrappers,
@@ -303,7 +314,7 @@ impl Agent {
 
     /// `generateTitle` (the call's memory options over the Memory's): `true` uses the agent's
     /// model, `{ model?, instructions? }` another.
-    fn title_job(&self, memory_opt: &JsValue, max_retries: u32) -> Result<Option<TitleJob>, JsValue> {
+    fn title_job(&self, memory_opt: &JsValue, max_retries: u32, run_model: &Rc<dyn ModelApi>) -> Result<Option<TitleJob>, JsValue> {
         let Some(mem) = &self.inner.memory else { return Ok(None) };
         let call = Reflect::get(memory_opt, &"options".into()).ok().filter(|o| o.is_object()).and_then(|o| Reflect::get(&o, &"generateTitle".into()).ok());
         let (setting, field) = match call.filter(|v| !v.is_undefined()) {
@@ -316,19 +327,19 @@ impl Agent {
             Value::Object(o) => (o.get("model").filter(|m| !m.is_null()).cloned(), o.get("instructions").and_then(Value::as_str).map(str::to_owned)),
             other => return Err(type_error(field, &format!("expected true, false or {{ model?, instructions? }}, got {}", crate::core::input::kind(other)))),
         };
-        let (endpoint, model) = match model {
-            None => (self.inner.endpoint.clone(), self.inner.model_name.clone()),
+        let (model, model_id) = match model {
+            None => (run_model.clone(), self.inner.model_name.clone()),
             Some(m) => {
                 let path = format!("{field}.model");
                 let mc = crate::core::options::parse_model_config(&m, &path).map_err(|e| error_to_js(&e))?;
                 let (mut endpoint, model) =
                     registry::resolve(&mc.id, mc.url, mc.api_key, mc.headers, &crate::platform::env_var, &path).map_err(|e| error_to_js(&e))?;
                 browser_headers(&mut endpoint);
-                (endpoint, model)
+                (http_model(endpoint), model)
             }
         };
         let instructions = instructions.unwrap_or_else(|| DEFAULT_TITLE_INSTRUCTIONS.to_string());
-        Ok(Some(TitleJob { endpoint, model, instructions, max_retries }))
+        Ok(Some(TitleJob { model, model_id, instructions, max_retries }))
     }
 
     fn decide(&self, args: &JsValue, method: &str, decision: Decision) -> Result<bool, JsValue> {
@@ -438,26 +449,34 @@ impl Agent {
         if !(hooks.is_undefined() || hooks.is_null() || hooks.is_object()) {
             return Err(type_error("options.hooks", "expected an object like { beforeToolCall, afterToolCall }"));
         }
+        let abort = crate::core::abort::AbortFlag::new();
+        let tool_abort = web_sys::AbortController::new()?;
+        let tool_signal: JsValue = tool_abort.signal().into();
+        abort.on_abort(Box::new(move || tool_abort.abort()));
+        let model: Rc<dyn ModelApi> = match &inner.model {
+            AgentModel::Http(endpoint) => http_model(endpoint.clone()),
+            AgentModel::Object(object) => Rc::new(JsModel { object: object.clone(), abort_signal: tool_signal.clone() }),
+        };
         let memory = self.memory_run(&opt("memory"), &opt("savePerStep"))?;
         let title = match &memory {
-            Some(_) => self.title_job(&opt("memory"), max_retries_of(&opts, &inner.config))?,
+            Some(_) => self.title_job(&opt("memory"), max_retries_of(&opts, &inner.config), &model)?,
             None => None,
         };
         let on_title = Reflect::get(&opt("memory"), &"onTitleGenerated".into()).ok().and_then(|f| f.dyn_into::<Function>().ok());
         let input_len = input.len();
         let prompt = build_prompt(&inner.config.instructions, &opts, input);
         let input_start = prompt.len() - input_len;
-        let provider = &inner.endpoint.provider;
+        let provider = &inner.provider;
         let provider_options = opts.provider_options.as_ref().and_then(|p| p.get(provider)).and_then(Value::as_object);
-        let transport = transport::parse(provider_options, inner.endpoint.api, &format!("options.providerOptions.{provider}"))
+        let api = match &inner.model {
+            AgentModel::Http(endpoint) => Some(endpoint.api),
+            AgentModel::Object(_) => None,
+        };
+        let transport = transport::parse(provider_options, api, &format!("options.providerOptions.{provider}"))
             .map_err(|e| error_to_js(&e))?;
         let request = build_request(&inner.model_name, prompt, &opts, provider);
         let max_retries = opts.model_settings.max_retries.unwrap_or(inner.config.max_retries);
         let max_steps = opts.max_steps.unwrap_or(5);
-        let abort = crate::core::abort::AbortFlag::new();
-        let tool_abort = web_sys::AbortController::new()?;
-        let tool_signal: JsValue = tool_abort.signal().into();
-        abort.on_abort(Box::new(move || tool_abort.abort()));
         let mut host = JsHost::new(
             tools.clone(),
             ToolEnv {
@@ -476,11 +495,10 @@ impl Agent {
             merged.get("modelSettings").cloned().unwrap_or(Value::Null),
         );
         host.on_title_generated = on_title;
-        host.model = inner.model_object.clone();
         let background = inner.manager.borrow().clone().map(|manager| BackgroundRun { manager, agent_id: inner.config.id.clone() });
         let cfg = RunConfig {
             run_id: run_id.clone(),
-            endpoint: inner.endpoint.clone(),
+            model,
             request,
             max_retries,
             include_raw: opts.include_raw_chunks,
@@ -592,8 +610,7 @@ pub(crate) fn callback(options: &JsValue, defaults: &JsValue, name: &str) -> Opt
 }
 
 /// `api: 'chat' | 'responses'` picks the wire protocol of an OpenAI-compatible provider.
-fn choose_api(default: crate::providers::Api, asked: Option<&str>) -> Result<crate::providers::Api, JsValue> {
-    use crate::providers::Api;
+fn choose_api(default: Api, asked: Option<&str>) -> Result<Api, JsValue> {
     match (default, asked) {
         (d, None) => Ok(d),
         (Api::Chat | Api::Responses, Some("chat")) => Ok(Api::Chat),
@@ -604,12 +621,17 @@ fn choose_api(default: crate::providers::Api, asked: Option<&str>) -> Result<cra
 
 /// In a page, Anthropic answers a direct call only with its browser-access header (the key is
 /// then visible to the page's user, which is the page author's choice to make).
-fn browser_headers(endpoint: &mut crate::providers::Endpoint) {
+fn browser_headers(endpoint: &mut Endpoint) {
     let global = js_sys::global();
     let in_page = ["window", "document"].iter().all(|k| Reflect::get(&global, &(*k).into()).map(|v| v.is_object()).unwrap_or(false));
-    if in_page && endpoint.api == crate::providers::Api::Anthropic {
+    if in_page && endpoint.api == Api::Anthropic {
         endpoint.headers.insert(0, ("anthropic-dangerous-direct-browser-access".into(), "true".into()));
     }
+}
+
+/// The model at `endpoint`, spoken with its API's protocol.
+fn http_model(endpoint: Endpoint) -> Rc<dyn ModelApi> {
+    Rc::new(HttpModel { protocol: crate::providers::protocol(endpoint.api), endpoint })
 }
 
 fn max_retries_of(opts: &crate::core::options::StreamOptions, config: &AgentConfig) -> u32 {

@@ -10,10 +10,12 @@ use wasm_bindgen::prelude::*;
 use super::convert::{from_json, to_json, to_json_strict};
 use super::tools::{call_async, execute, needs_approval, standard_validate, thrown_message, JsTool, ToolEnv};
 use crate::core::env::LocalFuture;
+use crate::core::model::{ModelEvent, ModelRequest};
+use crate::core::model_api::{Call, CallCx, EventSource, ModelApi};
 use crate::core::error::AgentError;
 use crate::core::input::{parse_instructions, parse_model_settings, parse_tool_choice};
 use crate::core::options::merge_options;
-use crate::core::run::{Hooks, IterationDecision, StepOverrides};
+use crate::core::run::{Hooks, IterationDecision, StepOverrides, Stop};
 use crate::core::step::{StepResult, ToolCall};
 use crate::core::tools::{Outcome, ToolCtx, ToolHost, ToolResult};
 
@@ -31,8 +33,6 @@ pub struct JsHost {
     pub base_settings: Value,
     /// `memory.onTitleGenerated`.
     pub on_title_generated: Option<Function>,
-    /// An AI SDK model object the agent streams through.
-    pub model: Option<JsValue>,
     /// Arguments as a Standard Schema parsed them (transforms applied), by tool call id.
     parsed: RefCell<Vec<(String, JsValue)>>,
 }
@@ -58,7 +58,6 @@ impl JsHost {
             max_steps,
             base_settings,
             on_title_generated: None,
-            model: None,
             parsed: RefCell::new(Vec::new()),
         }
     }
@@ -162,51 +161,70 @@ impl ToolHost for JsHost {
     }
 }
 
+/// An AI SDK model object given as `model` (`LanguageModelV2`): the run's calls go through its
+/// `doStream`, with the run's abort signal.
+pub(crate) struct JsModel {
+    pub object: JsValue,
+    pub abort_signal: JsValue,
+}
+
+impl ModelApi for JsModel {
+    fn prepare(&self, req: &ModelRequest) -> Result<Call, AgentError> {
+        Ok(Call::new(crate::providers::ai_sdk_model::call_options(req).to_string(), Vec::new()))
+    }
+
+    fn open<'a>(&'a self, call: &'a Call, _cx: &'a CallCx<'a>) -> LocalFuture<'a, Result<Box<dyn EventSource + 'a>, Stop>> {
+        Box::pin(async move {
+            let failed = |m: String| Stop::Failed(AgentError::api(m, false));
+            let options = js_sys::JSON::parse(&call.body).map_err(|_| failed("could not build the model's call options".into()))?;
+            let _ = Reflect::set(&options, &"abortSignal".into(), &self.abort_signal);
+            let do_stream: Function = Reflect::get(&self.object, &"doStream".into())
+                .ok()
+                .and_then(|f| f.dyn_into().ok())
+                .ok_or_else(|| failed("the model object has no doStream()".into()))?;
+            let result = call_async(&do_stream, &self.object, &[&options])
+                .await
+                .map_err(|e| failed(format!("The model's doStream() failed: {}", thrown_message(&e))))?;
+            let stream = Reflect::get(&result, &"stream".into()).unwrap_or(JsValue::UNDEFINED);
+            let get_reader = Reflect::get(&stream, &"getReader".into()).ok().and_then(|f| f.dyn_into::<Function>().ok());
+            let Some(get_reader) = get_reader else { return Err(failed("doStream() did not return { stream: ReadableStream }".into())) };
+            let reader = get_reader.call0(&stream).map_err(|e| failed(thrown_message(&e)))?.unchecked_into::<web_sys::ReadableStreamDefaultReader>();
+            Ok(Box::new(ModelParts { reader, decoder: Default::default(), finished: false }) as Box<dyn EventSource + 'a>)
+        })
+    }
+}
+
 /// The parts of a model object's `doStream` stream, read as events.
 struct ModelParts {
     reader: web_sys::ReadableStreamDefaultReader,
     decoder: crate::providers::ai_sdk_model::PartDecoder,
+    /// A `finish` part came: the stream may end.
+    finished: bool,
 }
 
-impl crate::core::env::EventSource for ModelParts {
-    fn next(&mut self) -> LocalFuture<'_, Result<Option<Vec<crate::core::model::ModelEvent>>, AgentError>> {
+impl EventSource for ModelParts {
+    fn next<'a>(&'a mut self, out: &'a mut Vec<ModelEvent>) -> LocalFuture<'a, Result<bool, AgentError>> {
         Box::pin(async move {
             let step = wasm_bindgen_futures::JsFuture::from(self.reader.read())
                 .await
                 .map_err(|e| AgentError::api(format!("The model's stream failed: {}", thrown_message(&e)), false))?;
             if Reflect::get(&step, &"done".into()).map(|d| d.is_truthy()).unwrap_or(true) {
-                return Ok(None);
+                if !self.finished {
+                    return Err(AgentError::api("The model's stream ended without a finish part", false));
+                }
+                return Ok(false);
             }
             let part = Reflect::get(&step, &"value".into()).unwrap_or(JsValue::UNDEFINED);
             let part = to_json(&part, "model stream part").map_err(|e| AgentError::api(e.to_string(), false))?;
-            let mut out = Vec::new();
-            self.decoder.part(&part, true, &mut out)?;
-            Ok(Some(out))
+            let from = out.len();
+            self.decoder.part(&part, true, out)?;
+            self.finished |= out[from..].iter().any(|e| matches!(e, ModelEvent::Finish { .. }));
+            Ok(true)
         })
     }
 }
 
 impl Hooks for JsHost {
-    fn model_stream<'a>(&'a self, call_options: &'a str) -> LocalFuture<'a, Result<Box<dyn crate::core::env::EventSource + 'a>, AgentError>> {
-        Box::pin(async move {
-            let Some(model) = &self.model else { return Err(AgentError::api("this agent has no model object to call", false)) };
-            let options = js_sys::JSON::parse(call_options).map_err(|_| AgentError::api("could not build the model's call options", false))?;
-            let _ = Reflect::set(&options, &"abortSignal".into(), &self.env.abort_signal);
-            let do_stream: Function = Reflect::get(model, &"doStream".into())
-                .ok()
-                .and_then(|f| f.dyn_into().ok())
-                .ok_or_else(|| AgentError::api("the model object has no doStream()", false))?;
-            let result = call_async(&do_stream, model, &[&options])
-                .await
-                .map_err(|e| AgentError::api(format!("The model's doStream() failed: {}", thrown_message(&e)), false))?;
-            let stream = Reflect::get(&result, &"stream".into()).unwrap_or(JsValue::UNDEFINED);
-            let get_reader = Reflect::get(&stream, &"getReader".into()).ok().and_then(|f| f.dyn_into::<Function>().ok());
-            let Some(get_reader) = get_reader else { return Err(AgentError::api("doStream() did not return { stream: ReadableStream }", false)) };
-            let reader = get_reader.call0(&stream).map_err(|e| AgentError::api(thrown_message(&e), false))?.unchecked_into::<web_sys::ReadableStreamDefaultReader>();
-            Ok(Box::new(ModelParts { reader, decoder: Default::default() }) as Box<dyn crate::core::env::EventSource + 'a>)
-        })
-    }
-
     fn prepare_step<'a>(&'a self, step: usize, steps: &'a [StepResult]) -> LocalFuture<'a, Result<Option<StepOverrides>, AgentError>> {
         Box::pin(async move {
             let Some(f) = &self.prepare_step else { return Ok(None) };

@@ -7,7 +7,7 @@ use std::pin::Pin;
 
 use super::error::AgentError;
 use super::transport::{SocketError, SocketRequest};
-use crate::providers::HttpRequest;
+use super::wire::HttpRequest;
 
 pub type LocalFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
 
@@ -52,10 +52,4 @@ pub trait Env {
     fn release_sockets(&self, run_id: &str) {
         let _ = run_id;
     }
-}
-
-/// Model events straight from the host (a JavaScript model object), in batches.
-pub trait EventSource {
-    /// The next events, `Ok(None)` at the end.
-    fn next(&mut self) -> LocalFuture<'_, Result<Option<Vec<crate::core::model::ModelEvent>>, AgentError>>;
 }

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::env::{EventSource, LocalFuture};
+use super::env::LocalFuture;
 use super::error::AgentError;
 use super::model::{ModelSettings, ToolChoice};
 use super::step::StepResult;
@@ -39,11 +39,6 @@ pub enum StopCondition {
 
 /// The loop's callbacks into its host, besides the tools.
 pub trait Hooks: ToolHost {
-    /// Streams one model call through the host's own model object (`Api::Host`), given the
-    /// call options as JSON text.
-    fn model_stream<'a>(&'a self, _call_options: &'a str) -> LocalFuture<'a, Result<Box<dyn EventSource + 'a>, AgentError>> {
-        Box::pin(async { Err(AgentError::api("this agent has no model object to call", false)) })
-    }
     /// `prepareStep`, before each step (numbered from 0).
     fn prepare_step<'a>(&'a self, _step: usize, _steps: &'a [StepResult]) -> LocalFuture<'a, Result<Option<StepOverrides>, AgentError>> {
         Box::pin(async { Ok(None) })

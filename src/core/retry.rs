@@ -8,7 +8,7 @@ use super::env::{Env, HttpResponse};
 use super::error::AgentError;
 use super::run::Stop;
 use super::transport::{SocketError, SocketRequest};
-use crate::providers::{Endpoint, HttpRequest};
+use super::wire::{Endpoint, HttpRequest};
 
 /// Removes the API key from an error's text: a runtime's own error messages may quote a header
 /// value, and the key must never reach chunks, errors or logs.

@@ -13,19 +13,19 @@ use super::error::AgentError;
 use super::memory::{MemoryRun, Session};
 pub use super::hooks::{Hooks, IterationDecision, NoHooks, StepOverrides, StopCondition};
 pub use super::retry::{parse_retry_after, retry_delay_ms};
-use super::retry::{redact, send_with_retries};
-use super::transport::{socket_request, Transport};
+use super::model_api::{CallCx, EventSource, ModelApi};
+use super::transport::Transport;
 use super::run_memory::{generate_title, working_memory_prompt, working_memory_text, working_memory_tool, MemoryTools, TitleJob};
 use super::model::{FinishReason, ModelMessage, ModelRequest, ToolChoice, Usage, UserPart};
 use super::step::{messages_json, IdSource, StepBuilder, StepResult};
 use super::background::{Manager, MemoryTarget};
 use super::tools::{run_call, run_limited, Approvals, BackgroundCall, Outcome, ToolDef, ToolHost, ToolResult};
-use crate::providers::{self, Endpoint, HttpRequest};
 
 /// Everything one run needs, already validated.
 pub struct RunConfig {
     pub run_id: String,
-    pub endpoint: Endpoint,
+    /// The model the run talks to.
+    pub model: Rc<dyn ModelApi>,
     /// The full prompt (system, context and input messages) and the model settings.
     pub request: ModelRequest,
     pub max_retries: u32,
@@ -106,7 +106,7 @@ impl RunOutcome {
 }
 
 /// Why a step stopped early.
-pub(crate) enum Stop {
+pub enum Stop {
     Aborted,
     Failed(AgentError),
 }
@@ -296,8 +296,8 @@ async fn run_steps(
     let message_id = outcome.message_id.clone();
     let mut ids = IdSource::new(message_id.clone());
     let max_steps = cfg.max_steps.max(1) as usize;
-    // Once no socket could be had ('auto'), the rest of the run goes over HTTP.
-    let mut transport = cfg.transport.clone();
+    let transport = RefCell::new(cfg.transport.clone());
+    let cx = CallCx { env, abort, run_id: &cfg.run_id, max_retries: cfg.max_retries, include_raw: cfg.include_raw, transport: &transport };
     loop {
         let step_number = outcome.steps.len();
         let overrides = match abort.race(hooks.prepare_step(step_number, &outcome.steps)).await {
@@ -306,14 +306,10 @@ async fn run_steps(
             None => return Err(Stop::Aborted),
         };
         let request = step_request(cfg, &messages, &overrides);
-        let (http, warnings) = providers::build_request(&cfg.endpoint, &request).map_err(Stop::Failed)?;
-        sink.emit(Chunk::StepStart { message_id: message_id.clone(), request_body: http.body.clone(), warnings: warnings.clone() });
-        let mut step = StepBuilder::new(ids, message_id.clone(), http.body.clone(), warnings, env.now_ms());
-        let streamed = if cfg.endpoint.api == providers::Api::Host {
-            host_step(hooks, sink, abort, &http, &mut step).await
-        } else {
-            stream_step(cfg, &mut transport, env, sink, abort, &http, &mut step).await
-        };
+        let call = cfg.model.prepare(&request).map_err(Stop::Failed)?;
+        sink.emit(Chunk::StepStart { message_id: message_id.clone(), request_body: call.body.clone(), warnings: call.warnings.clone() });
+        let mut step = StepBuilder::new(ids, message_id.clone(), call.body.clone(), call.warnings.clone(), env.now_ms());
+        let streamed = stream_step(&*cfg.model, &call, &cx, sink, &mut step).await;
         let mut out = Vec::new();
         step.close(&mut out, streamed.is_ok());
         for c in out {
@@ -323,10 +319,7 @@ async fn run_steps(
         ids = next_ids;
         if let Err(stop) = streamed {
             outcome.partial = Some(result);
-            return Err(match stop {
-                Stop::Failed(e) => Stop::Failed(redact(e, cfg.endpoint.api_key.as_deref())),
-                aborted => aborted,
-            });
+            return Err(stop);
         }
         if !result.tool_calls.is_empty() {
             let data = RefCell::new(Vec::new());
@@ -456,61 +449,15 @@ async fn stop_condition_met(conditions: &[StopCondition], hooks: &dyn Hooks, ste
     false
 }
 
-/// Streams one step from the host's model object (an AI SDK model): its events go into `step`
-/// as a provider's would. The model object does its own transport, so there are no retries here.
-async fn host_step(hooks: &dyn Hooks, sink: &dyn Sink, abort: &AbortFlag, http: &HttpRequest, step: &mut StepBuilder) -> Result<(), Stop> {
-    let mut source = abort.race(hooks.model_stream(&http.body)).await.ok_or(Stop::Aborted)?.map_err(Stop::Failed)?;
-    let mut chunks = Vec::new();
-    let mut finished = false;
-    loop {
-        let batch = abort.race(source.next()).await.ok_or(Stop::Aborted)?.map_err(Stop::Failed)?;
-        let Some(events) = batch else { break };
-        for ev in events {
-            finished |= matches!(ev, crate::core::model::ModelEvent::Finish { .. });
-            let applied = step.apply(ev, &mut chunks);
-            for c in chunks.drain(..) {
-                sink.emit(c);
-            }
-            applied.map_err(Stop::Failed)?;
-        }
-    }
-    if !finished {
-        return Err(Stop::Failed(AgentError::api("The model's stream ended without a finish part", false)));
-    }
-    Ok(())
-}
-
-/// Sends one step's request and streams its response into `step`, emitting chunks as they form.
-#[allow(clippy::too_many_arguments)]
-async fn stream_step(
-    cfg: &RunConfig,
-    transport: &mut Transport,
-    env: &dyn Env,
-    sink: &dyn Sink,
-    abort: &AbortFlag,
-    http: &HttpRequest,
-    step: &mut StepBuilder,
-) -> Result<(), Stop> {
-    let mut socket = match &*transport {
-        Transport::Socket(options) => Some((socket_request(&cfg.run_id, http, options).map_err(Stop::Failed)?, options.fallback)),
-        Transport::Fetch => None,
-    };
-    let tried = socket.is_some();
-    let mut response = send_with_retries(&cfg.endpoint, cfg.max_retries, env, abort, http, &mut socket).await?;
-    if tried && socket.is_none() {
-        *transport = Transport::Fetch;
-    }
-    let mut decoder = providers::decoder(&cfg.endpoint, cfg.include_raw);
+/// Sends one step's call and streams its response into `step`, emitting chunks as they form.
+async fn stream_step(model: &dyn ModelApi, call: &super::model_api::Call, cx: &CallCx<'_>, sink: &dyn Sink, step: &mut StepBuilder) -> Result<(), Stop> {
+    let abort = cx.abort;
+    let mut source: Box<dyn EventSource + '_> = abort.race(model.open(call, cx)).await.ok_or(Stop::Aborted)??;
     let mut events = Vec::new();
     let mut chunks = Vec::new();
     loop {
-        let read = abort.race(response.body.read()).await.ok_or(Stop::Aborted)?;
-        let bytes = read.map_err(Stop::Failed)?;
-        let decoded = match &bytes {
-            Some(b) => decoder.push(b, &mut events),
-            None => decoder.end(&mut events),
-        };
-        // Events decoded before a decoding error still reach the user.
+        let more = abort.race(source.next(&mut events)).await.ok_or(Stop::Aborted)?;
+        // Events that came before a failure still reach the user.
         let mut applied = Ok(());
         for ev in events.drain(..) {
             if let Err(e) = step.apply(ev, &mut chunks) {
@@ -522,8 +469,7 @@ async fn stream_step(
             sink.emit(c);
         }
         applied.map_err(Stop::Failed)?;
-        decoded.map_err(Stop::Failed)?;
-        if bytes.is_none() {
+        if !more.map_err(Stop::Failed)? {
             return Ok(());
         }
     }

@@ -11,11 +11,11 @@ use super::env::{Env, LocalFuture};
 use super::error::AgentError;
 use super::memory::{MemoryRun, Resource, Thread};
 use super::model::{ModelEvent, ModelMessage, ModelRequest, ModelSettings, UserPart};
-use super::retry::send_with_retries;
 use super::run::{Hooks, Stop};
 use super::step::ToolCall;
 use super::tools::{Approval, ToolCtx, ToolDef, ToolHost, ToolResult, Validation};
-use crate::providers::{self, Endpoint};
+use super::model_api::{CallCx, ModelApi};
+use super::transport::Transport;
 
 pub const WORKING_MEMORY_TOOL: &str = "updateWorkingMemory";
 
@@ -118,10 +118,11 @@ impl ToolHost for MemoryTools<'_> {
 }
 
 /// How to title a new thread: which model, told what.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone)]
 pub struct TitleJob {
-    pub endpoint: Endpoint,
-    pub model: String,
+    pub model: std::rc::Rc<dyn ModelApi>,
+    /// The model's name, as its API knows it.
+    pub model_id: String,
     pub instructions: String,
     pub max_retries: u32,
 }
@@ -131,25 +132,22 @@ pub const DEFAULT_TITLE_INSTRUCTIONS: &str = "Write a short title (at most 8 wor
 /// Asks the title model for a title of `first_message`; `None` when it gave nothing usable.
 pub async fn generate_title(job: &TitleJob, first_message: &str, env: &dyn Env, abort: &AbortFlag) -> Result<Option<String>, AgentError> {
     let request = ModelRequest {
-        model_id: job.model.clone(),
+        model_id: job.model_id.clone(),
         messages: vec![ModelMessage::System(job.instructions.clone()), ModelMessage::User(vec![UserPart::Text(first_message.chars().take(2000).collect())])],
         settings: ModelSettings { max_output_tokens: Some(40), ..Default::default() },
         ..Default::default()
     };
-    let (http, _) = providers::build_request(&job.endpoint, &request)?;
+    let call = job.model.prepare(&request)?;
     let stop = |s: Stop| match s {
         Stop::Failed(e) => e,
         Stop::Aborted => AgentError::Abort { reason: abort.reason() },
     };
-    let mut response = send_with_retries(&job.endpoint, job.max_retries, env, abort, &http, &mut None).await.map_err(stop)?;
-    let mut decoder = providers::decoder(&job.endpoint, false);
+    let transport = RefCell::new(Transport::Fetch);
+    let cx = CallCx { env, abort, run_id: "", max_retries: job.max_retries, include_raw: false, transport: &transport };
+    let mut source = job.model.open(&call, &cx).await.map_err(stop)?;
     let (mut text, mut events) = (String::new(), Vec::new());
     loop {
-        let bytes = abort.race(response.body.read()).await.ok_or(AgentError::Abort { reason: abort.reason() })??;
-        match &bytes {
-            Some(b) => decoder.push(b, &mut events)?,
-            None => decoder.end(&mut events)?,
-        }
+        let more = abort.race(source.next(&mut events)).await.ok_or(AgentError::Abort { reason: abort.reason() })??;
         for ev in events.drain(..) {
             match ev {
                 ModelEvent::TextDelta(t) => text.push_str(&t),
@@ -157,7 +155,7 @@ pub async fn generate_title(job: &TitleJob, first_message: &str, env: &dyn Env, 
                 _ => {}
             }
         }
-        if bytes.is_none() {
+        if !more {
             break;
         }
     }

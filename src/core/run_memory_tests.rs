@@ -367,8 +367,8 @@ fn read_only_working_memory_is_shown_but_cannot_be_changed() {
 
 fn title_job() -> crate::core::run_memory::TitleJob {
     crate::core::run_memory::TitleJob {
-        endpoint: config(0, false).endpoint,
-        model: "title-model".into(),
+        model: config(0, false).model,
+        model_id: "title-model".into(),
         instructions: "Title it.".into(),
         max_retries: 0,
     }
@@ -433,7 +433,7 @@ fn anthropic_reply(blocks: &[(Value, Vec<Value>)], stop: &str) -> Reply {
 fn signed_thinking_goes_back_in_the_tool_loop_is_stored_and_goes_back_on_the_next_turn() {
     let store = Rc::new(InMemoryStore::new());
     let anthropic = |mut cfg: RunConfig| {
-        cfg.endpoint.api = crate::providers::Api::Anthropic;
+        cfg.model = crate::testing::http_model(crate::testing::endpoint(crate::core::wire::Api::Anthropic));
         cfg
     };
     let thinking = json!({ "type": "thinking", "thinking": "" });

@@ -12,7 +12,8 @@ use super::*;
 use crate::core::env::{Body, Env, HttpResponse, LocalFuture};
 use crate::core::model::{FinishReason, ModelMessage, UserPart};
 use crate::core::tools::Approvals;
-use crate::providers::{Api, Endpoint};
+use crate::core::wire::Api;
+use crate::testing::{endpoint, http_model};
 use serde_json::{json, Value};
 use crate::core::transport::{SocketError, SocketRequest};
 
@@ -51,7 +52,7 @@ enum Reply {
 #[derive(Default)]
 struct Script {
     replies: RefCell<VecDeque<Reply>>,
-    requests: RefCell<Vec<crate::providers::HttpRequest>>,
+    requests: RefCell<Vec<crate::core::wire::HttpRequest>>,
     sleeps: RefCell<Vec<u64>>,
     ids: Cell<u32>,
     abort: AbortFlag,
@@ -85,7 +86,7 @@ impl Body for ScriptBody {
 }
 
 impl Env for Rc<Script> {
-    fn fetch(&self, req: crate::providers::HttpRequest) -> LocalFuture<'static, Result<HttpResponse, AgentError>> {
+    fn fetch(&self, req: crate::core::wire::HttpRequest) -> LocalFuture<'static, Result<HttpResponse, AgentError>> {
         self.requests.borrow_mut().push(req);
         if let Some(f) = self.on_fetch.borrow().as_ref() {
             f(self.requests.borrow().len() - 1);
@@ -195,13 +196,7 @@ fn status(code: u16, headers: &[(&str, &str)], body: &str) -> Reply {
 fn config(max_retries: u32, include_raw: bool) -> RunConfig {
     RunConfig {
         run_id: "run1".into(),
-        endpoint: Endpoint {
-            provider: "openai".into(),
-            api: Api::Chat,
-            base_url: "http://127.0.0.1:1/v1".into(),
-            api_key: Some("sk-secret".into()),
-            headers: vec![],
-        },
+        model: http_model(endpoint(Api::Chat)),
         request: crate::core::model::ModelRequest {
             model_id: "m1".into(),
             messages: vec![ModelMessage::User(vec![UserPart::Text("hi".into())])],
@@ -473,9 +468,9 @@ fn responses_reply(text: &str) -> Reply {
 
 fn socket_config(transport: &str) -> RunConfig {
     let mut cfg = config(0, false);
-    cfg.endpoint.api = Api::Responses;
+    cfg.model = http_model(endpoint(Api::Responses));
     let options = json!({ "transport": transport, "websocket": { "closeOnFinish": false } });
-    cfg.transport = crate::core::transport::parse(options.as_object(), Api::Responses, "o").unwrap();
+    cfg.transport = crate::core::transport::parse(options.as_object(), Some(Api::Responses), "o").unwrap();
     cfg
 }
 

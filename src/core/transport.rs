@@ -7,7 +7,7 @@
 use serde_json::{Map, Value};
 
 use super::error::AgentError;
-use crate::providers::{Api, HttpRequest};
+use super::wire::{Api, HttpRequest};
 
 /// `transport` and `websocket` of a provider's options.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -31,8 +31,9 @@ pub struct SocketOptions {
 pub const TRANSPORT_KEYS: [&str; 2] = ["transport", "websocket"];
 
 /// Reads the transport from one provider's options (`field` names them in errors). `'websocket'`
-/// needs the Responses API; `'auto'` quietly means `fetch` on any other API.
-pub fn parse(options: Option<&Map<String, Value>>, api: Api, field: &str) -> Result<Transport, AgentError> {
+/// needs the Responses API (`api`); `'auto'` quietly means `fetch` on any other API, and on a
+/// model object (`api` is `None`), which does its own transport.
+pub fn parse(options: Option<&Map<String, Value>>, api: Option<Api>, field: &str) -> Result<Transport, AgentError> {
     let Some(options) = options else { return Ok(Transport::Fetch) };
     let fallback = match options.get("transport") {
         None | Some(Value::Null) => return Ok(Transport::Fetch),
@@ -78,7 +79,7 @@ pub fn parse(options: Option<&Map<String, Value>>, api: Api, field: &str) -> Res
             ))
         }
     }
-    if api != Api::Responses {
+    if api != Some(Api::Responses) {
         if fallback {
             return Ok(Transport::Fetch);
         }
@@ -163,7 +164,7 @@ pub fn socket_request(run_id: &str, http: &HttpRequest, options: &SocketOptions)
 /// `.failed`, or an `error`.
 pub fn ends_response(message: &str) -> bool {
     let mut kind = None;
-    let mut r = crate::providers::json::Reader::new(message);
+    let mut r = super::json::Reader::new(message);
     let _ = r.object(&mut |r, key| {
         if key == "type" {
             kind = r.opt_string()?.map(|k| k.into_owned());
@@ -184,8 +185,8 @@ mod tests {
 
     #[test]
     fn the_transport_options_and_their_errors() {
-        let parse_r = |v: Value| parse(Some(&opts(v)), Api::Responses, "options.providerOptions.openai");
-        assert_eq!(parse(None, Api::Responses, "f").unwrap(), Transport::Fetch);
+        let parse_r = |v: Value| parse(Some(&opts(v)), Some(Api::Responses), "options.providerOptions.openai");
+        assert_eq!(parse(None, Some(Api::Responses), "f").unwrap(), Transport::Fetch);
         assert_eq!(parse_r(json!({})).unwrap(), Transport::Fetch);
         assert_eq!(parse_r(json!({ "transport": "fetch" })).unwrap(), Transport::Fetch);
         assert_eq!(
@@ -203,7 +204,7 @@ mod tests {
         assert!(err(json!({ "transport": "websocket", "websocket": { "url": "ftp://x" } })).contains("openai.websocket.url: expected a ws://"));
         assert!(err(json!({ "transport": "websocket", "websocket": { "closeOnFinish": "no" } })).contains("closeOnFinish: expected true or false, got 'no'"));
         // Other APIs: 'auto' is fetch, 'websocket' is an error that says why.
-        let chat = |v: Value| parse(Some(&opts(v)), Api::Chat, "o");
+        let chat = |v: Value| parse(Some(&opts(v)), Some(Api::Chat), "o");
         assert_eq!(chat(json!({ "transport": "auto" })).unwrap(), Transport::Fetch);
         assert!(chat(json!({ "transport": "websocket" })).unwrap_err().to_string().contains("Responses API only"));
     }

@@ -8,7 +8,7 @@ use web_sys::{AbortController, ReadableStreamDefaultReader, Response};
 
 use crate::core::env::{Body, HttpResponse, LocalFuture};
 use crate::core::error::AgentError;
-use crate::providers::HttpRequest;
+use crate::core::wire::HttpRequest;
 
 pub async fn fetch(req: HttpRequest) -> Result<HttpResponse, AgentError> {
     let global = js_sys::global();

@@ -13,7 +13,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use crate::core::env::{Env, HttpResponse, LocalFuture};
 use crate::core::error::AgentError;
 use crate::core::transport::{SocketError, SocketRequest};
-use crate::providers::HttpRequest;
+use crate::core::wire::HttpRequest;
 
 /// `Env` over `fetch`, `setTimeout` (through gloo), `Date.now()` and `Math.random()`.
 #[derive(Clone, Copy, Default)]

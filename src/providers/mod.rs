@@ -6,7 +6,6 @@
 pub mod ai_sdk_model;
 pub mod anthropic;
 pub mod google;
-pub mod json;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod registry;
@@ -48,45 +47,9 @@ pub(crate) fn step_of(events: Vec<ModelEvent>) -> crate::core::step::StepResult 
 }
 
 use crate::core::error::AgentError;
+pub use crate::core::json;
 use crate::core::model::{ModelEvent, ModelRequest, Usage, Warning};
-
-/// An HTTP request ready for the platform's `fetch`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct HttpRequest {
-    pub url: String,
-    pub headers: Vec<(String, String)>,
-    /// The JSON body.
-    pub body: String,
-}
-
-/// Where and how to reach a model: the resolved form of `'provider/model'` or `{ id, url, ... }`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Endpoint {
-    /// The provider prefix, e.g. `openai`, `groq`.
-    pub provider: String,
-    /// The wire protocol.
-    pub api: Api,
-    /// Base URL without a trailing slash, e.g. `https://api.openai.com/v1`.
-    pub base_url: String,
-    pub api_key: Option<String>,
-    /// Headers from the model config, sent with every request.
-    pub headers: Vec<(String, String)>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Api {
-    /// OpenAI Chat Completions and the providers that speak it.
-    Chat,
-    /// The OpenAI Responses API (`{ api: 'responses' }`).
-    Responses,
-    /// Anthropic Messages.
-    Anthropic,
-    /// Google Gemini `streamGenerateContent`.
-    Google,
-    /// A JavaScript model object (AI SDK `doStream`): the host streams its parts; the request
-    /// body is its call options.
-    Host,
-}
+pub use crate::core::wire::{Api, Endpoint, HttpRequest, Protocol, StreamDecoder};
 
 /// The header that carries the key on the OpenAI APIs: the provider's own (Azure's `api-key`),
 /// else a bearer token.
@@ -98,36 +61,55 @@ pub(crate) fn key_header(endpoint: &Endpoint) -> Option<(String, String)> {
     })
 }
 
-/// Incremental decoder of one response body.
-pub trait StreamDecoder {
-    /// Feeds the next bytes of the body, in any split; appends every event they complete.
-    fn push(&mut self, bytes: &[u8], out: &mut Vec<ModelEvent>) -> Result<(), AgentError>;
-    /// The body ended; appends what the end completes, or fails when the stream stopped early.
-    fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), AgentError>;
-}
-
-/// Builds the request for `endpoint`.
-pub fn build_request(endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpRequest, Vec<Warning>), AgentError> {
-    match endpoint.api {
-        Api::Chat => openai_chat::build_request(endpoint, req),
-        Api::Responses => openai_responses::build_request(endpoint, req),
-        // The browser-access header is part of `endpoint.headers` when the agent runs in a page.
-        Api::Anthropic => anthropic::build_request(endpoint, req, false),
-        Api::Google => google::build_request(endpoint, req),
-        Api::Host => Ok((HttpRequest { url: String::new(), headers: Vec::new(), body: ai_sdk_model::call_options(req).to_string() }, Vec::new())),
+/// The wire protocol of `api`, for the core's `HttpModel`.
+pub fn protocol(api: Api) -> &'static dyn Protocol {
+    match api {
+        Api::Chat => &Chat,
+        Api::Responses => &Responses,
+        Api::Anthropic => &Anthropic,
+        Api::Google => &Google,
     }
 }
 
-/// A decoder for a response of `endpoint`. With `include_raw`, every provider event is also
-/// reported as `ModelEvent::Raw`.
-pub fn decoder(endpoint: &Endpoint, include_raw: bool) -> Box<dyn StreamDecoder> {
-    match endpoint.api {
-        Api::Chat => Box::new(openai_chat::ChatDecoder::new(include_raw)),
-        Api::Responses => Box::new(openai_responses::ResponsesDecoder::new(include_raw)),
-        Api::Anthropic => Box::new(anthropic::AnthropicDecoder::new(include_raw)),
-        Api::Google => Box::new(google::GoogleDecoder::new(include_raw)),
-        // Never used: the host yields events, not bytes.
-        Api::Host => Box::new(openai_chat::ChatDecoder::new(include_raw)),
+struct Chat;
+struct Responses;
+struct Anthropic;
+struct Google;
+
+impl Protocol for Chat {
+    fn build_request(&self, endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpRequest, Vec<Warning>), AgentError> {
+        openai_chat::build_request(endpoint, req)
+    }
+    fn decoder(&self, include_raw: bool) -> Box<dyn StreamDecoder> {
+        Box::new(openai_chat::ChatDecoder::new(include_raw))
+    }
+}
+
+impl Protocol for Responses {
+    fn build_request(&self, endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpRequest, Vec<Warning>), AgentError> {
+        openai_responses::build_request(endpoint, req)
+    }
+    fn decoder(&self, include_raw: bool) -> Box<dyn StreamDecoder> {
+        Box::new(openai_responses::ResponsesDecoder::new(include_raw))
+    }
+}
+
+impl Protocol for Anthropic {
+    fn build_request(&self, endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpRequest, Vec<Warning>), AgentError> {
+        // The browser-access header is part of `endpoint.headers` when the agent runs in a page.
+        anthropic::build_request(endpoint, req, false)
+    }
+    fn decoder(&self, include_raw: bool) -> Box<dyn StreamDecoder> {
+        Box::new(anthropic::AnthropicDecoder::new(include_raw))
+    }
+}
+
+impl Protocol for Google {
+    fn build_request(&self, endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpRequest, Vec<Warning>), AgentError> {
+        google::build_request(endpoint, req)
+    }
+    fn decoder(&self, include_raw: bool) -> Box<dyn StreamDecoder> {
+        Box::new(google::GoogleDecoder::new(include_raw))
     }
 }
 
