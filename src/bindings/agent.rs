@@ -16,7 +16,7 @@ use crate::core::abort::AbortFlag;
 use crate::core::background::{parse_background_config, Manager, Scope, TaskStatus};
 use crate::core::transport::{self, Transport};
 use crate::core::run::BackgroundRun;
-use crate::core::until_idle::DEFAULT_MAX_IDLE_MS;
+use crate::core::until_idle::{IdleWatch, DEFAULT_MAX_IDLE_MS};
 use super::memory::{lookup_memory, MemoryInner};
 use crate::core::memory::{parse_memory_options, MemoryRun};
 use crate::core::run_memory::{TitleJob, DEFAULT_TITLE_INSTRUCTIONS};
@@ -408,7 +408,8 @@ impl Agent {
                 inner.idle_wrappers.borrow_mut().retain(|(k, f)| !(k == &key && f.same(&flag)));
             }
         });
-        Ok(Some(IdleSetup { manager: bg.manager.clone(), subscription, scope, max_idle_ms, next_turn, on_close }))
+        let watch = IdleWatch { manager: bg.manager.clone(), subscription, scope, max_idle_ms };
+        Ok(Some(IdleSetup { watch, next_turn, on_close }))
     }
 
     /// One turn of a call: its run config, tool host and abort flag. `directive` (for untilIdle

@@ -3,7 +3,6 @@
 //! caller's `AbortSignal` is wired to the run's abort flag.
 
 use std::cell::Cell;
-use std::future::Future;
 use std::rc::Rc;
 
 use js_sys::{Function, Object, Promise, Reflect};
@@ -19,10 +18,9 @@ use crate::core::abort::AbortFlag;
 use crate::core::tools::Approvals;
 use crate::core::chunk::Chunk;
 use crate::core::env::LocalFuture;
-use crate::core::background::{Manager, Scope, Subscription};
-use crate::core::env::Env;
+use crate::core::error::AgentError;
 use crate::core::run::{run, RunConfig, RunOutcome, Sink};
-use crate::core::until_idle::{Action, Event, Finished, IdleLoop, TaskOutcome};
+use crate::core::until_idle::{drive, with_task_chunks, Continuations, IdleLoop, IdleWatch};
 use crate::core::step::StepResult;
 use crate::platform::JsEnv;
 
@@ -97,11 +95,7 @@ pub struct Turn {
 
 /// What an `untilIdle` stream needs besides its first turn.
 pub struct IdleSetup {
-    pub manager: Rc<Manager>,
-    /// Subscribed before the first turn, so no task chunk is missed.
-    pub subscription: Rc<Subscription>,
-    pub scope: Scope,
-    pub max_idle_ms: u64,
+    pub watch: IdleWatch,
     /// Builds a continuation turn with this directive in its context.
     pub next_turn: Box<dyn Fn(String) -> Result<Turn, JsValue>>,
     /// Runs when the wrapper closed.
@@ -119,11 +113,11 @@ pub fn spawn_run(first: Turn, shared: Rc<Shared>, cb: Callbacks, signal: JsValue
         let first_failed;
         // With untilIdle the loop's state starts with the first turn: a task that ends while it
         // streams is queued and answered after it.
-        let mut idle_loop = idle.as_ref().map(|s| IdleLoop::new(s.max_idle_ms));
+        let mut idle_loop = idle.as_ref().map(|s| IdleLoop::new(s.watch.max_idle_ms));
         let result = {
             let fut = run(first.cfg, &JsEnv, &sink, &first.host, &first.approvals, &first.abort);
             let outcome = match &idle {
-                Some(setup) => with_task_chunks(fut, &setup.subscription, &sink, idle_loop.as_mut()).await,
+                Some(setup) => with_task_chunks(fut, &setup.watch.subscription, &sink, &JsEnv, idle_loop.as_mut()).await,
                 None => fut.await,
             };
             (first.done)();
@@ -135,8 +129,10 @@ pub fn spawn_run(first: Turn, shared: Rc<Shared>, cb: Callbacks, signal: JsValue
             Some(setup) => {
                 // The aggregates come from the first turn; the stream goes on.
                 shared.settle_all(result);
-                let l = idle_loop.unwrap_or_else(|| IdleLoop::new(setup.max_idle_ms));
-                drive_idle(setup, l, &sink, &outer, first_failed).await;
+                let l = idle_loop.unwrap_or_else(|| IdleLoop::new(setup.watch.max_idle_ms));
+                let turns = JsContinuations { setup: &setup, sink: &sink, outer: &outer };
+                drive(&setup.watch, l, &JsEnv, &sink, &outer, first_failed, &turns).await;
+                (setup.on_close)();
                 shared.close_streams();
             }
         }
@@ -175,181 +171,31 @@ async fn settle_first(outcome: &RunOutcome, run_id: &str, cb: &Callbacks) -> Res
     }
 }
 
-/// Runs a turn while forwarding the chunks of background tasks as they come; with `idle`,
-/// the tasks that end meanwhile are told to the loop (it answers them after the turn).
-async fn with_task_chunks<F: std::future::Future<Output = RunOutcome>>(
-    turn: F,
-    sub: &Subscription,
-    sink: &JsSink,
-    mut idle: Option<&mut IdleLoop>,
-) -> RunOutcome {
-    let mut turn = std::pin::pin!(turn);
-    std::future::poll_fn(|cx| {
-        while let Some(c) = sub.try_next() {
-            if let (Some(l), Some(f)) = (idle.as_deref_mut(), finished_of(&c)) {
-                l.on(Event::TaskEnded(f), js_sys::Date::now());
-            }
-            sink.emit(c);
-        }
-        if let std::task::Poll::Ready(o) = turn.as_mut().poll(cx) {
-            return std::task::Poll::Ready(o);
-        }
-        // Woken by the next task chunk too.
-        let mut next = std::pin::pin!(sub.next());
-        if let std::task::Poll::Ready(c) = next.as_mut().poll(cx) {
-            if let (Some(l), Some(f)) = (idle.as_deref_mut(), finished_of(&c)) {
-                l.on(Event::TaskEnded(f), js_sys::Date::now());
-            }
-            sink.emit(c);
-            cx.waker().wake_by_ref();
-        }
-        std::task::Poll::Pending
-    })
-    .await
+/// The continuation turns of an untilIdle stream: built by the agent, streamed into the same
+/// output, and closed with the stream.
+struct JsContinuations<'a> {
+    setup: &'a IdleSetup,
+    sink: &'a JsSink,
+    outer: &'a AbortFlag,
 }
 
-/// A terminal task chunk as the loop names it.
-fn finished_of(c: &Chunk) -> Option<Finished> {
-    let Chunk::Background { kind, payload } = c else { return None };
-    let s = |k: &str| payload.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
-    let outcome = match *kind {
-        "background-task-completed" => TaskOutcome::Completed,
-        "background-task-cancelled" => TaskOutcome::Cancelled,
-        "background-task-failed" => {
-            let message = payload["error"]["message"].as_str().unwrap_or_default().to_string();
-            if message.starts_with("timed out") {
-                TaskOutcome::TimedOut
-            } else {
-                TaskOutcome::Failed { message }
-            }
-        }
-        _ => return None,
-    };
-    Some(Finished { task_id: s("taskId"), tool_call_id: s("toolCallId"), tool_name: s("toolName"), outcome })
-}
-
-/// Tells the loop about the scope's tasks that are still going.
-fn note_running(l: &mut IdleLoop, setup: &IdleSetup) {
-    let thread = setup.scope.thread_id.as_deref();
-    for t in setup.manager.list(thread, None) {
-        let mine = t.agent_id == setup.scope.agent_id && t.resource_id == setup.scope.resource_id;
-        if mine && !t.status.is_terminal() {
-            l.on(Event::TaskStarted { task_id: t.id }, js_sys::Date::now());
-        }
-    }
-}
-
-/// What woke the idle wait.
-enum Woke {
-    Task(Chunk),
-    Timer,
-    /// Time for a `background-task-progress` chunk.
-    Progress,
-    Aborted,
-}
-
-/// How often a waiting untilIdle stream reports the tasks it waits for.
-const PROGRESS_EVERY_MS: f64 = 2_000.0;
-
-/// SPEC §9: after the first turn, continue once per batch of finished tasks, one turn at a
-/// time, until nothing runs, nothing is queued and no turn streams — or the idle timer fires,
-/// the caller aborts, or a continuation fails.
-async fn drive_idle(setup: IdleSetup, mut l: IdleLoop, sink: &JsSink, outer: &AbortFlag, first_failed: bool) {
-    if outer.is_aborted() {
-        l.on(Event::Abort, js_sys::Date::now());
-    }
-    note_running(&mut l, &setup);
-    let started = js_sys::Date::now();
-    let mut actions = l.on(Event::TurnEnded { failed: first_failed }, js_sys::Date::now());
-    let mut deadline: Option<f64> = None;
-    let mut next_progress = js_sys::Date::now() + PROGRESS_EVERY_MS;
-    while !l.is_closed() {
-        for action in std::mem::take(&mut actions) {
-            match action {
-                Action::ArmIdleTimer { deadline_ms } => deadline = Some(deadline_ms),
-                Action::Close(_) => {}
-                Action::Continue { directive, .. } => {
-                    deadline = None;
-                    let turn = match (setup.next_turn)(directive) {
-                        Ok(t) => t,
-                        Err(e) => {
-                            let message = js_sys::Reflect::get(&e, &"message".into()).ok().and_then(|m| m.as_string()).unwrap_or_default();
-                            sink.emit(Chunk::Error(crate::core::error::AgentError::Validation { message }));
-                            actions = l.on(Event::TurnEnded { failed: true }, js_sys::Date::now());
-                            continue;
-                        }
-                    };
-                    sink.shared.begin_turn(&turn.run_id);
-                    let turn_abort = turn.abort.clone();
-                    outer.on_abort(Box::new(move || {
-                        turn_abort.abort(Some("the untilIdle stream was closed".into()));
-                    }));
-                    let fut = run(turn.cfg, &JsEnv, sink, &turn.host, &turn.approvals, &turn.abort);
-                    let outcome = with_task_chunks(fut, &setup.subscription, sink, Some(&mut l)).await;
-                    (turn.done)();
-                    note_running(&mut l, &setup);
-                    let event = if outer.is_aborted() { Event::Abort } else { Event::TurnEnded { failed: outcome.error.is_some() } };
-                    actions = l.on(event, js_sys::Date::now());
-                }
-            }
-        }
-        if l.is_closed() || !actions.is_empty() {
-            continue;
-        }
-        let progress_at = (!l.running().is_empty()).then_some(next_progress);
-        let woke = wait(&setup.subscription, deadline, progress_at, outer).await;
-        let now = js_sys::Date::now();
-        actions = match woke {
-            Woke::Aborted => l.on(Event::Abort, now),
-            Woke::Timer => l.on(Event::Tick, now),
-            Woke::Progress => {
-                // Progress is the wrapper's own report: it does not count as activity.
-                next_progress = now + PROGRESS_EVERY_MS;
-                let payload = serde_json::json!({
-                    "taskIds": l.running(), "runningCount": l.running().len(), "elapsedMs": (now - started).round(),
-                });
-                sink.emit(Chunk::Background { kind: "background-task-progress", payload });
-                Vec::new()
-            }
-            Woke::Task(c) => {
-                let finished = finished_of(&c);
-                sink.emit(c);
-                match finished {
-                    Some(f) => l.on(Event::TaskEnded(f), now),
-                    None => l.on(Event::Chunk, now),
-                }
-            }
-        };
-    }
-    (setup.on_close)();
-}
-
-/// Waits for the next task chunk, the idle deadline, the next progress report, or the caller's
-/// abort.
-async fn wait(sub: &Subscription, deadline: Option<f64>, progress_at: Option<f64>, outer: &AbortFlag) -> Woke {
-    let until = |at: f64| JsEnv.sleep((at - js_sys::Date::now()).max(0.0) as u64);
-    let mut timer = deadline.map(until);
-    let mut progress = progress_at.map(until);
-    let mut next = std::pin::pin!(sub.next());
-    let raced = outer
-        .race(std::future::poll_fn(|cx| {
-            if let std::task::Poll::Ready(c) = next.as_mut().poll(cx) {
-                return std::task::Poll::Ready(Woke::Task(c));
-            }
-            if let Some(t) = timer.as_mut() {
-                if t.as_mut().poll(cx).is_ready() {
-                    return std::task::Poll::Ready(Woke::Timer);
-                }
-            }
-            if let Some(p) = progress.as_mut() {
-                if p.as_mut().poll(cx).is_ready() {
-                    return std::task::Poll::Ready(Woke::Progress);
-                }
-            }
-            std::task::Poll::Pending
+impl Continuations for JsContinuations<'_> {
+    fn start_turn(&self, directive: String) -> Result<LocalFuture<'_, bool>, AgentError> {
+        let turn = (self.setup.next_turn)(directive).map_err(|e| {
+            let message = Reflect::get(&e, &"message".into()).ok().and_then(|m| m.as_string()).unwrap_or_default();
+            AgentError::Validation { message }
+        })?;
+        self.sink.shared.begin_turn(&turn.run_id);
+        let turn_abort = turn.abort.clone();
+        self.outer.on_abort(Box::new(move || {
+            turn_abort.abort(Some("the untilIdle stream was closed".into()));
+        }));
+        Ok(Box::pin(async move {
+            let outcome = run(turn.cfg, &JsEnv, self.sink, &turn.host, &turn.approvals, &turn.abort).await;
+            (turn.done)();
+            outcome.error.is_some()
         }))
-        .await;
-    raced.unwrap_or(Woke::Aborted)
+    }
 }
 
 /// Wires `signal`'s abort event to the flag; returns the listener to remove when the run ends.

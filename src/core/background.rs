@@ -271,17 +271,76 @@ pub struct Scope {
     pub resource_id: Option<String>,
 }
 
-/// A listener's queue of chunks.
+/// What happened to a task, as its listeners hear it. `chunk()` is its form in a stream.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskEvent {
+    pub task_id: String,
+    pub tool_name: String,
+    pub tool_call_id: String,
+    pub kind: TaskEventKind,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum TaskEventKind {
+    /// The task left the queue and runs.
+    Running { run_id: String, agent_id: String, started_at: String, args: Value },
+    /// The tool wrote output while running (`writer.write`).
+    Output { run_id: String, output: Value },
+    /// The task ended: `status` is terminal; `result` when it completed, `error` otherwise.
+    Ended { status: TaskStatus, completed_at: String, result: Option<Value>, error: Option<String> },
+}
+
+impl TaskEvent {
+    fn of(task: &TaskRecord, kind: TaskEventKind) -> TaskEvent {
+        TaskEvent { task_id: task.id.clone(), tool_name: task.tool_name.clone(), tool_call_id: task.tool_call_id.clone(), kind }
+    }
+
+    /// The `background-task-*` chunk of the event.
+    pub fn chunk(&self) -> Chunk {
+        let mut p = json!({ "taskId": self.task_id, "toolName": self.tool_name, "toolCallId": self.tool_call_id });
+        let kind = match &self.kind {
+            TaskEventKind::Running { run_id, agent_id, started_at, args } => {
+                p["runId"] = json!(run_id);
+                p["agentId"] = json!(agent_id);
+                p["startedAt"] = json!(started_at);
+                p["args"] = args.clone();
+                "background-task-running"
+            }
+            TaskEventKind::Output { run_id, output } => {
+                p["payload"] = json!({ "type": "tool-output", "runId": run_id, "from": "USER",
+                    "payload": { "toolCallId": self.tool_call_id, "toolName": self.tool_name, "output": output } });
+                "background-task-output"
+            }
+            TaskEventKind::Ended { status, completed_at, result, error } => {
+                p["completedAt"] = json!(completed_at);
+                match status {
+                    TaskStatus::Completed => {
+                        p["result"] = result.clone().unwrap_or(Value::Null);
+                        "background-task-completed"
+                    }
+                    TaskStatus::Cancelled => "background-task-cancelled",
+                    _ => {
+                        p["error"] = json!({ "message": error.clone().unwrap_or_default() });
+                        "background-task-failed"
+                    }
+                }
+            }
+        };
+        chunk(kind, p)
+    }
+}
+
+/// A listener's queue of task events.
 #[derive(Default)]
 pub struct Subscription {
     scope: Option<Scope>,
-    queue: RefCell<VecDeque<Chunk>>,
+    queue: RefCell<VecDeque<TaskEvent>>,
     waker: RefCell<Option<Waker>>,
 }
 
 impl Subscription {
-    /// The next chunk for this listener.
-    pub async fn next(&self) -> Chunk {
+    /// The next event for this listener.
+    pub async fn next(&self) -> TaskEvent {
         poll_fn(|cx| match self.queue.borrow_mut().pop_front() {
             Some(c) => Poll::Ready(c),
             None => {
@@ -292,7 +351,7 @@ impl Subscription {
         .await
     }
 
-    pub fn try_next(&self) -> Option<Chunk> {
+    pub fn try_next(&self) -> Option<TaskEvent> {
         self.queue.borrow_mut().pop_front()
     }
 }
@@ -344,12 +403,13 @@ impl Manager {
         sub
     }
 
-    fn publish(&self, task: &TaskRecord, c: Chunk) {
+    fn publish(&self, task: &TaskRecord, kind: TaskEventKind) {
+        let event = TaskEvent::of(task, kind);
         let subs: Vec<Rc<Subscription>> = self.state.borrow().subscribers.iter().filter_map(Weak::upgrade).collect();
         for sub in subs {
             let Some(scope) = &sub.scope else { continue };
             if scope.agent_id == task.agent_id && scope.thread_id == task.thread_id && scope.resource_id == task.resource_id {
-                sub.queue.borrow_mut().push_back(c.clone());
+                sub.queue.borrow_mut().push_back(event.clone());
                 if let Some(w) = sub.waker.borrow_mut().take() {
                     w.wake();
                 }
@@ -437,14 +497,8 @@ impl Manager {
             (e.record.clone(), d, e.abort.clone())
         };
         self.persist(&record, Some(TaskStatus::Pending), dispatch.memory.as_ref());
-        let r = &record;
-        self.publish(
-            r,
-            chunk(
-                "background-task-running",
-                json!({ "taskId": r.id, "toolName": r.tool_name, "toolCallId": r.tool_call_id, "runId": r.run_id, "agentId": r.agent_id, "startedAt": now, "args": r.args }),
-            ),
-        );
+        let kind = TaskEventKind::Running { run_id: record.run_id.clone(), agent_id: record.agent_id.clone(), started_at: now, args: record.args.clone() };
+        self.publish(&record, kind);
         let me = self.clone();
         let release = self.runtime.hold(&record.id);
         self.runtime.spawn(Box::pin(async move {
@@ -464,10 +518,7 @@ impl Manager {
                 let (me, task) = (Rc::downgrade(&self), record.clone());
                 Rc::new(move |output: Value| {
                     if let Some(me) = me.upgrade() {
-                        let inner = json!({ "type": "tool-output", "runId": task.run_id, "from": "USER",
-                            "payload": { "toolCallId": task.tool_call_id, "toolName": task.tool_name, "output": output } });
-                        let payload = json!({ "taskId": task.id, "toolName": task.tool_name, "toolCallId": task.tool_call_id, "payload": inner });
-                        me.publish(&task, chunk("background-task-output", payload));
+                        me.publish(&task, TaskEventKind::Output { run_id: task.run_id.clone(), output });
                     }
                 })
             };
@@ -520,21 +571,7 @@ impl Manager {
             // A failed write leaves the placeholder; the terminal chunk still goes out.
             let _ = replace_placeholder(&m, &task.tool_call_id, value, is_error).await;
         }
-        let base = json!({ "taskId": task.id, "toolName": task.tool_name, "toolCallId": task.tool_call_id, "completedAt": now });
-        let c = match status {
-            TaskStatus::Completed => {
-                let mut p = base;
-                p["result"] = result.unwrap_or(Value::Null);
-                chunk("background-task-completed", p)
-            }
-            TaskStatus::Cancelled => chunk("background-task-cancelled", base),
-            _ => {
-                let mut p = base;
-                p["error"] = json!({ "message": error.unwrap_or_default() });
-                chunk("background-task-failed", p)
-            }
-        };
-        self.publish(task, c);
+        self.publish(task, TaskEventKind::Ended { status, completed_at: now, result, error });
     }
 
     /// Writes the task to the conversation's storage, in the background of the caller; a

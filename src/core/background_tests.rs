@@ -132,7 +132,7 @@ const LIMITS: TaskLimits = TaskLimits { timeout_ms: 10_000, max_retries: 0 };
 fn kinds(sub: &Subscription) -> Vec<String> {
     let mut out = Vec::new();
     while let Some(c) = sub.try_next() {
-        out.push(c.type_name().to_string());
+        out.push(c.chunk().type_name().to_string());
     }
     out
 }
@@ -334,4 +334,102 @@ fn tasks_are_stored_and_those_a_stopped_page_left_running_are_marked_interrupted
     let inv = futures_ready(store.list_messages(&q)).unwrap()[0].parts[0]["toolInvocation"].clone();
     assert_eq!(inv["state"], "output-error");
     assert!(inv["result"].as_str().unwrap().contains("was interrupted"), "{inv}");
+}
+
+// The untilIdle driver over the same fake clock: it waits through `Env`, reports progress, and
+// continues with typed task events.
+mod driver {
+    use super::*;
+    use crate::core::env::{Env, HttpResponse};
+    use crate::core::error::AgentError;
+    use crate::core::run::Sink;
+    use crate::core::step::StepResult;
+    use crate::core::until_idle::{drive, Continuations, IdleLoop, IdleWatch};
+    use crate::core::wire::HttpRequest;
+
+    struct RtEnv(Rc<FakeRt>);
+
+    impl Env for RtEnv {
+        fn fetch(&self, _req: HttpRequest) -> LocalFuture<'static, Result<HttpResponse, AgentError>> {
+            Box::pin(async { Err(AgentError::api("no network in this test", false)) })
+        }
+        fn sleep(&self, ms: u64) -> LocalFuture<'static, ()> {
+            self.0.sleep(ms)
+        }
+        fn now_ms(&self) -> f64 {
+            self.0.now_ms()
+        }
+        fn new_id(&self) -> String {
+            self.0.new_id()
+        }
+    }
+
+    #[derive(Default)]
+    struct Seen(RefCell<Vec<String>>);
+
+    impl Sink for Seen {
+        fn emit(&self, chunk: Chunk) {
+            self.0.borrow_mut().push(chunk.type_name().to_string());
+        }
+        fn step_finished<'a>(&'a self, _step: &'a StepResult) -> LocalFuture<'a, ()> {
+            Box::pin(async {})
+        }
+    }
+
+    #[derive(Default)]
+    struct Turns(RefCell<Vec<String>>);
+
+    impl Continuations for Turns {
+        fn start_turn(&self, directive: String) -> Result<LocalFuture<'_, bool>, AgentError> {
+            self.0.borrow_mut().push(directive);
+            Ok(Box::pin(async { false }))
+        }
+    }
+
+    /// Runs the driver after a first turn, with one task of `ms` (limited to `limits`), moving
+    /// the clock by 500 ms until it returns; gives the chunks, the directives and when it ended.
+    fn go(ms: u64, limits: TaskLimits, max_idle_ms: u64) -> (Vec<String>, Vec<String>, f64) {
+        let rt = Rc::new(FakeRt::default());
+        let m = Manager::new(config(), rt.clone());
+        let subscription = m.subscribe(scope("a"));
+        dispatch(&m, "c1", "a", tool(&rt, ms), limits);
+        rt.settle();
+        let _running = subscription.try_next();
+        let watch = IdleWatch { manager: m.clone(), subscription, scope: scope("a"), max_idle_ms };
+        let (env, sink, turns, outer) = (RtEnv(rt.clone()), Seen::default(), Turns::default(), AbortFlag::new());
+        let mut fut = std::pin::pin!(drive(&watch, IdleLoop::new(max_idle_ms), &env, &sink, &outer, false, &turns));
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut t = 0.0;
+        while fut.as_mut().poll(&mut cx).is_pending() {
+            assert!(t < 60_000.0, "the driver never closed");
+            t += 500.0;
+            rt.advance_to(t);
+        }
+        (sink.0.take(), turns.0.take(), t)
+    }
+
+    #[test]
+    fn it_reports_progress_while_a_task_runs_then_continues_once_it_ends() {
+        let (chunks, directives, _) = go(5_000, LIMITS, 300_000);
+        let progress = chunks.iter().filter(|c| *c == "background-task-progress").count();
+        assert_eq!(progress, 2, "at 2 s and 4 s: {chunks:?}");
+        assert_eq!(chunks.last().map(String::as_str), Some("background-task-completed"));
+        assert_eq!(directives.len(), 1);
+        assert!(directives[0].contains("Completed: research (tool call c1)"), "{}", directives[0]);
+    }
+
+    #[test]
+    fn a_timed_out_task_is_told_as_timed_out() {
+        let (chunks, directives, _) = go(5_000, TaskLimits { timeout_ms: 1_000, max_retries: 0 }, 300_000);
+        assert!(chunks.contains(&"background-task-failed".to_string()), "{chunks:?}");
+        assert!(directives[0].contains("research (tool call c1) timed out"), "{}", directives[0]);
+    }
+
+    #[test]
+    fn the_idle_timer_closes_a_stream_whose_task_outlives_it_and_progress_does_not_restart_it() {
+        let (chunks, directives, ended_at) = go(20_000, TaskLimits { timeout_ms: 60_000, max_retries: 0 }, 3_000);
+        assert!(directives.is_empty());
+        assert_eq!(ended_at, 3_000.0);
+        assert!(chunks.iter().all(|c| c == "background-task-progress"), "{chunks:?}");
+    }
 }

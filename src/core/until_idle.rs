@@ -1,8 +1,21 @@
-//! The decisions of `untilIdle` (SPEC §9), as a state machine with no clock and no I/O: the
-//! wrapper feeds it what happened (a turn ended, a task started or ended, a chunk went out, time
-//! passed, the caller aborted) and does what it answers (run a continuation turn with a batch of
-//! finished tasks, arm the idle timer, close the outer stream). Native tests drive it with a
-//! fake clock; the wrapper that streams turns and listens to tasks is built on top of it.
+//! `untilIdle` (SPEC §9). Its decisions are a state machine with no clock and no I/O
+//! (`IdleLoop`): the driver feeds it what happened (a turn ended, a task started or ended, a
+//! chunk went out, time passed, the caller aborted) and does what it answers (run a continuation
+//! turn with a batch of finished tasks, arm the idle timer, close the outer stream). The driver
+//! (`drive`, below) waits through `Env`, so native tests run both with a fake clock; the bindings
+//! only build the continuation turns.
+
+use std::future::{poll_fn, Future};
+use std::pin::pin;
+use std::rc::Rc;
+use std::task::Poll;
+
+use super::abort::AbortFlag;
+use super::background::{Manager, Scope, Subscription, TaskEvent, TaskEventKind, TaskStatus};
+use super::chunk::Chunk;
+use super::env::{Env, LocalFuture};
+use super::error::AgentError;
+use super::run::Sink;
 
 /// How a background task ended.
 #[derive(Clone, Debug, PartialEq)]
@@ -176,6 +189,175 @@ pub fn continuation_directive(batch: &[Finished]) -> String {
         }
     }
     lines.join("\n")
+}
+
+impl Finished {
+    /// The task an event says ended, as the directive names it; `None` for other events.
+    pub fn of(event: &TaskEvent) -> Option<Finished> {
+        let TaskEventKind::Ended { status, error, .. } = &event.kind else { return None };
+        let outcome = match status {
+            TaskStatus::Completed => TaskOutcome::Completed,
+            TaskStatus::Cancelled => TaskOutcome::Cancelled,
+            TaskStatus::TimedOut => TaskOutcome::TimedOut,
+            _ => TaskOutcome::Failed { message: error.clone().unwrap_or_default() },
+        };
+        Some(Finished { task_id: event.task_id.clone(), tool_call_id: event.tool_call_id.clone(), tool_name: event.tool_name.clone(), outcome })
+    }
+}
+
+/// The background tasks an `untilIdle` stream follows: those of one agent, thread and resource.
+pub struct IdleWatch {
+    pub manager: Rc<Manager>,
+    /// Subscribed before the first turn, so no task event is missed.
+    pub subscription: Rc<Subscription>,
+    pub scope: Scope,
+    pub max_idle_ms: u64,
+}
+
+/// The continuation turns, which the host builds (they run the host's callbacks and tools).
+pub trait Continuations {
+    /// Starts one continuation turn with `directive` in its context; its future runs it to the
+    /// end and says whether it failed. `Err` when the turn could not be built.
+    fn start_turn(&self, directive: String) -> Result<LocalFuture<'_, bool>, AgentError>;
+}
+
+/// How often a waiting untilIdle stream reports the tasks it waits for.
+const PROGRESS_EVERY_MS: f64 = 2_000.0;
+
+/// Runs a turn while the task events go into the stream as chunks; with `idle`, the tasks that
+/// end meanwhile are told to the loop (it answers them after the turn).
+pub async fn with_task_chunks<F: Future>(turn: F, sub: &Subscription, sink: &dyn Sink, env: &dyn Env, mut idle: Option<&mut IdleLoop>) -> F::Output {
+    let mut turn = pin!(turn);
+    let forward = |e: TaskEvent, idle: &mut Option<&mut IdleLoop>| {
+        if let (Some(l), Some(f)) = (idle.as_deref_mut(), Finished::of(&e)) {
+            l.on(Event::TaskEnded(f), env.now_ms());
+        }
+        sink.emit(e.chunk());
+    };
+    poll_fn(|cx| {
+        while let Some(e) = sub.try_next() {
+            forward(e, &mut idle);
+        }
+        if let Poll::Ready(o) = turn.as_mut().poll(cx) {
+            return Poll::Ready(o);
+        }
+        // Woken by the next task event too.
+        let mut next = pin!(sub.next());
+        if let Poll::Ready(e) = next.as_mut().poll(cx) {
+            forward(e, &mut idle);
+            cx.waker().wake_by_ref();
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// Tells the loop about the watched tasks that are still going.
+fn note_running(l: &mut IdleLoop, watch: &IdleWatch, env: &dyn Env) {
+    let scope = &watch.scope;
+    for t in watch.manager.list(scope.thread_id.as_deref(), None) {
+        let mine = t.agent_id == scope.agent_id && t.resource_id == scope.resource_id;
+        if mine && !t.status.is_terminal() {
+            l.on(Event::TaskStarted { task_id: t.id }, env.now_ms());
+        }
+    }
+}
+
+/// After the first turn: continue once per batch of finished tasks, one turn at a time, until
+/// nothing runs, nothing is queued and no turn streams — or the idle timer fires, the caller
+/// aborts (`outer`), or a continuation fails. While it waits for tasks it reports them every
+/// two seconds (`background-task-progress`, which is not activity).
+pub async fn drive(watch: &IdleWatch, mut l: IdleLoop, env: &dyn Env, sink: &dyn Sink, outer: &AbortFlag, first_failed: bool, turns: &dyn Continuations) {
+    if outer.is_aborted() {
+        l.on(Event::Abort, env.now_ms());
+    }
+    note_running(&mut l, watch, env);
+    let started = env.now_ms();
+    let mut actions = l.on(Event::TurnEnded { failed: first_failed }, env.now_ms());
+    let mut deadline: Option<f64> = None;
+    let mut next_progress = env.now_ms() + PROGRESS_EVERY_MS;
+    while !l.is_closed() {
+        for action in std::mem::take(&mut actions) {
+            match action {
+                Action::ArmIdleTimer { deadline_ms } => deadline = Some(deadline_ms),
+                Action::Close(_) => {}
+                Action::Continue { directive, .. } => {
+                    deadline = None;
+                    let turn = match turns.start_turn(directive) {
+                        Ok(t) => t,
+                        Err(e) => {
+                            sink.emit(Chunk::Error(e));
+                            actions = l.on(Event::TurnEnded { failed: true }, env.now_ms());
+                            continue;
+                        }
+                    };
+                    let failed = with_task_chunks(turn, &watch.subscription, sink, env, Some(&mut l)).await;
+                    note_running(&mut l, watch, env);
+                    let event = if outer.is_aborted() { Event::Abort } else { Event::TurnEnded { failed } };
+                    actions = l.on(event, env.now_ms());
+                }
+            }
+        }
+        if l.is_closed() || !actions.is_empty() {
+            continue;
+        }
+        let progress_at = (!l.running().is_empty()).then_some(next_progress);
+        let woke = wait(&watch.subscription, deadline, progress_at, env, outer).await;
+        let now = env.now_ms();
+        actions = match woke {
+            Woke::Aborted => l.on(Event::Abort, now),
+            Woke::Timer => l.on(Event::Tick, now),
+            Woke::Progress => {
+                next_progress = now + PROGRESS_EVERY_MS;
+                let payload = serde_json::json!({
+                    "taskIds": l.running(), "runningCount": l.running().len(), "elapsedMs": (now - started).round(),
+                });
+                sink.emit(Chunk::Background { kind: "background-task-progress", payload });
+                Vec::new()
+            }
+            Woke::Task(e) => {
+                let finished = Finished::of(&e);
+                sink.emit(e.chunk());
+                match finished {
+                    Some(f) => l.on(Event::TaskEnded(f), now),
+                    None => l.on(Event::Chunk, now),
+                }
+            }
+        };
+    }
+}
+
+/// What woke the idle wait.
+enum Woke {
+    Task(TaskEvent),
+    Timer,
+    /// Time for a `background-task-progress` chunk.
+    Progress,
+    Aborted,
+}
+
+/// Waits for the next task event, the idle deadline, the next progress report, or the caller's
+/// abort.
+async fn wait(sub: &Subscription, deadline: Option<f64>, progress_at: Option<f64>, env: &dyn Env, outer: &AbortFlag) -> Woke {
+    let until = |at: f64| env.sleep((at - env.now_ms()).max(0.0) as u64);
+    let mut timer = deadline.map(until);
+    let mut progress = progress_at.map(until);
+    let mut next = pin!(sub.next());
+    let raced = outer
+        .race(poll_fn(|cx| {
+            if let Poll::Ready(e) = next.as_mut().poll(cx) {
+                return Poll::Ready(Woke::Task(e));
+            }
+            if timer.as_mut().is_some_and(|t| t.as_mut().poll(cx).is_ready()) {
+                return Poll::Ready(Woke::Timer);
+            }
+            if progress.as_mut().is_some_and(|p| p.as_mut().poll(cx).is_ready()) {
+                return Poll::Ready(Woke::Progress);
+            }
+            Poll::Pending
+        }))
+        .await;
+    raced.unwrap_or(Woke::Aborted)
 }
 
 #[cfg(test)]
