@@ -11,7 +11,11 @@ use std::task::{Context, Poll, Waker};
 use serde_json::{json, Value};
 
 use super::*;
-use crate::core::memory::{InMemoryStore, StoredMessage, Thread};
+use crate::core::abort::AbortFlag;
+use crate::core::chunk::Chunk;
+use crate::core::env::LocalFuture;
+use crate::core::step::ToolCall;
+use crate::core::memory::{InMemoryStore, MessageQuery, Store, StoredMessage, Thread};
 
 /// A clock that moves only when the test says so, and an executor polled by hand.
 #[derive(Default)]

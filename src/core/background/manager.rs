@@ -1,8 +1,6 @@
-//! Background tasks (SPEC §8): which tool calls run in the background, the manager that runs
-//! them within its concurrency limits (queueing, refusing or falling back to the foreground when
-//! full), their timeouts, retries and cancellation, and the lifecycle chunks it publishes to
-//! listeners of an agent + thread + resource. Runtime-free: tasks are spawned and timed through
-//! `TaskRuntime`, so native tests drive the manager with a fake clock.
+//! The manager: runs background tasks within their concurrency limits (queueing, refusing or
+//! falling back to the foreground when full), with timeouts, retries and cancellation, and
+//! publishes their events to the listeners of an agent + thread + resource.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -12,205 +10,14 @@ use std::task::{Poll, Waker};
 
 use serde_json::{json, Value};
 
-use super::abort::AbortFlag;
-use super::chunk::Chunk;
-use super::env::LocalFuture;
-use super::memory::{iso_time, MessageQuery, Store};
-use super::step::ToolCall;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backpressure {
-    /// Wait for a free slot.
-    Queue,
-    /// Tell the model the task could not start.
-    Reject,
-    /// Run the call in the foreground instead.
-    FallbackSync,
-}
-
-/// A tool's own `background: { enabled, timeoutMs, maxRetries }`.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ToolBackground {
-    pub enabled: Option<bool>,
-    pub timeout_ms: Option<u64>,
-    pub max_retries: Option<u32>,
-}
-
-/// `backgroundTasks` of the container or the agent.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BackgroundConfig {
-    pub enabled: bool,
-    pub global_concurrency: usize,
-    pub per_agent_concurrency: usize,
-    pub backpressure: Backpressure,
-    pub default_timeout_ms: u64,
-    pub default_retries: u32,
-    /// `tools: 'all'`.
-    pub all_tools: bool,
-    /// `tools: { name: boolean | { enabled, timeoutMs } }`: (name, enabled, timeout).
-    pub tools: Vec<(String, bool, Option<u64>)>,
-}
-
-impl Default for BackgroundConfig {
-    fn default() -> Self {
-        BackgroundConfig {
-            enabled: false,
-            global_concurrency: 10,
-            per_agent_concurrency: 5,
-            backpressure: Backpressure::Queue,
-            default_timeout_ms: 300_000,
-            default_retries: 0,
-            all_tools: false,
-            tools: Vec::new(),
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TaskLimits {
-    pub timeout_ms: u64,
-    pub max_retries: u32,
-}
-
-impl BackgroundConfig {
-    /// Whether a call of `tool` runs in the background, and within which limits. The tool's own
-    /// `enabled: false` wins over the configuration; a timeout named for the tool in the
-    /// configuration wins over the tool's own.
-    pub fn limits_for(&self, tool: &str, own: Option<&ToolBackground>) -> Option<TaskLimits> {
-        if !self.enabled {
-            return None;
-        }
-        let listed = self.tools.iter().find(|(name, _, _)| name == tool);
-        let own_enabled = own.and_then(|b| b.enabled);
-        let eligible = match own_enabled {
-            Some(false) => false,
-            Some(true) => true,
-            None => self.all_tools || listed.is_some_and(|(_, on, _)| *on),
-        };
-        eligible.then(|| TaskLimits {
-            timeout_ms: listed.and_then(|(_, _, t)| *t).or(own.and_then(|b| b.timeout_ms)).unwrap_or(self.default_timeout_ms),
-            max_retries: own.and_then(|b| b.max_retries).unwrap_or(self.default_retries),
-        })
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TaskStatus {
-    Pending,
-    Running,
-    Completed,
-    Failed,
-    Cancelled,
-    TimedOut,
-}
-
-impl TaskStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskStatus::Pending => "pending",
-            TaskStatus::Running => "running",
-            TaskStatus::Completed => "completed",
-            TaskStatus::Failed => "failed",
-            TaskStatus::Cancelled => "cancelled",
-            TaskStatus::TimedOut => "timed_out",
-        }
-    }
-
-    pub fn is_terminal(self) -> bool {
-        !matches!(self, TaskStatus::Pending | TaskStatus::Running)
-    }
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct TaskRecord {
-    pub id: String,
-    pub tool_name: String,
-    pub tool_call_id: String,
-    pub args: Value,
-    pub agent_id: String,
-    pub run_id: String,
-    pub thread_id: Option<String>,
-    pub resource_id: Option<String>,
-    pub status: TaskStatus,
-    pub result: Option<Value>,
-    pub error: Option<String>,
-    pub created_at: String,
-    pub started_at: Option<String>,
-    pub completed_at: Option<String>,
-    pub attempts: u32,
-}
-
-impl TaskRecord {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "id": self.id, "toolName": self.tool_name, "toolCallId": self.tool_call_id, "args": self.args,
-            "agentId": self.agent_id, "runId": self.run_id, "threadId": self.thread_id, "resourceId": self.resource_id,
-            "status": self.status.as_str(), "result": self.result, "error": self.error, "createdAt": self.created_at,
-            "startedAt": self.started_at, "completedAt": self.completed_at, "attempts": self.attempts,
-        })
-    }
-}
-
-impl TaskRecord {
-    /// Reads a task as a storage object returned it.
-    pub fn from_json(v: &Value, what: &str) -> Result<TaskRecord, super::error::AgentError> {
-        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-        let bad = |m: &str| super::error::AgentError::Storage { message: format!("{what} returned a task {m}") };
-        let status = s("status").ok_or_else(|| bad("without a status"))?;
-        let status = [TaskStatus::Pending, TaskStatus::Running, TaskStatus::Completed, TaskStatus::Failed, TaskStatus::Cancelled, TaskStatus::TimedOut]
-            .into_iter()
-            .find(|t| t.as_str() == status)
-            .ok_or_else(|| bad(&format!("with an unknown status '{status}'")))?;
-        Ok(TaskRecord {
-            id: s("id").ok_or_else(|| bad("without a string id"))?,
-            tool_name: s("toolName").unwrap_or_default(),
-            tool_call_id: s("toolCallId").unwrap_or_default(),
-            args: v.get("args").cloned().unwrap_or(Value::Null),
-            agent_id: s("agentId").unwrap_or_default(),
-            run_id: s("runId").unwrap_or_default(),
-            thread_id: s("threadId"),
-            resource_id: s("resourceId"),
-            status,
-            result: v.get("result").filter(|r| !r.is_null()).cloned(),
-            error: s("error"),
-            created_at: s("createdAt").unwrap_or_default(),
-            started_at: s("startedAt"),
-            completed_at: s("completedAt"),
-            attempts: v.get("attempts").and_then(Value::as_u64).unwrap_or(0) as u32,
-        })
-    }
-}
-
-/// Which stored tasks to list.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct TaskFilter {
-    pub agent_id: Option<String>,
-    pub thread_id: Option<String>,
-    /// Any of these (all when empty).
-    pub statuses: Vec<TaskStatus>,
-}
-
-impl TaskFilter {
-    pub fn matches(&self, t: &TaskRecord) -> bool {
-        self.agent_id.as_ref().is_none_or(|a| *a == t.agent_id)
-            && self.thread_id.as_ref().is_none_or(|th| t.thread_id.as_ref() == Some(th))
-            && (self.statuses.is_empty() || self.statuses.contains(&t.status))
-    }
-
-    pub fn to_json(&self) -> Value {
-        let mut v = json!({});
-        if let Some(a) = &self.agent_id {
-            v["agentId"] = a.as_str().into();
-        }
-        if let Some(t) = &self.thread_id {
-            v["threadId"] = t.as_str().into();
-        }
-        if !self.statuses.is_empty() {
-            v["status"] = self.statuses.iter().map(|s| Value::from(s.as_str())).collect();
-        }
-        v
-    }
-}
+use super::config::{Backpressure, BackgroundConfig, TaskLimits};
+use super::placeholder::replace_placeholder;
+use super::task::{chunk, TaskEvent, TaskEventKind, TaskFilter, TaskRecord, TaskStatus};
+use crate::core::abort::AbortFlag;
+use crate::core::chunk::Chunk;
+use crate::core::env::LocalFuture;
+use crate::core::memory::{iso_time, Store};
+use crate::core::step::ToolCall;
 
 /// What a background task needs from its runtime.
 pub trait TaskRuntime {
@@ -271,65 +78,6 @@ pub struct Scope {
     pub resource_id: Option<String>,
 }
 
-/// What happened to a task, as its listeners hear it. `chunk()` is its form in a stream.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TaskEvent {
-    pub task_id: String,
-    pub tool_name: String,
-    pub tool_call_id: String,
-    pub kind: TaskEventKind,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum TaskEventKind {
-    /// The task left the queue and runs.
-    Running { run_id: String, agent_id: String, started_at: String, args: Value },
-    /// The tool wrote output while running (`writer.write`).
-    Output { run_id: String, output: Value },
-    /// The task ended: `status` is terminal; `result` when it completed, `error` otherwise.
-    Ended { status: TaskStatus, completed_at: String, result: Option<Value>, error: Option<String> },
-}
-
-impl TaskEvent {
-    fn of(task: &TaskRecord, kind: TaskEventKind) -> TaskEvent {
-        TaskEvent { task_id: task.id.clone(), tool_name: task.tool_name.clone(), tool_call_id: task.tool_call_id.clone(), kind }
-    }
-
-    /// The `background-task-*` chunk of the event.
-    pub fn chunk(&self) -> Chunk {
-        let mut p = json!({ "taskId": self.task_id, "toolName": self.tool_name, "toolCallId": self.tool_call_id });
-        let kind = match &self.kind {
-            TaskEventKind::Running { run_id, agent_id, started_at, args } => {
-                p["runId"] = json!(run_id);
-                p["agentId"] = json!(agent_id);
-                p["startedAt"] = json!(started_at);
-                p["args"] = args.clone();
-                "background-task-running"
-            }
-            TaskEventKind::Output { run_id, output } => {
-                p["payload"] = json!({ "type": "tool-output", "runId": run_id, "from": "USER",
-                    "payload": { "toolCallId": self.tool_call_id, "toolName": self.tool_name, "output": output } });
-                "background-task-output"
-            }
-            TaskEventKind::Ended { status, completed_at, result, error } => {
-                p["completedAt"] = json!(completed_at);
-                match status {
-                    TaskStatus::Completed => {
-                        p["result"] = result.clone().unwrap_or(Value::Null);
-                        "background-task-completed"
-                    }
-                    TaskStatus::Cancelled => "background-task-cancelled",
-                    _ => {
-                        p["error"] = json!({ "message": error.clone().unwrap_or_default() });
-                        "background-task-failed"
-                    }
-                }
-            }
-        };
-        chunk(kind, p)
-    }
-}
-
 /// A listener's queue of task events.
 #[derive(Default)]
 pub struct Subscription {
@@ -374,19 +122,6 @@ pub struct Manager {
     pub config: BackgroundConfig,
     runtime: Rc<dyn TaskRuntime>,
     state: RefCell<State>,
-}
-
-/// The text the model gets at once for a call that went to the background.
-pub fn placeholder(task_id: &str, tool_name: &str) -> Value {
-    json!({
-        "status": "running",
-        "backgroundTaskId": task_id,
-        "message": format!("Background task {task_id} started for {tool_name}. It keeps running after this reply; you will be told when it ends. Do not call {tool_name} again for it."),
-    })
-}
-
-fn chunk(kind: &'static str, payload: Value) -> Chunk {
-    Chunk::Background { kind, payload }
 }
 
 impl Manager {
@@ -587,7 +322,7 @@ impl Manager {
     /// Marks the tasks of `agent_id` that storage still shows pending or running — left so by a
     /// page or isolate that stopped — as failed ("interrupted"), and puts that failure where
     /// their placeholders are, so no conversation waits for them. Returns how many there were.
-    pub async fn recover(&self, store: Rc<dyn Store>, agent_id: &str) -> Result<usize, super::error::AgentError> {
+    pub async fn recover(&self, store: Rc<dyn Store>, agent_id: &str) -> Result<usize, crate::core::error::AgentError> {
         let filter = TaskFilter { agent_id: Some(agent_id.to_string()), thread_id: None, statuses: vec![TaskStatus::Pending, TaskStatus::Running] };
         let stale = store.list_tasks(&filter).await?;
         let ids: Vec<String> = stale.iter().map(|t| t.id.clone()).collect();
@@ -708,94 +443,4 @@ async fn first_of(run: LocalFuture<'static, Result<Value, String>>, timeout: Loc
         Poll::Pending
     })
     .await
-}
-
-/// Puts a task's real result where its placeholder is in the thread's stored messages.
-pub async fn replace_placeholder(m: &MemoryTarget, tool_call_id: &str, result: Value, is_error: bool) -> Result<bool, super::error::AgentError> {
-    let q = MessageQuery { thread_id: m.thread_id.clone(), last: Some(100), before: None };
-    let mut msgs = m.store.list_messages(&q).await?;
-    for msg in msgs.iter_mut().rev() {
-        let Some(part) = msg.parts.iter_mut().find(|p| p["toolInvocation"]["toolCallId"] == tool_call_id) else { continue };
-        let inv = &mut part["toolInvocation"];
-        inv["state"] = if is_error { "output-error".into() } else { "result".into() };
-        inv["result"] = result;
-        if is_error {
-            inv["isError"] = Value::Bool(true);
-        } else if let Some(o) = inv.as_object_mut() {
-            o.remove("isError");
-        }
-        m.store.save_messages(std::slice::from_ref(msg)).await?;
-        return Ok(true);
-    }
-    Ok(false)
-}
-
-#[cfg(test)]
-#[path = "background_tests.rs"]
-mod tests;
-
-/// Reads `backgroundTasks` (`{ enabled, globalConcurrency, perAgentConcurrency, backpressure,
-/// defaultTimeoutMs, defaultRetries, tools }`) with errors that name the field.
-pub fn parse_background_config(v: &Value, field: &str) -> Result<BackgroundConfig, super::error::AgentError> {
-    use super::error::AgentError;
-    use super::input::{join, kind, opt_bool, opt_str, opt_u64};
-    let mut c = BackgroundConfig::default();
-    if v.is_null() {
-        return Ok(c);
-    }
-    if !v.is_object() {
-        return Err(AgentError::invalid(field, format!("expected an object like {{ enabled: true }}, got {}", kind(v))));
-    }
-    c.enabled = opt_bool(v, "enabled", field)?.unwrap_or(true);
-    let positive = |key: &str, default: usize| -> Result<usize, AgentError> {
-        match opt_u64(v, key, field)? {
-            Some(0) => Err(AgentError::invalid(join(field, key), "expected an integer of at least 1, got 0")),
-            Some(n) => Ok(n.min(1000) as usize),
-            None => Ok(default),
-        }
-    };
-    c.global_concurrency = positive("globalConcurrency", c.global_concurrency)?;
-    c.per_agent_concurrency = positive("perAgentConcurrency", c.per_agent_concurrency)?;
-    c.backpressure = match opt_str(v, "backpressure", field)? {
-        None | Some("queue") => Backpressure::Queue,
-        Some("reject") => Backpressure::Reject,
-        Some("fallback-sync") => Backpressure::FallbackSync,
-        Some(other) => {
-            return Err(AgentError::invalid(join(field, "backpressure"), format!("expected 'queue', 'reject' or 'fallback-sync', got '{other}'")))
-        }
-    };
-    c.default_timeout_ms = opt_u64(v, "defaultTimeoutMs", field)?.unwrap_or(c.default_timeout_ms);
-    c.default_retries = opt_u64(v, "defaultRetries", field)?.unwrap_or(0).min(100) as u32;
-    match v.get("tools") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(s)) if s == "all" => c.all_tools = true,
-        Some(Value::Object(map)) => {
-            for (name, setting) in map {
-                let path = join(&join(field, "tools"), name.as_str());
-                let entry = match setting {
-                    Value::Bool(b) => (name.clone(), *b, None),
-                    Value::Object(_) => (name.clone(), opt_bool(setting, "enabled", &path)?.unwrap_or(true), opt_u64(setting, "timeoutMs", &path)?),
-                    other => return Err(AgentError::invalid(path, format!("expected true, false or {{ enabled, timeoutMs }}, got {}", kind(other)))),
-                };
-                c.tools.push(entry);
-            }
-        }
-        Some(other) => return Err(AgentError::invalid(join(field, "tools"), format!("expected 'all' or an object of tool names, got {}", kind(other)))),
-    }
-    Ok(c)
-}
-
-/// Reads a tool's own `background: { enabled, timeoutMs, maxRetries }`.
-pub fn parse_tool_background(v: &Value, field: &str) -> Result<Option<ToolBackground>, super::error::AgentError> {
-    use super::input::{kind, opt_bool, opt_u64};
-    match v {
-        Value::Null => Ok(None),
-        Value::Bool(b) => Ok(Some(ToolBackground { enabled: Some(*b), ..Default::default() })),
-        Value::Object(_) => Ok(Some(ToolBackground {
-            enabled: Some(opt_bool(v, "enabled", field)?.unwrap_or(true)),
-            timeout_ms: opt_u64(v, "timeoutMs", field)?,
-            max_retries: opt_u64(v, "maxRetries", field)?.map(|n| n.min(100) as u32),
-        })),
-        other => Err(super::error::AgentError::invalid(field, format!("expected {{ enabled, timeoutMs, maxRetries }}, got {}", kind(other)))),
-    }
 }
