@@ -329,7 +329,7 @@ pub async fn drive(watch: &IdleWatch, mut l: IdleLoop, env: &dyn Env, sink: &dyn
 
 /// What woke the idle wait.
 enum Woke {
-    Task(TaskEvent),
+    Task(Box<TaskEvent>),
     Timer,
     /// Time for a `background-task-progress` chunk.
     Progress,
@@ -346,7 +346,7 @@ async fn wait(sub: &Subscription, deadline: Option<f64>, progress_at: Option<f64
     let raced = outer
         .race(poll_fn(|cx| {
             if let Poll::Ready(e) = next.as_mut().poll(cx) {
-                return Poll::Ready(Woke::Task(e));
+                return Poll::Ready(Woke::Task(Box::new(e)));
             }
             if timer.as_mut().is_some_and(|t| t.as_mut().poll(cx).is_ready()) {
                 return Poll::Ready(Woke::Timer);
