@@ -69,11 +69,13 @@ impl ToolHost for TestHost {
                 (ctx.emit)(Chunk::Data { kind: "data-ping".into(), data: json!(1), id: None, transient: true });
             }
             let mut left = self.delay.get(n).copied().unwrap_or(0);
-            std::future::poll_fn(|_| {
+            // A yield: pending now, and asks to be polled again (as a real timer's wake would).
+            std::future::poll_fn(|cx| {
                 if left == 0 {
                     Poll::Ready(())
                 } else {
                     left -= 1;
+                    cx.waker().wake_by_ref();
                     Poll::Pending
                 }
             })

@@ -4,6 +4,7 @@
 
 use std::cell::RefCell;
 use std::future::poll_fn;
+
 use std::task::Poll;
 
 use serde_json::{json, Value};
@@ -315,6 +316,7 @@ async fn outcome_of(
 }
 
 /// Runs `futures` with at most `limit` in flight, starting them in order; results in order.
+/// (Hand-written: futures-util's `buffered` does the same for 1.35 KB more gzip in the package.)
 pub async fn run_limited<'a, T>(futures: Vec<LocalFuture<'a, T>>, limit: usize) -> Vec<T> {
     let limit = limit.max(1);
     let total = futures.len();

@@ -5,10 +5,11 @@
 //! (`drive`, below) waits through `Env`, so native tests run both with a fake clock; the bindings
 //! only build the continuation turns.
 
-use std::future::{poll_fn, Future};
+use std::future::{pending, Future};
 use std::pin::pin;
 use std::rc::Rc;
-use std::task::Poll;
+
+use futures_util::future::{select, Either};
 
 use super::abort::AbortFlag;
 use super::background::{Manager, Scope, Subscription, TaskEvent, TaskEventKind, TaskStatus};
@@ -228,28 +229,18 @@ const PROGRESS_EVERY_MS: f64 = 2_000.0;
 /// end meanwhile are told to the loop (it answers them after the turn).
 pub async fn with_task_chunks<F: Future>(turn: F, sub: &Subscription, sink: &dyn Sink, env: &dyn Env, mut idle: Option<&mut IdleLoop>) -> F::Output {
     let mut turn = pin!(turn);
-    let forward = |e: TaskEvent, idle: &mut Option<&mut IdleLoop>| {
-        if let (Some(l), Some(f)) = (idle.as_deref_mut(), Finished::of(&e)) {
-            l.on(Event::TaskEnded(f), env.now_ms());
+    loop {
+        // Events first: a task that ended before the turn's next chunk is shown before it.
+        match select(pin!(sub.next()), turn.as_mut()).await {
+            Either::Left((e, _)) => {
+                if let (Some(l), Some(f)) = (idle.as_deref_mut(), Finished::of(&e)) {
+                    l.on(Event::TaskEnded(f), env.now_ms());
+                }
+                sink.emit(e.chunk());
+            }
+            Either::Right((out, _)) => return out,
         }
-        sink.emit(e.chunk());
-    };
-    poll_fn(|cx| {
-        while let Some(e) = sub.try_next() {
-            forward(e, &mut idle);
-        }
-        if let Poll::Ready(o) = turn.as_mut().poll(cx) {
-            return Poll::Ready(o);
-        }
-        // Woken by the next task event too.
-        let mut next = pin!(sub.next());
-        if let Poll::Ready(e) = next.as_mut().poll(cx) {
-            forward(e, &mut idle);
-            cx.waker().wake_by_ref();
-        }
-        Poll::Pending
-    })
-    .await
+    }
 }
 
 /// Tells the loop about the watched tasks that are still going.
@@ -339,25 +330,19 @@ enum Woke {
 /// Waits for the next task event, the idle deadline, the next progress report, or the caller's
 /// abort.
 async fn wait(sub: &Subscription, deadline: Option<f64>, progress_at: Option<f64>, env: &dyn Env, outer: &AbortFlag) -> Woke {
-    let until = |at: f64| env.sleep((at - env.now_ms()).max(0.0) as u64);
-    let mut timer = deadline.map(until);
-    let mut progress = progress_at.map(until);
-    let mut next = pin!(sub.next());
-    let raced = outer
-        .race(poll_fn(|cx| {
-            if let Poll::Ready(e) = next.as_mut().poll(cx) {
-                return Poll::Ready(Woke::Task(Box::new(e)));
-            }
-            if timer.as_mut().is_some_and(|t| t.as_mut().poll(cx).is_ready()) {
-                return Poll::Ready(Woke::Timer);
-            }
-            if progress.as_mut().is_some_and(|p| p.as_mut().poll(cx).is_ready()) {
-                return Poll::Ready(Woke::Progress);
-            }
-            Poll::Pending
-        }))
-        .await;
-    raced.unwrap_or(Woke::Aborted)
+    let at = |when: Option<f64>| -> LocalFuture<'_, ()> {
+        match when {
+            Some(at) => env.sleep((at - env.now_ms()).max(0.0) as u64),
+            None => Box::pin(pending()),
+        }
+    };
+    let timers = select(at(deadline), at(progress_at));
+    match outer.race(select(pin!(sub.next()), timers)).await {
+        None => Woke::Aborted,
+        Some(Either::Left((e, _))) => Woke::Task(Box::new(e)),
+        Some(Either::Right((Either::Left(_), _))) => Woke::Timer,
+        Some(Either::Right((Either::Right(_), _))) => Woke::Progress,
+    }
 }
 
 #[cfg(test)]

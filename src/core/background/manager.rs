@@ -5,8 +5,12 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::future::poll_fn;
-use std::rc::{Rc, Weak};
-use std::task::{Poll, Waker};
+use std::rc::Rc;
+use std::task::Poll;
+
+use futures_channel::mpsc::{unbounded, UnboundedReceiver, UnboundedSender};
+use futures_util::future::{select, Either};
+use futures_util::StreamExt;
 
 use serde_json::{json, Value};
 
@@ -78,29 +82,25 @@ pub struct Scope {
     pub resource_id: Option<String>,
 }
 
-/// A listener's queue of task events.
-#[derive(Default)]
+/// A listener's end of a channel of task events; dropping it ends the subscription.
 pub struct Subscription {
-    scope: Option<Scope>,
-    queue: RefCell<VecDeque<TaskEvent>>,
-    waker: RefCell<Option<Waker>>,
+    events: RefCell<UnboundedReceiver<TaskEvent>>,
 }
 
 impl Subscription {
     /// The next event for this listener.
     pub async fn next(&self) -> TaskEvent {
-        poll_fn(|cx| match self.queue.borrow_mut().pop_front() {
-            Some(c) => Poll::Ready(c),
-            None => {
-                *self.waker.borrow_mut() = Some(cx.waker().clone());
-                Poll::Pending
-            }
+        // The receiver is borrowed only while polled, never across an await. The manager never
+        // closes the channel before the listener drops it, so `None` does not come.
+        poll_fn(|cx| match self.events.borrow_mut().poll_next_unpin(cx) {
+            Poll::Ready(Some(e)) => Poll::Ready(e),
+            _ => Poll::Pending,
         })
         .await
     }
 
     pub fn try_next(&self) -> Option<TaskEvent> {
-        self.queue.borrow_mut().pop_front()
+        self.events.borrow_mut().try_recv().ok()
     }
 }
 
@@ -114,7 +114,8 @@ struct Entry {
 struct State {
     tasks: Vec<Entry>,
     queue: VecDeque<String>,
-    subscribers: Vec<Weak<Subscription>>,
+    /// Who listens to which tasks.
+    subscribers: Vec<(Scope, UnboundedSender<TaskEvent>)>,
 }
 
 /// Runs background tasks for one container (or one agent used alone).
@@ -131,23 +132,19 @@ impl Manager {
 
     /// Listens to the chunks of tasks in `scope` from now on.
     pub fn subscribe(&self, scope: Scope) -> Rc<Subscription> {
-        let sub = Rc::new(Subscription { scope: Some(scope), ..Default::default() });
+        let (tx, rx) = unbounded();
         let mut st = self.state.borrow_mut();
-        st.subscribers.retain(|w| w.strong_count() > 0);
-        st.subscribers.push(Rc::downgrade(&sub));
-        sub
+        st.subscribers.retain(|(_, tx)| !tx.is_closed());
+        st.subscribers.push((scope, tx));
+        Rc::new(Subscription { events: RefCell::new(rx) })
     }
 
     fn publish(&self, task: &TaskRecord, kind: TaskEventKind) {
         let event = TaskEvent::of(task, kind);
-        let subs: Vec<Rc<Subscription>> = self.state.borrow().subscribers.iter().filter_map(Weak::upgrade).collect();
-        for sub in subs {
-            let Some(scope) = &sub.scope else { continue };
+        for (scope, tx) in &self.state.borrow().subscribers {
             if scope.agent_id == task.agent_id && scope.thread_id == task.thread_id && scope.resource_id == task.resource_id {
-                sub.queue.borrow_mut().push_back(event.clone());
-                if let Some(w) = sub.waker.borrow_mut().take() {
-                    w.wake();
-                }
+                // Sending only queues and wakes the listener's task: no user code runs here.
+                let _ = tx.unbounded_send(event.clone());
             }
         }
     }
@@ -432,15 +429,8 @@ fn status_words(s: TaskStatus) -> &'static str {
 
 /// `Some(result)` when `run` finishes first, `None` when `timeout` does.
 async fn first_of(run: LocalFuture<'static, Result<Value, String>>, timeout: LocalFuture<'static, ()>) -> Option<Result<Value, String>> {
-    let (mut run, mut timeout) = (run, timeout);
-    poll_fn(|cx| {
-        if let Poll::Ready(v) = run.as_mut().poll(cx) {
-            return Poll::Ready(Some(v));
-        }
-        if timeout.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(None);
-        }
-        Poll::Pending
-    })
-    .await
+    match select(run, timeout).await {
+        Either::Left((v, _)) => Some(v),
+        Either::Right(_) => None,
+    }
 }
