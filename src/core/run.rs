@@ -401,7 +401,8 @@ async fn run_steps(
         }
         let last = outcome.steps.last().expect("a step was just pushed");
         sink.emit(Chunk::StepFinish { step: Box::new(last.clone()), is_continued: go_on, total_usage: outcome.total_usage });
-        sink.step_finished(last).await;
+        // `onStepFinish` may never settle: an abort must still end the run.
+        abort.race(sink.step_finished(last)).await.ok_or(Stop::Aborted)?;
         if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
             if mem.save_per_step && go_on {
                 if let Err(e) = mem.save_assistant(s, &outcome.steps, None, env.now_ms()).await {
