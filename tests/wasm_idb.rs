@@ -114,9 +114,14 @@ const OPEN_RAW: &str = "
       r.onblocked = () => { clearTimeout(timer); reject(new Error('raw open blocked')); };
     });";
 
+/// The `StorageKind` code (`error.code` in JavaScript) of a storage error.
+fn storage_code(e: &AgentError) -> &'static str {
+    e.storage_code().unwrap_or_else(|| panic!("expected a StorageError, got {e:?}"))
+}
+
 fn storage_message(e: AgentError) -> String {
     match e {
-        AgentError::Storage { message } => message,
+        AgentError::Storage { message, .. } => message,
         other => panic!("expected a StorageError, got {other:?}"),
     }
 }
@@ -480,6 +485,7 @@ async fn a_database_upgraded_by_a_newer_version_is_a_storage_error() {
     let db = js("name, version", OPEN_RAW, &[name.as_str().into(), 3.into()]).await.unwrap();
     js("db", "db.close();", &[db]).await.unwrap();
     let err = IdbStore::new(&name).list_threads("u").await.expect_err("version 3 is newer than this code");
+    assert_eq!(storage_code(&err), "version", "VersionError is told apart");
     let message = storage_message(err);
     assert!(
         message.contains("newer schema") && message.contains("VersionError") && message.contains(&name),
@@ -550,8 +556,10 @@ async fn an_open_blocked_by_another_tab_fails_after_the_timeout_instead_of_hangi
     .unwrap();
     let store = IdbStore::with_open_timeout(&name, 300);
     let started = js_sys::Date::now();
-    let message = storage_message(store.list_threads("u").await.expect_err("blocked"));
+    let err = store.list_threads("u").await.expect_err("blocked");
     let waited = js_sys::Date::now() - started;
+    assert_eq!(storage_code(&err), "blocked");
+    let message = storage_message(err);
     assert!(message.contains("timed out") && message.contains(&name), "{message}");
     assert!((280.0..3000.0).contains(&waited), "failed after {waited} ms");
     drop(store);

@@ -278,7 +278,7 @@ impl Store for BrokenStore {
         self.0.get_thread_by_id(id)
     }
     fn save_thread<'a>(&'a self, _t: &'a Thread) -> LocalFuture<'a, Result<(), AgentError>> {
-        Box::pin(async { Err(AgentError::Storage { message: "IndexedDB is out of quota".into() }) })
+        Box::pin(async { Err(AgentError::storage("IndexedDB is out of quota")) })
     }
     fn delete_thread<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
         self.0.delete_thread(id)
@@ -290,7 +290,7 @@ impl Store for BrokenStore {
         self.0.list_messages(q)
     }
     fn save_messages<'a>(&'a self, _m: &'a [StoredMessage]) -> LocalFuture<'a, Result<(), AgentError>> {
-        Box::pin(async { Err(AgentError::Storage { message: "IndexedDB is out of quota".into() }) })
+        Box::pin(async { Err(AgentError::storage("IndexedDB is out of quota")) })
     }
     fn delete_messages<'a>(&'a self, ids: &'a [String]) -> LocalFuture<'a, Result<(), AgentError>> {
         self.0.delete_messages(ids)
@@ -338,7 +338,7 @@ impl UnreadableStore {
             return ok;
         }
         let message = format!("storage.{method} failed: the disk is gone");
-        Box::pin(async move { Err(AgentError::Storage { message }) })
+        Box::pin(async move { Err(AgentError::storage(message)) })
     }
 }
 

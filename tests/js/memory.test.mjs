@@ -556,6 +556,20 @@ for (const method of ['getThreadById', 'listMessages']) {
   });
 }
 
+test("a storage object that rejects with a DOMException QuotaExceededError: the StorageError has code 'quota'", T, async () => {
+  const srv = hook.current;
+  const adapter = mapStorage();
+  adapter.storage.saveMessages = () => Promise.reject(new DOMException('The quota has been exceeded.', 'QuotaExceededError'));
+  const memory = new Memory({ storage: adapter.storage });
+  const { agent } = memoryAgent(srv, memory, { script: 'echo' });
+  const r = await turn(agent, 'hello', { memory: { thread: 'q', resource: 'u1' } });
+  const [error] = errorsOf(r.chunks);
+  assert.deepEqual([error.name, error.code], ['StorageError', 'quota']);
+  assert.match(error.message, /quota has been exceeded/);
+  assert.ok(r.textError instanceof Error);
+  assert.deepEqual([r.textError.name, r.textError.code], ['StorageError', 'quota']);
+});
+
 test('a storage object missing methods: TypeError at new Memory() naming exactly the missing ones', T, () => {
   const complete = mapStorage().storage;
   const partial = { getThreadById: complete.getThreadById, saveThread: complete.saveThread, listThreads: 'not a function', saveMessages: complete.saveMessages };

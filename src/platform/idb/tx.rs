@@ -19,7 +19,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{IdbObjectStore, IdbRequest, IdbTransaction};
 
-use crate::core::error::AgentError;
+use crate::core::error::{AgentError, StorageKind};
 
 /// An open transaction, its completion future (listening from before the first request) and the
 /// callbacks it owns. Dropping it detaches the callbacks, so nothing calls into freed closures.
@@ -114,7 +114,7 @@ pub(super) fn error_name(err: &JsValue) -> String {
     Reflect::get(err, &"name".into()).ok().and_then(|n| n.as_string()).unwrap_or_default()
 }
 
-fn error_message(err: &JsValue) -> String {
+pub(super) fn error_message(err: &JsValue) -> String {
     match Reflect::get(err, &"message".into()).ok().and_then(|m| m.as_string()) {
         Some(m) if !m.is_empty() => m,
         _ => err.as_string().unwrap_or_default(),
@@ -141,7 +141,7 @@ pub(super) fn storage_error(db: &str, what: &str, err: &JsValue) -> AgentError {
         "" => format!("IndexedDB failed while {what} in '{db}': {detail}"),
         _ => format!("IndexedDB failed while {what} in '{db}' ({detail})"),
     };
-    AgentError::Storage { message }
+    AgentError::storage_kind(StorageKind::from_dom_name(&name), message)
 }
 
 /// Awaits both; the first to finish wins and the other is dropped. `Err` means `b` won.
