@@ -164,7 +164,13 @@ pub fn spawn_run(first: Turn, shared: Rc<Shared>, cb: Callbacks, signal: JsValue
 /// The first turn's output for the promises, after its callbacks ran. An abort while `onFinish`
 /// or `onError` is awaited stops the wait and ends the stream with an `abort` chunk; the
 /// promises still settle with the run's own result.
-async fn settle_first(outcome: &RunOutcome, run_id: &str, cb: &Callbacks, abort: &AbortFlag, sink: &JsSink) -> Result<JsValue, JsValue> {
+async fn settle_first(
+    outcome: &RunOutcome,
+    run_id: &str,
+    cb: &Callbacks,
+    abort: &AbortFlag,
+    sink: &JsSink,
+) -> Result<JsValue, JsValue> {
     let full = json_value(&outcome.output_json(run_id));
     let cut_short = |waited: bool| {
         if !waited {

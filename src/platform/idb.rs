@@ -166,7 +166,8 @@ impl IdbStore {
 }
 
 fn bad_record(what: &str, e: impl std::fmt::Display) -> AgentError {
-    AgentError::storage_kind(StorageKind::Data, format!("IndexedDB returned a record that is not JSON while {what}: {e}"))
+    let message = format!("IndexedDB returned a record that is not JSON while {what}: {e}");
+    AgentError::storage_kind(StorageKind::Data, message)
 }
 
 /// Our JSON as a plain JavaScript object.

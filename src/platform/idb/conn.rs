@@ -136,7 +136,8 @@ impl Connection {
                 .get_or_insert_with(|| {
                     future_to_promise(async move {
                         // The error crosses the shared promise as `{ name: code, message }`.
-                        open(&name, timeout).await.map(JsValue::from).map_err(|e| dom_error(e.storage_code().unwrap_or_default(), &e.to_string()))
+                        let opened = open(&name, timeout).await;
+                        opened.map(JsValue::from).map_err(|e| dom_error(e.storage_code().unwrap_or_default(), &e.to_string()))
                     })
                 })
                 .clone()
@@ -207,7 +208,10 @@ async fn open(name: &str, timeout_ms: u32) -> Result<IdbDatabase, AgentError> {
             pending.settled = true;
             Err(err("opening the database", &request_error(&pending.req)))
         }
-        Err(()) => Err(AgentError::storage_kind(StorageKind::Blocked, format!("opening IndexedDB '{name}' timed out after {timeout_ms} ms (blocked by another tab?)"))),
+        Err(()) => Err(AgentError::storage_kind(
+            StorageKind::Blocked,
+            format!("opening IndexedDB '{name}' timed out after {timeout_ms} ms (blocked by another tab?)"),
+        )),
     }
 }
 
