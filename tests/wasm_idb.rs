@@ -114,9 +114,14 @@ const OPEN_RAW: &str = "
       r.onblocked = () => { clearTimeout(timer); reject(new Error('raw open blocked')); };
     });";
 
+/// The `StorageKind` code (`error.code` in JavaScript) of a storage error.
+fn storage_code(e: &AgentError) -> &'static str {
+    e.storage_code().unwrap_or_else(|| panic!("expected a StorageError, got {e:?}"))
+}
+
 fn storage_message(e: AgentError) -> String {
     match e {
-        AgentError::Storage { message } => message,
+        AgentError::Storage { message, .. } => message,
         other => panic!("expected a StorageError, got {other:?}"),
     }
 }
@@ -480,6 +485,7 @@ async fn a_database_upgraded_by_a_newer_version_is_a_storage_error() {
     let db = js("name, version", OPEN_RAW, &[name.as_str().into(), 3.into()]).await.unwrap();
     js("db", "db.close();", &[db]).await.unwrap();
     let err = IdbStore::new(&name).list_threads("u").await.expect_err("version 3 is newer than this code");
+    assert_eq!(storage_code(&err), "version", "VersionError is told apart");
     let message = storage_message(err);
     assert!(
         message.contains("newer schema") && message.contains("VersionError") && message.contains(&name),
@@ -550,8 +556,10 @@ async fn an_open_blocked_by_another_tab_fails_after_the_timeout_instead_of_hangi
     .unwrap();
     let store = IdbStore::with_open_timeout(&name, 300);
     let started = js_sys::Date::now();
-    let message = storage_message(store.list_threads("u").await.expect_err("blocked"));
+    let err = store.list_threads("u").await.expect_err("blocked");
     let waited = js_sys::Date::now() - started;
+    assert_eq!(storage_code(&err), "blocked");
+    let message = storage_message(err);
     assert!(message.contains("timed out") && message.contains(&name), "{message}");
     assert!((280.0..3000.0).contains(&waited), "failed after {waited} ms");
     drop(store);
@@ -566,6 +574,41 @@ async fn an_open_blocked_by_another_tab_fails_after_the_timeout_instead_of_hangi
     )
     .await
     .unwrap();
+    IdbStore::delete_database(&name).await.unwrap();
+}
+
+/// Polls `f` once: how far it gets before it must wait.
+async fn poll_once<T>(f: &mut LocalFuture<'_, T>) -> Poll<T> {
+    poll_fn(|cx| Poll::Ready(f.as_mut().poll(cx))).await
+}
+
+/// Lets IndexedDB deliver the events of transactions already issued.
+async fn settle() {
+    js("", "await new Promise((r) => setTimeout(r, 50));", &[]).await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn a_write_dropped_before_it_committed_is_rolled_back() {
+    let name = unique_name("dropped");
+    let store = IdbStore::new(&name);
+    store.save_thread(&thread("t1", "u", 1)).await.unwrap();
+    store.save_messages(&[msg("m0", "t1", 0, "kept")]).await.unwrap();
+    // The connection is open, so one poll issues every request of the transaction; then the
+    // operation is dropped (as a run's abort drops it) before the transaction's end.
+    let batch = [msg("m1", "t1", 1, "a"), msg("m2", "t1", 2, "b"), msg("m3", "t1", 3, "c")];
+    let mut write = store.save_messages(&batch);
+    assert!(poll_once(&mut write).await.is_pending(), "the write waits for its transaction");
+    drop(write);
+    let mut delete = store.delete_thread("t1");
+    assert!(poll_once(&mut delete).await.is_pending());
+    drop(delete);
+    settle().await;
+    assert_eq!(ids(&list(&store, query("t1", None, None)).await), ["m0"], "none of the dropped batch, and the delete undone");
+    assert!(store.get_thread_by_id("t1").await.unwrap().is_some());
+    // The same write awaited to its end commits.
+    store.save_messages(&batch).await.unwrap();
+    assert_eq!(list(&store, query("t1", None, None)).await.len(), 4);
+    drop(store);
     IdbStore::delete_database(&name).await.unwrap();
 }
 

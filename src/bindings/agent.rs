@@ -204,7 +204,9 @@ impl Agent {
     #[wasm_bindgen(js_name = cancelBackgroundTask)]
     pub fn cancel_background_task(&self, task_id: JsValue) -> Result<bool, JsValue> {
         let id = task_id.as_string().ok_or_else(|| type_error("cancelBackgroundTask(taskId)", &format!("expected a task id string, got {}", js_kind(&task_id))))?;
-        Ok(self.inner.manager.borrow().as_ref().is_some_and(|m| m.cancel(&id)))
+        // Cancelled outside the borrow: the tool's abort listeners run user JavaScript.
+        let manager = self.inner.manager.borrow().clone();
+        Ok(manager.is_some_and(|m| m.cancel(&id)))
     }
 
     /// This agent's background tasks, oldest first: `{ threadId?, status? }` narrows the list.
@@ -388,13 +390,16 @@ impl Agent {
         let (Some(bg), Some(mem)) = (&first.cfg.background, &first.cfg.memory) else { return Ok(None) };
         let key = (mem.thread_id.clone(), mem.resource_id.clone());
         let outer = first.abort.clone();
-        {
+        let older = {
             let mut wrappers = inner.idle_wrappers.borrow_mut();
-            if let Some(pos) = wrappers.iter().position(|(k, _)| *k == key) {
-                let (_, older) = wrappers.remove(pos);
-                older.abort(Some("a newer untilIdle stream on this thread took over".into()));
-            }
+            let older = wrappers.iter().position(|(k, _)| *k == key).map(|pos| wrappers.remove(pos).1);
             wrappers.push((key.clone(), outer.clone()));
+            older
+        };
+        // Aborted after the borrow is released: aborting runs the old run's tools' abort
+        // listeners, which may start another untilIdle stream on this agent.
+        if let Some(older) = older {
+            older.abort(Some("a newer untilIdle stream on this thread took over".into()));
         }
         let scope = Scope { agent_id: inner.config.id.clone(), thread_id: Some(key.0.clone()), resource_id: Some(key.1.clone()) };
         let subscription = bg.manager.subscribe(scope.clone());

@@ -167,7 +167,8 @@ pub fn from_json(v: &Value) -> JsValue {
 }
 
 /// A core error as a JavaScript error: `TypeError` for bad input, otherwise an `Error` whose
-/// `name` says the kind, with `status` and `body` when the model API answered.
+/// `name` says the kind, with `status` and `body` when the model API answered and `code`
+/// (`'quota'`, `'version'`, …) on a `StorageError`.
 pub fn error_to_js(e: &AgentError) -> JsValue {
     let message = e.to_string();
     let err: js_sys::Error = match e {
@@ -183,6 +184,9 @@ pub fn error_to_js(e: &AgentError) -> JsValue {
     }
     if let Some(b) = e.body() {
         let _ = Reflect::set(&err, &"body".into(), &JsValue::from_str(b));
+    }
+    if let Some(code) = e.storage_code() {
+        let _ = Reflect::set(&err, &"code".into(), &JsValue::from_str(code));
     }
     if let AgentError::ApiCall { retryable, .. } = e {
         let _ = Reflect::set(&err, &"isRetryable".into(), &JsValue::from_bool(*retryable));

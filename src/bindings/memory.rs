@@ -152,15 +152,21 @@ impl JsStore {
         let f: Function = Reflect::get(&self.obj, &JsValue::from_str(method))
             .ok()
             .and_then(|f| f.dyn_into().ok())
-            .ok_or_else(|| AgentError::Storage { message: format!("storage.{method} is not a function") })?;
+            .ok_or_else(|| AgentError::storage(format!("storage.{method} is not a function")))?;
         call_async(&f, &self.obj, &[&from_json(&arg)])
             .await
-            .map_err(|e| AgentError::Storage { message: format!("storage.{method} failed: {}", thrown_message(&e)) })
+            .map_err(|e| {
+                // A storage object over IndexedDB or localStorage throws their DOMExceptions:
+                // `QuotaExceededError` is `code: 'quota'` here too.
+                let name = Reflect::get(&e, &"name".into()).ok().and_then(|n| n.as_string()).unwrap_or_default();
+                let message = format!("storage.{method} failed: {}", thrown_message(&e));
+                AgentError::storage_kind(crate::core::error::StorageKind::from_dom_name(&name), message)
+            })
     }
 
     async fn call_json(&self, method: &str, arg: Value) -> Result<Value, AgentError> {
         let v = self.call(method, arg).await?;
-        to_json(&v, &format!("storage.{method}() result")).map_err(|e| AgentError::Storage { message: e.to_string() })
+        to_json(&v, &format!("storage.{method}() result")).map_err(|e| AgentError::storage(e.to_string()))
     }
 
     fn list_of<T>(v: Value, method: &str, read: impl Fn(&Value, &str) -> Result<T, AgentError>) -> Result<Vec<T>, AgentError> {
@@ -171,9 +177,9 @@ impl JsStore {
             // `{ messages: [...] }` or `{ threads: [...] }`, as some adapters answer.
             Value::Object(o) => match o.values().find(|x| x.is_array()) {
                 Some(Value::Array(items)) => items.iter().map(|i| read(i, &what)).collect(),
-                _ => Err(AgentError::Storage { message: format!("{what} returned an object without an array") }),
+                _ => Err(AgentError::storage(format!("{what} returned an object without an array"))),
             },
-            _ => Err(AgentError::Storage { message: format!("{what} returned something that is not an array") }),
+            _ => Err(AgentError::storage(format!("{what} returned something that is not an array"))),
         }
     }
 }
@@ -429,7 +435,7 @@ impl Memory {
         let metadata = patch.get("metadata").filter(|m| !m.is_null()).cloned();
         let store = self.inner.store.clone();
         Ok(promise(async move {
-            let mut t = store.get_thread_by_id(&id).await?.ok_or_else(|| AgentError::Storage { message: format!("There is no thread '{id}' to update") })?;
+            let mut t = store.get_thread_by_id(&id).await?.ok_or_else(|| AgentError::storage(format!("There is no thread '{id}' to update")))?;
             if title.is_some() {
                 t.title = title;
             }

@@ -72,6 +72,8 @@ export interface ModelSettings {
   headers?: Record<string, string>;
 }
 
+/** `code` of a `StorageError` (on the error and on its `error` chunk): what kind of storage failure it is. */
+export type StorageErrorCode = 'quota' | 'version' | 'blocked' | 'invalid-state' | 'not-found' | 'data' | 'aborted' | 'unknown';
 export type FinishReason = 'stop' | 'length' | 'tool-calls' | 'content-filter' | 'error' | 'abort' | 'other';
 
 export interface Usage {
@@ -324,7 +326,7 @@ export interface FullOutput {
   warnings: Warning[];
   response: ResponseInfo;
   messages: ModelMessage[];
-  error?: { name: string; message: string; status?: number; body?: string };
+  error?: { name: string; message: string; status?: number; body?: string; code?: StorageErrorCode };
 }
 
 type Envelope<T extends string, P> = { type: T; runId: string; from: 'AGENT' | 'USER' | 'SYSTEM' | 'WORKFLOW'; payload: P };
@@ -359,7 +361,7 @@ export type ChunkType =
       totalUsage: Usage;
     }>
   | Envelope<'finish', { stepResult: { reason: FinishReason }; output: { usage: Usage }; totalUsage: Usage; metadata: { modelId?: string } }>
-  | Envelope<'error', { error: { name: string; message: string; status?: number; body?: string } }>
+  | Envelope<'error', { error: { name: string; message: string; status?: number; body?: string; code?: StorageErrorCode } }>
   | Envelope<'abort', { reason?: string }>
   | Envelope<'raw', unknown>;
 "#;

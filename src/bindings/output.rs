@@ -30,14 +30,13 @@ impl Slot {
         !self.created && !self.closed
     }
 
-    fn close(&mut self) {
+    /// Marks the stream closed; returns its controller, to be closed once the borrow is released.
+    fn close(&mut self) -> Option<ReadableStreamDefaultController> {
         if self.closed {
-            return;
+            return None;
         }
         self.closed = true;
-        if let Some(c) = self.ctrl.take() {
-            let _ = c.close();
-        }
+        self.ctrl.take()
     }
 }
 
@@ -115,20 +114,38 @@ impl Shared {
     }
 
     /// Delivers a chunk to the streams; `js` is its object when one was already made.
+    ///
+    /// Enqueueing happens after the borrow is released: a stream piped into a `WritableStream`
+    /// or through a `TransformStream` runs the user's `write()`/`transform()` inside `enqueue`,
+    /// and that code may read this output (`out.text`, `out.usage`, …).
     pub fn deliver(&self, chunk: Chunk, js: Option<JsValue>) {
-        let mut st = self.st.borrow_mut();
-        if let Chunk::TextDelta { text, .. } = &chunk {
-            if let Some(c) = &st.text.ctrl {
-                let _ = c.enqueue_with_chunk(&JsValue::from_str(text));
-            } else if st.text.waiting() {
-                st.text_pending.push_str(text);
-            }
-        }
         let turn = self.turn();
-        if let Some(c) = &st.full.ctrl {
+        let (text, full) = {
+            let mut st = self.st.borrow_mut();
+            let mut text = None;
+            if let Chunk::TextDelta { text: t, .. } = &chunk {
+                if let Some(c) = &st.text.ctrl {
+                    text = Some((c.clone(), JsValue::from_str(t)));
+                } else if st.text.waiting() {
+                    st.text_pending.push_str(t);
+                }
+            }
+            let full = match st.full.ctrl.clone() {
+                Some(c) => Some((c, chunk)),
+                None => {
+                    if st.full.waiting() {
+                        st.full_pending.push((turn, chunk));
+                    }
+                    None
+                }
+            };
+            (text, full)
+        };
+        if let Some((c, t)) = text {
+            let _ = c.enqueue_with_chunk(&t);
+        }
+        if let Some((c, chunk)) = full {
             let _ = c.enqueue_with_chunk(&js.unwrap_or_else(|| self.to_js(turn, &chunk)));
-        } else if st.full.waiting() {
-            st.full_pending.push((turn, chunk));
         }
     }
 
@@ -155,12 +172,14 @@ impl Shared {
     }
 
     pub fn close_streams(&self) {
-        let drained = {
+        let (ctrls, drained) = {
             let mut st = self.st.borrow_mut();
-            st.full.close();
-            st.text.close();
-            std::mem::take(&mut st.drained)
+            ([st.full.close(), st.text.close()], std::mem::take(&mut st.drained))
         };
+        // Closed outside the borrow, like `deliver` enqueues.
+        for c in ctrls.into_iter().flatten() {
+            let _ = c.close();
+        }
         for resolve in drained {
             let _ = resolve.call0(&JsValue::UNDEFINED);
         }

@@ -82,6 +82,18 @@ async fn call_and_wait(f: &Function, arg: &JsValue) {
     }
 }
 
+/// `call_and_wait` that stops waiting when the run is aborted (a promise that never settles
+/// must not keep the stream open). Returns `false` when an abort cut the wait short.
+async fn call_and_wait_abortable(f: &Function, arg: &JsValue, abort: &AbortFlag) -> bool {
+    let Ok(ret) = f.call1(&JsValue::UNDEFINED, arg) else { return true };
+    if !ret.has_type::<Promise>() || abort.is_aborted() {
+        return true;
+    }
+    let wait = JsFuture::from(Promise::unchecked_from_js(ret));
+    let waited: Option<Result<JsValue, JsValue>> = abort.race(wait).await;
+    waited.is_some()
+}
+
 /// One turn, ready to run.
 pub struct Turn {
     pub cfg: RunConfig,
@@ -122,7 +134,7 @@ pub fn spawn_run(first: Turn, shared: Rc<Shared>, cb: Callbacks, signal: JsValue
             };
             (first.done)();
             first_failed = outcome.error.is_some();
-            settle_first(&outcome, &run_id, &cb).await
+            settle_first(&outcome, &run_id, &cb, &first.abort, &sink).await
         };
         match idle {
             None => shared.finish(result),
@@ -145,16 +157,29 @@ pub fn spawn_run(first: Turn, shared: Rc<Shared>, cb: Callbacks, signal: JsValue
     });
 }
 
-/// The first turn's output for the promises, after its callbacks ran.
-async fn settle_first(outcome: &RunOutcome, run_id: &str, cb: &Callbacks) -> Result<JsValue, JsValue> {
+/// The first turn's output for the promises, after its callbacks ran. An abort while `onFinish`
+/// or `onError` is awaited stops the wait and ends the stream with an `abort` chunk; the
+/// promises still settle with the run's own result.
+async fn settle_first(
+    outcome: &RunOutcome,
+    run_id: &str,
+    cb: &Callbacks,
+    abort: &AbortFlag,
+    sink: &JsSink,
+) -> Result<JsValue, JsValue> {
     let full = json_value(&outcome.output_json(run_id));
+    let cut_short = |waited: bool| {
+        if !waited {
+            sink.emit(Chunk::Abort { reason: abort.reason() });
+        }
+    };
     match &outcome.error {
         Some(e) => {
             let err = error_to_js(e);
             if let Some(f) = &cb.on_error {
                 let arg = Object::new();
                 let _ = Reflect::set(&arg, &"error".into(), &err);
-                call_and_wait(f, &arg).await;
+                cut_short(call_and_wait_abortable(f, &arg, abort).await);
             }
             Err(err)
         }
@@ -164,7 +189,7 @@ async fn settle_first(outcome: &RunOutcome, run_id: &str, cb: &Callbacks) -> Res
                     call_and_wait(f, &full).await;
                 }
             } else if let Some(f) = &cb.on_finish {
-                call_and_wait(f, &full).await;
+                cut_short(call_and_wait_abortable(f, &full, abort).await);
             }
             Ok(full)
         }

@@ -227,6 +227,9 @@ pub fn error_json(e: &AgentError) -> Value {
     if let Some(b) = e.body() {
         m.insert("body".into(), b.into());
     }
+    if let Some(code) = e.storage_code() {
+        m.insert("code".into(), code.into());
+    }
     Value::Object(m)
 }
 

@@ -21,13 +21,93 @@ pub enum AgentError {
     /// The run was aborted by the caller.
     Abort { reason: Option<String> },
     Tool { message: String },
-    Storage { message: String },
+    /// Memory storage failed; `kind` is what JavaScript reads as `error.code`.
+    Storage { message: String, kind: StorageKind },
     Validation { message: String },
+}
+
+/// What kind of storage failure a `StorageError` is (`error.code` in JavaScript), so callers can
+/// react without reading the message: free space on `quota`, reload on `version`, close other
+/// tabs on `blocked`. IndexedDB's DOMException names map onto these.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StorageKind {
+    /// Out of quota: the storage is full (`QuotaExceededError`).
+    Quota,
+    /// The database has a newer schema than this code knows (`VersionError`).
+    Version,
+    /// Another connection blocks the upgrade (an `open` that is blocked or times out).
+    Blocked,
+    /// The connection closed or the transaction was finished (`InvalidStateError`).
+    InvalidState,
+    /// An object store or index is missing (`NotFoundError`).
+    NotFound,
+    /// A value could not be stored or a key was bad (`DataError`, `DataCloneError`).
+    Data,
+    /// The transaction was aborted and nothing of it was written (`AbortError`).
+    Aborted,
+    /// Anything else, including a user's storage object that threw.
+    #[default]
+    Unknown,
+}
+
+impl StorageKind {
+    /// The kind for an IndexedDB DOMException `name`.
+    pub fn from_dom_name(name: &str) -> Self {
+        match name {
+            "QuotaExceededError" => StorageKind::Quota,
+            "VersionError" => StorageKind::Version,
+            "InvalidStateError" | "TransactionInactiveError" => StorageKind::InvalidState,
+            "NotFoundError" => StorageKind::NotFound,
+            "DataError" | "DataCloneError" => StorageKind::Data,
+            "AbortError" => StorageKind::Aborted,
+            _ => StorageKind::Unknown,
+        }
+    }
+
+    /// `error.code` in JavaScript.
+    pub fn code(self) -> &'static str {
+        match self {
+            StorageKind::Quota => "quota",
+            StorageKind::Version => "version",
+            StorageKind::Blocked => "blocked",
+            StorageKind::InvalidState => "invalid-state",
+            StorageKind::NotFound => "not-found",
+            StorageKind::Data => "data",
+            StorageKind::Aborted => "aborted",
+            StorageKind::Unknown => "unknown",
+        }
+    }
+
+    /// The kind whose `code()` is `code` (`Unknown` for anything else).
+    pub fn from_code(code: &str) -> Self {
+        [
+            StorageKind::Quota,
+            StorageKind::Version,
+            StorageKind::Blocked,
+            StorageKind::InvalidState,
+            StorageKind::NotFound,
+            StorageKind::Data,
+            StorageKind::Aborted,
+        ]
+        .into_iter()
+        .find(|k| k.code() == code)
+        .unwrap_or_default()
+    }
 }
 
 impl AgentError {
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
         AgentError::InvalidArgument { field: field.into(), message: message.into() }
+    }
+
+    /// A storage failure of no particular kind (e.g. a user's storage object that threw).
+    pub fn storage(message: impl Into<String>) -> Self {
+        AgentError::Storage { message: message.into(), kind: StorageKind::Unknown }
+    }
+
+    /// A storage failure of `kind`.
+    pub fn storage_kind(kind: StorageKind, message: impl Into<String>) -> Self {
+        AgentError::Storage { message: message.into(), kind }
     }
 
     /// An API error that is not tied to an HTTP status (network failure, bad stream data).
@@ -54,6 +134,14 @@ impl AgentError {
         }
     }
 
+    /// `error.code` of a `StorageError`.
+    pub fn storage_code(&self) -> Option<&'static str> {
+        match self {
+            AgentError::Storage { kind, .. } => Some(kind.code()),
+            _ => None,
+        }
+    }
+
     pub fn body(&self) -> Option<&str> {
         match self {
             AgentError::ApiCall { body, .. } => body.as_deref(),
@@ -70,10 +158,36 @@ impl fmt::Display for AgentError {
             AgentError::Abort { reason: Some(r) } => write!(f, "The run was aborted: {r}"),
             AgentError::Abort { reason: None } => f.write_str("The run was aborted"),
             AgentError::Tool { message }
-            | AgentError::Storage { message }
+            | AgentError::Storage { message, .. }
             | AgentError::Validation { message } => f.write_str(message),
         }
     }
 }
 
 impl std::error::Error for AgentError {}
+
+#[cfg(test)]
+mod tests {
+    use super::StorageKind;
+
+    #[test]
+    fn dom_exception_names_map_to_distinct_storage_codes() {
+        let cases = [
+            ("QuotaExceededError", "quota"),
+            ("VersionError", "version"),
+            ("InvalidStateError", "invalid-state"),
+            ("NotFoundError", "not-found"),
+            ("DataError", "data"),
+            ("DataCloneError", "data"),
+            ("AbortError", "aborted"),
+            ("UnknownError", "unknown"),
+            ("", "unknown"),
+        ];
+        for (name, code) in cases {
+            let kind = StorageKind::from_dom_name(name);
+            assert_eq!(kind.code(), code, "{name}");
+            assert_eq!(StorageKind::from_code(code), kind, "{code} reads back");
+        }
+        assert_eq!(StorageKind::from_code("blocked"), StorageKind::Blocked);
+    }
+}

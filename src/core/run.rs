@@ -80,6 +80,15 @@ pub struct RunOutcome {
 }
 
 impl RunOutcome {
+    /// A storage write failed (SPEC §7): the reply still streams, and the run ends failed with
+    /// the first such error (SPEC §11: its `error` chunk is the last chunk, `text` rejects,
+    /// `onError` runs). An aborted run stays aborted.
+    pub fn write_failed(&mut self, e: AgentError) {
+        if self.aborted.is_none() {
+            self.error.get_or_insert(e);
+        }
+    }
+
     pub fn finish_reason(&self) -> FinishReason {
         if self.aborted.is_some() {
             FinishReason::Abort
@@ -127,7 +136,7 @@ pub async fn run(
     let mut messages = cfg.request.messages.clone();
     let mut session = None;
     if let Some(mem) = &cfg.memory {
-        match open_memory(mem, &cfg, &mut messages, env, sink, abort, &message_id).await {
+        match open_memory(mem, &cfg, &mut messages, env, abort, &mut outcome).await {
             Ok(s) => session = s,
             Err(stop) => {
                 stop.record(&mut outcome, abort);
@@ -145,7 +154,11 @@ pub async fn run(
                 }
             }
             Ok(None) => {}
-            Err(e) => sink.emit(Chunk::Error(e)),
+            // Like the history: no reply from a context the user did not intend.
+            Err(e) => {
+                outcome.error = Some(e);
+                return finish(outcome, sink);
+            }
         }
     }
     let first_user = cfg.request.messages[cfg.input_start.min(cfg.request.messages.len())..].iter().find_map(|m| match m {
@@ -173,7 +186,7 @@ pub async fn run(
                             sink.emit(Chunk::Data { kind: "data-thread-title".into(), data, id: None, transient: true });
                             hooks.title_generated(&s.thread.id, &title).await;
                         }
-                        Err(e) => sink.emit(Chunk::Error(e)),
+                        Err(e) => outcome.write_failed(e),
                     }
                 }
                 Ok(None) => {}
@@ -187,7 +200,7 @@ pub async fn run(
         let partial = if outcome.aborted.is_some() || outcome.error.is_some() { outcome.partial.as_ref() } else { None };
         let steps = with_finished_tasks(&outcome.steps, cfg.background.as_ref());
         if let Err(e) = mem.save_assistant(s, &steps, partial, env.now_ms()).await {
-            sink.emit(Chunk::Error(e));
+            outcome.write_failed(e);
         }
     }
     finish(outcome, sink)
@@ -224,36 +237,30 @@ fn finish(outcome: RunOutcome, sink: &dyn Sink) -> RunOutcome {
     outcome
 }
 
-/// Opens the thread, puts its history before the input and saves the input. A thread of
-/// another resource fails the run; a storage failure shows as an `error` chunk and the run goes
-/// on without memory.
-#[allow(clippy::too_many_arguments)]
+/// Opens the thread, puts its history before the input and saves the input. A failed read (the
+/// thread, its history) fails the run before the model is called: no reply from a context the
+/// user did not intend. A failed write lets the reply stream and fails the run at its end
+/// (`RunOutcome::write_failed`); a thread that could not be created leaves the run without memory.
 async fn open_memory(
     mem: &MemoryRun,
     cfg: &RunConfig,
     messages: &mut Vec<ModelMessage>,
     env: &dyn Env,
-    sink: &dyn Sink,
     abort: &AbortFlag,
-    message_id: &str,
+    outcome: &mut RunOutcome,
 ) -> Result<Option<Session>, Stop> {
-    let opened = abort.race(mem.open(env.now_ms(), message_id.to_string())).await.ok_or(Stop::Aborted)?;
-    let mut session = match opened {
-        Ok(s) => s,
-        Err(e @ AgentError::Storage { .. }) => {
-            sink.emit(Chunk::Error(e));
-            return Ok(None);
-        }
-        Err(e) => return Err(Stop::Failed(e)),
-    };
-    let at = cfg.input_start.min(messages.len());
-    if let Err(e) = abort.race(mem.load_history(&mut session)).await.ok_or(Stop::Aborted)? {
-        sink.emit(Chunk::Error(e));
+    let opened = abort.race(mem.open(env.now_ms(), outcome.message_id.clone())).await.ok_or(Stop::Aborted)?;
+    let mut session = opened.map_err(Stop::Failed)?;
+    if let Err(e) = abort.race(mem.save_new_thread(&session)).await.ok_or(Stop::Aborted)? {
+        outcome.write_failed(e);
+        return Ok(None);
     }
+    let at = cfg.input_start.min(messages.len());
+    abort.race(mem.load_history(&mut session)).await.ok_or(Stop::Aborted)?.map_err(Stop::Failed)?;
     let input = &cfg.request.messages[at..];
     let saved = abort.race(mem.save_input(&mut session, input, env.now_ms(), &mut || env.new_id())).await.ok_or(Stop::Aborted)?;
     let folded = saved.unwrap_or_else(|e| {
-        sink.emit(Chunk::Error(e));
+        outcome.write_failed(e);
         Vec::new()
     });
     // Results that completed a call of the history now travel with that call.
@@ -273,7 +280,12 @@ async fn open_memory(
 impl Stop {
     fn record(self, outcome: &mut RunOutcome, abort: &AbortFlag) {
         match self {
-            Stop::Aborted => outcome.aborted = Some(abort.reason()),
+            // An abort ends the run as aborted, even after a failed write.
+            Stop::Aborted => {
+                outcome.aborted = Some(abort.reason());
+                outcome.error = None;
+            }
+            // What stopped the reply is the better report than an earlier failed write.
             Stop::Failed(e) => outcome.error = Some(e),
         }
     }
@@ -394,11 +406,12 @@ async fn run_steps(
         }
         let last = outcome.steps.last().expect("a step was just pushed");
         sink.emit(Chunk::StepFinish { step: Box::new(last.clone()), is_continued: go_on, total_usage: outcome.total_usage });
-        sink.step_finished(last).await;
+        // `onStepFinish` may never settle: an abort must still end the run.
+        abort.race(sink.step_finished(last)).await.ok_or(Stop::Aborted)?;
         if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
             if mem.save_per_step && go_on {
                 if let Err(e) = mem.save_assistant(s, &outcome.steps, None, env.now_ms()).await {
-                    sink.emit(Chunk::Error(e));
+                    outcome.write_failed(e);
                 }
             }
         }

@@ -278,7 +278,7 @@ impl Store for BrokenStore {
         self.0.get_thread_by_id(id)
     }
     fn save_thread<'a>(&'a self, _t: &'a Thread) -> LocalFuture<'a, Result<(), AgentError>> {
-        Box::pin(async { Err(AgentError::Storage { message: "IndexedDB is out of quota".into() }) })
+        Box::pin(async { Err(AgentError::storage("IndexedDB is out of quota")) })
     }
     fn delete_thread<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
         self.0.delete_thread(id)
@@ -290,7 +290,7 @@ impl Store for BrokenStore {
         self.0.list_messages(q)
     }
     fn save_messages<'a>(&'a self, _m: &'a [StoredMessage]) -> LocalFuture<'a, Result<(), AgentError>> {
-        Box::pin(async { Err(AgentError::Storage { message: "IndexedDB is out of quota".into() }) })
+        Box::pin(async { Err(AgentError::storage("IndexedDB is out of quota")) })
     }
     fn delete_messages<'a>(&'a self, ids: &'a [String]) -> LocalFuture<'a, Result<(), AgentError>> {
         self.0.delete_messages(ids)
@@ -310,19 +310,87 @@ impl Store for BrokenStore {
 }
 
 #[test]
-fn a_failing_store_shows_an_error_chunk_and_the_reply_still_streams() {
+fn a_failing_write_lets_the_reply_stream_then_fails_the_run_with_one_storage_error() {
     let store = Rc::new(BrokenStore(InMemoryStore::new()));
     let memory = MemoryRun { store, thread_id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, config: MemoryConfig::default(), save_per_step: false };
     let r = go(vec![text_reply("Still here.")], cfg_with(memory, "hi"));
+    assert_eq!(r.requests(), 1, "the model is called");
     assert_eq!(r.out.text(), "Still here.");
-    assert!(r.out.error.is_none());
+    let err = r.out.error.clone().expect("the run failed");
+    assert_eq!(err.name(), "StorageError");
+    assert_eq!(r.out.finish_reason(), FinishReason::Error);
     let types = r.sink.types();
-    assert_eq!(types[0], "start");
-    assert_eq!(types[1], "error");
-    assert_eq!(*types.last().unwrap(), "finish");
-    let first_error = r.sink.chunks.borrow()[1].payload();
-    assert_eq!(first_error["error"]["name"], "StorageError");
-    assert!(first_error["error"]["message"].as_str().unwrap().contains("out of quota"));
+    assert_eq!(types, ["start", "step-start", "text-start", "text-delta", "text-end", "step-finish", "error"], "the reply, then its one error");
+    let error = r.sink.chunks.borrow().last().unwrap().payload();
+    assert_eq!(error["error"]["name"], "StorageError");
+    assert!(error["error"]["message"].as_str().unwrap().contains("out of quota"));
+}
+
+/// A store whose `method` read fails, as an IndexedDB that cannot be read does.
+struct UnreadableStore {
+    inner: InMemoryStore,
+    method: &'static str,
+}
+
+impl UnreadableStore {
+    fn fail<'a, T: 'a>(&self, method: &str, ok: LocalFuture<'a, Result<T, AgentError>>) -> LocalFuture<'a, Result<T, AgentError>> {
+        if method != self.method {
+            return ok;
+        }
+        let message = format!("storage.{method} failed: the disk is gone");
+        Box::pin(async move { Err(AgentError::storage(message)) })
+    }
+}
+
+impl Store for UnreadableStore {
+    fn get_thread_by_id<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<Thread>, AgentError>> {
+        self.fail("getThreadById", self.inner.get_thread_by_id(id))
+    }
+    fn save_thread<'a>(&'a self, t: &'a Thread) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.inner.save_thread(t)
+    }
+    fn delete_thread<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.inner.delete_thread(id)
+    }
+    fn list_threads<'a>(&'a self, r: &'a str) -> LocalFuture<'a, Result<Vec<Thread>, AgentError>> {
+        self.inner.list_threads(r)
+    }
+    fn list_messages<'a>(&'a self, q: &'a MessageQuery) -> LocalFuture<'a, Result<Vec<StoredMessage>, AgentError>> {
+        self.fail("listMessages", self.inner.list_messages(q))
+    }
+    fn save_messages<'a>(&'a self, m: &'a [StoredMessage]) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.inner.save_messages(m)
+    }
+    fn delete_messages<'a>(&'a self, ids: &'a [String]) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.inner.delete_messages(ids)
+    }
+    fn get_resource<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<crate::core::memory::Resource>, AgentError>> {
+        self.fail("getResource", self.inner.get_resource(id))
+    }
+    fn save_resource<'a>(&'a self, r: &'a crate::core::memory::Resource) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.inner.save_resource(r)
+    }
+    fn save_task<'a>(&'a self, t: &'a crate::core::background::TaskRecord, p: Option<crate::core::background::TaskStatus>) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.inner.save_task(t, p)
+    }
+    fn list_tasks<'a>(&'a self, f: &'a crate::core::background::TaskFilter) -> LocalFuture<'a, Result<Vec<crate::core::background::TaskRecord>, AgentError>> {
+        self.inner.list_tasks(f)
+    }
+}
+
+#[test]
+fn a_failing_read_of_the_thread_or_its_history_fails_the_run_before_the_model_is_called() {
+    for method in ["getThreadById", "listMessages", "getResource"] {
+        let store = Rc::new(UnreadableStore { inner: InMemoryStore::new(), method });
+        let mut memory = MemoryRun { store, thread_id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, config: MemoryConfig::default(), save_per_step: false };
+        memory.config.working_memory = Some(crate::core::memory::WorkingMemory { template: None, resource_scope: true });
+        let r = go(vec![text_reply("never")], cfg_with(memory, "hi"));
+        assert_eq!(r.requests(), 0, "{method}: no model call without the history");
+        assert_eq!(r.sink.types(), ["start", "error"], "{method}");
+        let err = r.out.error.clone().expect("the run failed");
+        assert_eq!(err.name(), "StorageError");
+        assert!(err.to_string().contains(method), "{err}");
+    }
 }
 
 fn with_working_memory(store: &Rc<InMemoryStore>, resource_scope: bool) -> MemoryRun {

@@ -394,6 +394,35 @@ fn abort_mid_stream_ends_with_an_abort_chunk_and_keeps_what_was_seen() {
     assert_eq!(out.output_json("run1")["text"], "partial ");
 }
 
+/// A sink whose `step_finished` (onStepFinish) never settles.
+#[derive(Default)]
+struct StuckStepFinish(Collect);
+
+impl Sink for StuckStepFinish {
+    fn emit(&self, chunk: Chunk) {
+        self.0.emit(chunk);
+    }
+    fn step_finished<'a>(&'a self, _step: &'a StepResult) -> LocalFuture<'a, ()> {
+        Box::pin(std::future::pending())
+    }
+}
+
+#[test]
+fn abort_ends_a_run_that_waits_on_a_step_finish_that_never_settles() {
+    let script = Rc::new(Script { replies: RefCell::new(vec![ok_stream(&[delta("content", "done"), finish("stop")])].into()), ..Default::default() });
+    let sink = StuckStepFinish::default();
+    let abort = script.abort.clone();
+    let out = block_on_ticking(run(config(0, false), &script, &sink, &NoHooks, &Approvals::default(), &abort), |i| {
+        if i == 10 {
+            abort.abort(Some("user stopped".into()));
+        }
+    });
+    assert_eq!(sink.0.types().last().copied(), Some("abort"));
+    assert!(sink.0.types().contains(&"step-finish"));
+    assert_eq!(out.finish_reason(), FinishReason::Abort);
+    assert_eq!(out.text(), "done", "the complete step is kept");
+}
+
 #[test]
 fn a_stream_cut_before_the_finish_is_an_error() {
     let reply = Reply::Http { status: 200, headers: vec![], reads: vec![Read::Bytes(sse(&[&delta("content", "half")]))] };

@@ -344,6 +344,78 @@ fn approval_waits_and_each_decision_applies_to_its_own_call() {
     assert!(b["content"].as_str().unwrap().contains("declined this tool call: too far"));
 }
 
+/// A sink that decides a call the moment its `tool-call-approval` chunk arrives, as a user's
+/// `onChunk` does (synchronously, before the loop's next line runs).
+struct DecideOnChunk<'a> {
+    chunks: Collect,
+    approvals: &'a Approvals,
+    decision: Decision,
+    accepted: Cell<Option<bool>>,
+}
+
+impl Sink for DecideOnChunk<'_> {
+    fn emit(&self, chunk: Chunk) {
+        if let Chunk::ToolCallApproval { call } = &chunk {
+            self.accepted.set(Some(self.approvals.decide(&call.tool_call_id, self.decision.clone())));
+        }
+        self.chunks.emit(chunk);
+    }
+    fn step_finished<'a>(&'a self, step: &'a StepResult) -> LocalFuture<'a, ()> {
+        self.chunks.step_finished(step)
+    }
+}
+
+#[test]
+fn a_decision_made_while_the_approval_chunk_is_emitted_is_kept() {
+    for decision in [Decision::Approve, Decision::Decline { reason: Some("not now".into()) }] {
+        let host = TestHost::default();
+        let mut guarded = tool("weather");
+        guarded.approval = Approval::Always;
+        let script = Rc::new(Script {
+            replies: RefCell::new(vec![calls_reply(&[("a", "weather", r#"{"city":"A"}"#)]), text_reply("ok")].into()),
+            ..Default::default()
+        });
+        let approvals = Approvals::default();
+        let sink = DecideOnChunk { chunks: Collect::default(), approvals: &approvals, decision: decision.clone(), accepted: Cell::new(None) };
+        let abort = script.abort.clone();
+        let out = block_on(run(with_tools(vec![guarded]), &script, &sink, &host, &approvals, &abort));
+        assert_eq!(sink.accepted.get(), Some(true), "{decision:?} is accepted while the chunk is emitted");
+        assert!(out.error.is_none() && out.aborted.is_none());
+        assert_eq!(out.text(), "ok");
+        let types = sink.chunks.types();
+        match decision {
+            Decision::Approve => {
+                assert_eq!(host.started.borrow().as_slice(), ["a"]);
+                assert!(types.contains(&"tool-result"));
+            }
+            Decision::Decline { .. } => {
+                assert!(host.started.borrow().is_empty());
+                assert!(types.contains(&"tool-output-denied"));
+            }
+        }
+        assert!(!approvals.is_waiting("a"));
+    }
+}
+
+#[test]
+fn a_wait_given_up_by_an_abort_refuses_a_late_decision() {
+    let host = TestHost::default();
+    let mut guarded = tool("weather");
+    guarded.approval = Approval::Always;
+    let script = Rc::new(Script { replies: RefCell::new(vec![calls_reply(&[("a", "weather", r#"{"city":"A"}"#)])].into()), ..Default::default() });
+    let sink = Collect::default();
+    let abort = script.abort.clone();
+    let approvals = Approvals::default();
+    block_on_ticking(run(with_tools(vec![guarded]), &script, &sink, &host, &approvals, &abort), |i| {
+        if i == 20 {
+            assert!(approvals.is_waiting("a"));
+            abort.abort(None);
+        }
+    });
+    assert!(!approvals.is_waiting("a"));
+    assert!(!approvals.decide("a", Decision::Approve), "nobody waits for it any more");
+}
+
 #[test]
 fn abort_while_waiting_for_approval_ends_cleanly() {
     let host = TestHost::default();

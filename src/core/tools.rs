@@ -144,19 +144,51 @@ impl Approvals {
         self.waiting.borrow().iter().any(|(id, d, _)| id == tool_call_id && d.is_none())
     }
 
-    async fn wait(&self, tool_call_id: &str) -> Decision {
+    /// Registers a wait for `tool_call_id` at once, so a decision made before the returned wait
+    /// is first polled (synchronously, from the `tool-call-approval` chunk's `onChunk`) is kept.
+    /// Dropping the wait (an abort) unregisters it.
+    fn register<'a>(&'a self, tool_call_id: &'a str) -> ApprovalWait<'a> {
         self.waiting.borrow_mut().push((tool_call_id.to_string(), None, None));
+        ApprovalWait { approvals: self, tool_call_id, taken: std::cell::Cell::new(false) }
+    }
+}
+
+/// A registered wait for one call's decision; see `Approvals::register`.
+struct ApprovalWait<'a> {
+    approvals: &'a Approvals,
+    tool_call_id: &'a str,
+    /// The decision was taken (and its entry removed).
+    taken: std::cell::Cell<bool>,
+}
+
+impl ApprovalWait<'_> {
+    async fn decision(self) -> Decision {
         poll_fn(|cx| {
-            let mut w = self.waiting.borrow_mut();
-            let Some(pos) = w.iter().position(|(id, _, _)| id == tool_call_id) else { return Poll::Pending };
+            let mut w = self.approvals.waiting.borrow_mut();
+            let Some(pos) = w.iter().position(|(id, _, _)| id == self.tool_call_id) else { return Poll::Pending };
             if let Some(d) = w[pos].1.clone() {
                 w.remove(pos);
+                self.taken.set(true);
                 return Poll::Ready(d);
             }
             w[pos].2 = Some(cx.waker().clone());
             Poll::Pending
         })
         .await
+    }
+}
+
+impl Drop for ApprovalWait<'_> {
+    fn drop(&mut self) {
+        // The run stopped waiting (an abort): forget the entry, so the call no longer counts as
+        // waiting and a late decision is refused.
+        if self.taken.get() {
+            return;
+        }
+        let mut w = self.approvals.waiting.borrow_mut();
+        if let Some(pos) = w.iter().position(|(id, _, _)| id == self.tool_call_id) {
+            w.remove(pos);
+        }
     }
 }
 
@@ -277,8 +309,10 @@ async fn outcome_of(
             Approval::Host => host.needs_approval(&call).await,
         };
     if ask {
+        // Registered before the chunk goes out: `onChunk` may decide synchronously.
+        let wait = approvals.register(&call.tool_call_id);
         emit(Chunk::ToolCallApproval { call: call.clone() });
-        if let Decision::Decline { reason } = approvals.wait(&call.tool_call_id).await {
+        if let Decision::Decline { reason } = wait.decision().await {
             return Outcome::Denied { reason };
         }
     }

@@ -29,7 +29,7 @@ use self::conn::{Connection, BY_RESOURCE, BY_THREAD_TIME, DEFAULT_OPEN_TIMEOUT_M
 use crate::core::background::{TaskFilter, TaskRecord, TaskStatus};
 use self::tx::{error_name, storage_error, Tx};
 use crate::core::env::LocalFuture;
-use crate::core::error::AgentError;
+use crate::core::error::{AgentError, StorageKind};
 use crate::core::memory::{MessageQuery, Resource, Store, StoredMessage, Thread};
 
 pub use self::conn::SCHEMA_VERSION;
@@ -166,7 +166,8 @@ impl IdbStore {
 }
 
 fn bad_record(what: &str, e: impl std::fmt::Display) -> AgentError {
-    AgentError::Storage { message: format!("IndexedDB returned a record that is not JSON while {what}: {e}") }
+    let message = format!("IndexedDB returned a record that is not JSON while {what}: {e}");
+    AgentError::storage_kind(StorageKind::Data, message)
 }
 
 /// Our JSON as a plain JavaScript object.

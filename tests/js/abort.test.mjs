@@ -298,4 +298,45 @@ test('an abortSignal in defaultOptions is used when the call has none', T, async
   assert.equal(aborts, 1);
 });
 
+test('abort while a never-settling onStepFinish is awaited: the stream ends with abort, the promises settle', T, async () => {
+  const { agent, calls, options } = setup('echo');
+  const ac = new AbortController();
+  let stepsSeen = 0;
+  const onStepFinish = () => {
+    stepsSeen++;
+    return new Promise(() => {});
+  };
+  const out = await agent.stream('hi', { ...options, onStepFinish, abortSignal: ac.signal });
+  const reader = out.fullStream.getReader();
+  const chunks = await readUntil(reader, (c) => c.type === 'step-finish');
+  await delay(30);
+  assert.equal(stepsSeen, 1);
+  ac.abort();
+  chunks.push(...(await readRest(reader)));
+  assert.equal(chunks.at(-1).type, 'abort');
+  assert.equal(await out.finishReason, 'abort');
+  assert.equal(await out.text, 'You said: hi', 'the complete step is kept');
+  assertAbortedCalls(calls);
+});
+
+test('abort while a never-settling onFinish is awaited: the stream ends with abort, the promises settle', T, async () => {
+  const ac = new AbortController();
+  const agent = new Agent({ id: 'stuck-finish', model: modelFor(server.current, 'echo') });
+  let finished = 0;
+  const onFinish = () => {
+    finished++;
+    return new Promise(() => {});
+  };
+  const out = await agent.stream('hi', { onFinish, abortSignal: ac.signal });
+  const reader = out.fullStream.getReader();
+  const chunks = await readUntil(reader, (c) => c.type === 'finish');
+  await delay(30);
+  assert.equal(finished, 1);
+  ac.abort();
+  chunks.push(...(await readRest(reader)));
+  assert.deepEqual(types(chunks).slice(-2), ['finish', 'abort']);
+  assert.equal(await out.text, 'You said: hi');
+  assert.equal(await out.finishReason, 'stop', 'the reply had finished; the abort only ended the wait for onFinish');
+});
+
 noUnhandledRejections();

@@ -17,6 +17,7 @@ import {
   assertNoOverlap,
   bgAgent,
   bgScript,
+  createTool,
   cancelAll,
   describe,
   indexWhere,
@@ -411,6 +412,49 @@ test('a second untilIdle call on the same thread + resource closes the first wra
   } finally {
     cancelAll(agent);
     await secondDone;
+  }
+});
+
+test('a tool abort listener that starts another untilIdle stream when a newer wrapper closes the first: no trap, both streams run', TB, async () => {
+  const s = bgScript(server.current);
+  let agent;
+  const nested = [];
+  // A foreground tool whose abort listener starts a stream on another thread of the same agent.
+  const watch = createTool({
+    id: 'watch',
+    description: 'Watches the run',
+    inputSchema: { type: 'object', properties: { topic: { type: 'string' } } },
+    execute: async (_input, { abortSignal }) => {
+      abortSignal.addEventListener('abort', () => {
+        try {
+          nested.push(agent.stream('Hello', { untilIdle: { maxIdleMs: 100 }, memory: scope() }));
+        } catch (err) {
+          nested.push(Promise.reject(err));
+        }
+      });
+      return { watching: true };
+    },
+  });
+  ({ agent } = bgAgent(s.model, { tools: { research: slowTool({ ms: 1500 }), watch } }));
+  const sc = scope();
+  const first = await agent.stream('Research', { untilIdle: true, memory: sc });
+  let sawFinish;
+  const finished = new Promise((resolve) => (sawFinish = resolve));
+  const firstDone = read(first.fullStream, (c) => {
+    if (c.type === 'finish') sawFinish();
+  });
+  await finished;
+  await delay(50);
+  try {
+    const second = await agent.stream('Anything new?', { untilIdle: { maxIdleMs: 100 }, memory: sc });
+    assert.equal(nested.length, 1, 'the abort listener ran');
+    const inner = await nested[0];
+    const [{ chunks }, secondRead, innerRead] = await Promise.all([firstDone, read(second.fullStream), read(inner.fullStream)]);
+    assert.equal(ofType(chunks, 'finish').length, 1, describe(chunks));
+    assert.equal(ofType(secondRead.chunks, 'error').length, 0, describe(secondRead.chunks));
+    assert.ok(ofType(innerRead.chunks, 'finish').length >= 1, describe(innerRead.chunks));
+  } finally {
+    cancelAll(agent);
   }
 });
 

@@ -250,7 +250,7 @@ test('a storage object that answers undefined for "none", ignores last, and retu
   assert.deepEqual(textsOf(await memory.listMessages({ threadId: 'loose' })), ['turn 1', 'You said: turn 1', 'turn 2', 'You said: turn 2', 'turn 3', 'You said: turn 3']);
 });
 
-test('a storage object whose answers are malformed: a StorageError chunk naming the method; the reply still streams', T, async () => {
+test('a storage object whose answers are malformed: the run fails with a StorageError naming the method, before the model is called', T, async () => {
   const srv = hook.current;
   const base = mapStorage();
   for (const [method, value] of [
@@ -259,14 +259,15 @@ test('a storage object whose answers are malformed: a StorageError chunk naming 
     ['listMessages', [{ role: 'user' }]],
   ]) {
     const memory = new Memory({ storage: { ...base.storage, getThreadById: () => null, [method]: () => value } });
-    const { agent } = memoryAgent(srv, memory, { script: 'echo' });
+    const { agent, id } = memoryAgent(srv, memory, { script: 'echo' });
     const r = await turn(agent, 'hello', { memory: { thread: 'bad', resource: 'u1' } });
-    assert.equal(r.text, 'You said: hello', `${method} → ${JSON.stringify(value)}`);
-    const errors = errorsOf(r.chunks);
-    assert.ok(errors.length >= 1, `${method}: an error chunk`);
-    assert.equal(errors[0].name, 'StorageError');
-    assert.match(errors[0].message, new RegExp(method));
-    assert.equal(r.chunks.at(-1).type, 'finish');
+    const what = `${method} → ${JSON.stringify(value)}`;
+    assert.deepEqual(r.chunks.map((c) => c.type), ['start', 'error'], what);
+    const [error] = errorsOf(r.chunks);
+    assert.equal(error.name, 'StorageError');
+    assert.match(error.message, new RegExp(method));
+    assert.equal(r.textError?.message, error.message, `${what}: text rejects with it`);
+    assert.equal(sentMessages(srv, id).length, 0, `${what}: no reply from a history that could not be read`);
   }
 });
 

@@ -514,44 +514,61 @@ for (const [method, mode] of [
   ['saveMessages', 'reject'],
   ['saveThread', 'throw'],
 ]) {
-  test(`storage.${method} that ${mode === 'throw' ? 'throws' : 'rejects'}: a StorageError chunk, and the reply still streams in full`, T, async () => {
+  test(`storage.${method} that ${mode === 'throw' ? 'throws' : 'rejects'}: the reply streams in full, then the run fails with one StorageError (text rejects, onError once)`, T, async () => {
     const srv = hook.current;
     const adapter = mapStorage({ fail: { [method]: mode } });
     const memory = new Memory({ storage: adapter.storage });
     const { agent, id } = memoryAgent(srv, memory, { script: 'echo' });
-    const r = await turn(agent, 'hello there', { memory: { thread: 'f', resource: 'u1' } });
-    assert.equal(r.textError, undefined, `text resolves (${r.textError})`);
-    assert.equal(r.text, 'You said: hello there');
-    assert.equal(textOfChunks(r.chunks), 'You said: hello there');
+    const onError = [];
+    const r = await turn(agent, 'hello there', { memory: { thread: 'f', resource: 'u1' }, onError: (e) => onError.push(e) });
+    assert.equal(textOfChunks(r.chunks), 'You said: hello there', 'the reply still streams');
     const errors = errorsOf(r.chunks);
-    assert.ok(errors.length >= 1, `an error chunk (${types(r.chunks)})`);
-    for (const e of errors) {
-      assert.equal(e.name, 'StorageError');
-      assert.match(e.message, new RegExp(method));
-      assert.match(e.message, /disk full/);
-    }
-    assert.equal(r.chunks.at(-1).type, 'finish', 'the run finishes normally');
-    assert.equal(await r.out.finishReason, 'stop');
+    assert.equal(errors.length, 1, `one error chunk (${types(r.chunks)})`);
+    assert.equal(r.chunks.at(-1).type, 'error', 'the error chunk ends the stream');
+    assert.equal(errors[0].name, 'StorageError');
+    assert.match(errors[0].message, new RegExp(method));
+    assert.match(errors[0].message, /disk full/);
+    assert.ok(r.textError, 'text rejects');
+    assert.equal(r.textError.name, 'StorageError');
+    assert.equal(r.textError.message, errors[0].message, 'with the error of the chunk');
+    assert.equal(onError.length, 1, 'onError once');
+    assert.equal(onError[0].error.message, errors[0].message);
+    assert.equal((await rejectionOf(r.out.finishReason)).name, 'StorageError');
     assert.deepEqual(sentMessages(srv, id)[0], [user('hello there')]);
   });
 }
 
 for (const method of ['getThreadById', 'listMessages']) {
-  test(`storage.${method} that rejects: a StorageError chunk, the reply still streams`, T, async () => {
+  test(`storage.${method} that rejects: the run fails with a StorageError before the model is called (no reply without the history)`, T, async () => {
     const srv = hook.current;
     const adapter = mapStorage({ fail: { [method]: 'reject' } });
     const memory = new Memory({ storage: adapter.storage });
     const { agent, id } = memoryAgent(srv, memory, { script: 'echo' });
-    const r = await turn(agent, 'hello', { memory: { thread: 'f', resource: 'u1' } });
-    assert.equal(r.text, 'You said: hello');
-    const errors = errorsOf(r.chunks);
-    assert.ok(errors.length >= 1, `an error chunk (${types(r.chunks)})`);
-    assert.ok(errors.every((e) => e.name === 'StorageError'));
-    assert.match(errors[0].message, new RegExp(method));
-    assert.equal(r.chunks.at(-1).type, 'finish');
-    assert.deepEqual(sentMessages(srv, id)[0], [user('hello')]);
+    const onError = [];
+    const r = await turn(agent, 'hello', { memory: { thread: 'f', resource: 'u1' }, onError: (e) => onError.push(e) });
+    assert.deepEqual(types(r.chunks), ['start', 'error']);
+    const [error] = errorsOf(r.chunks);
+    assert.equal(error.name, 'StorageError');
+    assert.match(error.message, new RegExp(method));
+    assert.equal(r.textError?.name, 'StorageError', 'text rejects');
+    assert.equal(onError.length, 1, 'onError once');
+    assert.equal(sentMessages(srv, id).length, 0, 'the model was not called');
   });
 }
+
+test("a storage object that rejects with a DOMException QuotaExceededError: the StorageError has code 'quota'", T, async () => {
+  const srv = hook.current;
+  const adapter = mapStorage();
+  adapter.storage.saveMessages = () => Promise.reject(new DOMException('The quota has been exceeded.', 'QuotaExceededError'));
+  const memory = new Memory({ storage: adapter.storage });
+  const { agent } = memoryAgent(srv, memory, { script: 'echo' });
+  const r = await turn(agent, 'hello', { memory: { thread: 'q', resource: 'u1' } });
+  const [error] = errorsOf(r.chunks);
+  assert.deepEqual([error.name, error.code], ['StorageError', 'quota']);
+  assert.match(error.message, /quota has been exceeded/);
+  assert.ok(r.textError instanceof Error);
+  assert.deepEqual([r.textError.name, r.textError.code], ['StorageError', 'quota']);
+});
 
 test('a storage object missing methods: TypeError at new Memory() naming exactly the missing ones', T, () => {
   const complete = mapStorage().storage;

@@ -276,4 +276,26 @@ test('one agent runs several streams at once; each gets its own reply', T, async
   assert.equal(new Set(outs.map((o) => o.runId)).size, 4);
 });
 
+for (const which of ['fullStream', 'textStream']) {
+  test(`${which} piped through a TransformStream whose transform() reads the output's promises: every chunk arrives`, T, async () => {
+    const { out } = await start('echo');
+    const asked = [];
+    const piped = out[which].pipeThrough(
+      new TransformStream({
+        transform(chunk, ctrl) {
+          // Runs inside the output's enqueue when the piped stream is being read.
+          asked.push(out.text, out.finishReason);
+          ctrl.enqueue(chunk);
+        },
+      }),
+    );
+    const chunks = await collect(piped);
+    assert.ok(asked.length > 0);
+    if (which === 'fullStream') assert.equal(chunks.at(-1).type, 'finish');
+    else assert.equal(chunks.join(''), ECHO);
+    for (const p of asked) await p;
+    assert.equal(await out.text, ECHO);
+  });
+}
+
 noUnhandledRejections();

@@ -322,6 +322,34 @@ test('approval: decline without a reason tells the model it was declined', T, as
   assert.match(message.content, /^The user declined this tool call/);
 });
 
+for (const decide of ['approveToolCall', 'declineToolCall']) {
+  test(`approval: ${decide} called synchronously from onChunk on the tool-call-approval chunk decides the call`, T, async () => {
+    const calls = [];
+    const weather = createTool(weatherDef(calls, { requireApproval: true }));
+    const { agent, id } = agentOn(server.current, 'tool-call', { tools: { weather } });
+    const answers = [];
+    const onChunk = (chunk) => {
+      if (chunk.type === 'tool-call-approval') {
+        answers.push(agent[decide]({ runId: chunk.runId, toolCallId: chunk.payload.toolCallId, reason: 'not today' }));
+      }
+    };
+    const out = await agent.stream('go', { onChunk });
+    const chunks = [];
+    for await (const chunk of out.fullStream) chunks.push(chunk);
+    assert.deepEqual(answers, [true], 'the call was waiting when its chunk arrived');
+    assert.equal(await out.finishReason, 'stop');
+    if (decide === 'approveToolCall') {
+      assert.equal(calls.length, 1);
+      assert.deepEqual(only(chunks, 'tool-result').payload.result, forecast('Paris'));
+    } else {
+      assert.equal(calls.length, 0);
+      assert.equal(only(chunks, 'tool-output-denied').payload.approval.reason, 'not today');
+      const [message] = toolMessages(requestsOf(server.current, id)[1].body);
+      assert.equal(message.content, 'The user declined this tool call: not today');
+    }
+  });
+}
+
 test('approval: aborting while a call waits ends the stream with an abort chunk; nothing runs', T, async () => {
   const calls = [];
   const weather = createTool(weatherDef(calls));

@@ -66,7 +66,7 @@ impl TaskRecord {
     /// Reads a task as a storage object returned it.
     pub fn from_json(v: &Value, what: &str) -> Result<TaskRecord, crate::core::error::AgentError> {
         let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-        let bad = |m: &str| crate::core::error::AgentError::Storage { message: format!("{what} returned a task {m}") };
+        let bad = |m: &str| crate::core::error::AgentError::storage(format!("{what} returned a task {m}"));
         let status = s("status").ok_or_else(|| bad("without a status"))?;
         let status = [TaskStatus::Pending, TaskStatus::Running, TaskStatus::Completed, TaskStatus::Failed, TaskStatus::Cancelled, TaskStatus::TimedOut]
             .into_iter()

@@ -65,7 +65,7 @@ pub struct MessageQuery {
 }
 
 fn storage_error(message: impl Into<String>) -> AgentError {
-    AgentError::Storage { message: message.into() }
+    AgentError::storage(message)
 }
 
 /// The storage methods of SPEC §7. Every method is one logical operation (one transaction where

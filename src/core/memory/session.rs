@@ -65,8 +65,8 @@ impl MemoryRun {
         !self.config.read_only
     }
 
-    /// Opens the thread for the run. A thread of another resource is refused before anything
-    /// is read or written.
+    /// Opens the thread for the run (reads only; a new thread is saved by `save_new_thread`). A
+    /// thread of another resource is refused before anything is read or written.
     pub async fn open(&self, now_ms: f64, assistant_id: String) -> Result<Session, AgentError> {
         let existing = self.store.get_thread_by_id(&self.thread_id).await?;
         let (thread, created) = match existing {
@@ -89,9 +89,6 @@ impl MemoryRun {
                     created_at: at.clone(),
                     updated_at: at,
                 };
-                if self.writes() {
-                    self.store.save_thread(&t).await?;
-                }
                 (t, true)
             }
         };
@@ -112,6 +109,15 @@ impl MemoryRun {
             stored.clear();
         }
         session.history = stored;
+        Ok(())
+    }
+
+    /// Saves the thread `open` found missing (a write, apart from `open`'s read: a run survives
+    /// a failed write but not a failed read).
+    pub async fn save_new_thread(&self, session: &Session) -> Result<(), AgentError> {
+        if session.created && self.writes() {
+            self.store.save_thread(&session.thread).await?;
+        }
         Ok(())
     }
 

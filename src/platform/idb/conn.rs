@@ -11,8 +11,8 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
 use web_sys::{IdbDatabase, IdbFactory, IdbObjectStoreParameters, IdbOpenDbRequest, IdbVersionChangeEvent};
 
-use super::tx::{error_name, race, storage_error};
-use crate::core::error::AgentError;
+use super::tx::{dom_error, error_message, error_name, race, storage_error};
+use crate::core::error::{AgentError, StorageKind};
 
 /// The schema version this code writes and reads. Bump it together with a new arm in `upgrade`.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -58,10 +58,10 @@ fn upgrade(db: &IdbDatabase, old_version: u32) -> Result<(), JsValue> {
 
 /// `indexedDB` from the global object (pages, workers), or why there is none.
 pub(super) fn factory() -> Result<IdbFactory, AgentError> {
-    let unavailable = |why: String| AgentError::Storage {
-        message: format!(
+    let unavailable = |why: String| {
+        AgentError::storage(format!(
             "IndexedDB is not available in this runtime ({why}); use InMemoryStore or pass a storage object"
-        ),
+        ))
     };
     match Reflect::get(&js_sys::global(), &"indexedDB".into()) {
         Ok(f) if f.is_object() => Ok(f.unchecked_into()),
@@ -135,7 +135,9 @@ impl Connection {
             st.opening
                 .get_or_insert_with(|| {
                     future_to_promise(async move {
-                        open(&name, timeout).await.map(JsValue::from).map_err(|e| JsValue::from_str(&e.to_string()))
+                        // The error crosses the shared promise as `{ name: code, message }`.
+                        let opened = open(&name, timeout).await;
+                        opened.map(JsValue::from).map_err(|e| dom_error(e.storage_code().unwrap_or_default(), &e.to_string()))
                     })
                 })
                 .clone()
@@ -150,7 +152,7 @@ impl Connection {
         }
         result
             .map(JsCast::unchecked_into)
-            .map_err(|e| AgentError::Storage { message: e.as_string().unwrap_or_default() })
+            .map_err(|e| AgentError::storage_kind(StorageKind::from_code(&error_name(&e)), error_message(&e)))
     }
 
     /// Forgets a connection the browser closed (a transaction on it threw InvalidStateError).
@@ -196,16 +198,20 @@ async fn open(name: &str, timeout_ms: u32) -> Result<IdbDatabase, AgentError> {
             pending.settled = true;
             Ok(pending.req.result().map_err(|e| err("opening the database", &e))?.unchecked_into())
         }
-        Ok(Err(event)) if Reflect::get(&event, &"type".into()).ok().and_then(|t| t.as_string()).as_deref() == Some("blocked") => Err(AgentError::Storage {
-            message: format!(
+        Ok(Err(event)) if Reflect::get(&event, &"type".into()).ok().and_then(|t| t.as_string()).as_deref() == Some("blocked") => Err(AgentError::storage_kind(
+            StorageKind::Blocked,
+            format!(
                 "opening IndexedDB '{name}' is blocked: another tab holds an older connection that does not close; close or reload the other tabs of this app"
             ),
-        }),
+        )),
         Ok(Err(_)) => {
             pending.settled = true;
             Err(err("opening the database", &request_error(&pending.req)))
         }
-        Err(()) => Err(AgentError::Storage { message: format!("opening IndexedDB '{name}' timed out after {timeout_ms} ms (blocked by another tab?)") }),
+        Err(()) => Err(AgentError::storage_kind(
+            StorageKind::Blocked,
+            format!("opening IndexedDB '{name}' timed out after {timeout_ms} ms (blocked by another tab?)"),
+        )),
     }
 }
 
@@ -276,11 +282,10 @@ pub(super) async fn delete_database(name: &str, timeout_ms: u32) -> Result<(), A
     match race(JsFuture::from(promise), gloo_timers::future::TimeoutFuture::new(timeout_ms)).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(_)) => Err(storage_error(name, "deleting the database", &request_error(&req))),
-        Err(()) => Err(AgentError::Storage {
-            message: format!(
-                "deleting IndexedDB '{name}' timed out after {timeout_ms} ms (another tab keeps it open?)"
-            ),
-        }),
+        Err(()) => Err(AgentError::storage_kind(
+            StorageKind::Blocked,
+            format!("deleting IndexedDB '{name}' timed out after {timeout_ms} ms (another tab keeps it open?)"),
+        )),
     }
 }
 

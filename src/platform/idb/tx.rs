@@ -19,16 +19,31 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{IdbObjectStore, IdbRequest, IdbTransaction};
 
-use crate::core::error::AgentError;
+use crate::core::error::{AgentError, StorageKind};
 
 /// An open transaction, its completion future (listening from before the first request) and the
 /// callbacks it owns. Dropping it detaches the callbacks, so nothing calls into freed closures.
+///
+/// A transaction is committed only by awaiting `done` to its end. Dropped before that (an error on
+/// the Rust side, or the run's abort dropping the operation mid-write), it is aborted, so
+/// IndexedDB rolls it back instead of committing half a logical write on its own.
 pub(super) struct Tx {
     tx: IdbTransaction,
     done: JsFuture,
     handlers: Vec<Handler>,
     /// The first error a callback hit; it aborted the transaction and is the better report.
     failure: Rc<RefCell<Option<JsValue>>>,
+    /// The transaction ended (committed or failed): nothing left to roll back.
+    ended: bool,
+}
+
+impl Drop for Tx {
+    fn drop(&mut self) {
+        if !self.ended {
+            // Throws InvalidStateError when it already finished; nothing to undo then.
+            let _ = self.tx.abort();
+        }
+    }
 }
 
 struct Handler {
@@ -51,7 +66,7 @@ impl Tx {
             tx.set_onerror(Some(&reject));
             tx.set_onabort(Some(&reject));
         });
-        Tx { tx, done: JsFuture::from(promise), handlers: Vec::new(), failure: Rc::default() }
+        Tx { tx, done: JsFuture::from(promise), handlers: Vec::new(), failure: Rc::default(), ended: false }
     }
 
     pub(super) fn store(&self, name: &str) -> Result<IdbObjectStore, JsValue> {
@@ -83,13 +98,14 @@ impl Tx {
     }
 
     /// Resolves when the transaction has committed; its error otherwise.
-    pub(super) async fn done(self) -> Result<(), JsValue> {
-        let Tx { tx, done, handlers, failure } = self;
-        let result = done.await;
-        drop(handlers);
-        if let Some(e) = failure.borrow_mut().take() {
+    pub(super) async fn done(mut self) -> Result<(), JsValue> {
+        let result = (&mut self.done).await;
+        self.ended = true;
+        self.handlers.clear();
+        if let Some(e) = self.failure.borrow_mut().take() {
             return Err(e);
         }
+        let tx = &self.tx;
         result.map(drop).map_err(|event| {
             // `error` comes from a request (event.target is the request), `abort` from the
             // transaction; both carry the DOMException as `.error`. An explicit abort has none.
@@ -114,7 +130,7 @@ pub(super) fn error_name(err: &JsValue) -> String {
     Reflect::get(err, &"name".into()).ok().and_then(|n| n.as_string()).unwrap_or_default()
 }
 
-fn error_message(err: &JsValue) -> String {
+pub(super) fn error_message(err: &JsValue) -> String {
     match Reflect::get(err, &"message".into()).ok().and_then(|m| m.as_string()) {
         Some(m) if !m.is_empty() => m,
         _ => err.as_string().unwrap_or_default(),
@@ -141,7 +157,7 @@ pub(super) fn storage_error(db: &str, what: &str, err: &JsValue) -> AgentError {
         "" => format!("IndexedDB failed while {what} in '{db}': {detail}"),
         _ => format!("IndexedDB failed while {what} in '{db}' ({detail})"),
     };
-    AgentError::Storage { message }
+    AgentError::storage_kind(StorageKind::from_dom_name(&name), message)
 }
 
 /// Awaits both; the first to finish wins and the other is dropped. `Err` means `b` won.
