@@ -19,4 +19,5 @@ pub mod schema;
 pub mod step;
 pub mod tools;
 pub mod transport;
+pub mod unsupported;
 pub mod until_idle;
