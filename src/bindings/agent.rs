@@ -478,6 +478,12 @@ impl Agent {
         host.on_title_generated = on_title;
         host.model = inner.model_object.clone();
         let background = inner.manager.borrow().clone().map(|manager| BackgroundRun { manager, agent_id: inner.config.id.clone() });
+        let memory_options = memory.as_ref().and(inner.memory.as_ref()).map(|m| &m.options_json);
+        let setting_warnings = match directive {
+            None => super::unsupported::warnings_of(options, &inner.default_options, memory_options)?,
+            // A continuation turn (untilIdle) has the first turn's options, which told them.
+            Some(_) => Vec::new(),
+        };
         let cfg = RunConfig {
             run_id: run_id.clone(),
             endpoint: inner.endpoint.clone(),
@@ -496,6 +502,7 @@ impl Agent {
             title,
             background,
             transport,
+            setting_warnings,
         };
         let approvals = Rc::new(Approvals::default());
         inner.runs.borrow_mut().push((run_id.clone(), approvals.clone()));

@@ -11,6 +11,7 @@ pub mod memory;
 pub mod output;
 pub mod run;
 pub mod tools;
+pub mod unsupported;
 
 use wasm_bindgen::prelude::*;
 
