@@ -156,7 +156,7 @@ impl Agent {
     /// Joins a container's background task manager (`new Mastra({ agents, backgroundTasks })`),
     /// unless the agent configured its own.
     #[doc(hidden)]
-    #[wasm_bindgen(js_name = __joinManager)]
+    #[wasm_bindgen(js_name = __joinManager, skip_typescript)]
     pub fn join_manager(&self, id: u32) {
         if self.inner.own_background {
             return;

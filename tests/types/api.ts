@@ -35,6 +35,8 @@ import {
 } from 'wasm-agent';
 import { DurableObjectStore, type DurableObjectStorageLike } from 'wasm-agent/durable-object-store';
 import { z } from 'zod';
+// @ts-expect-error wasm-bindgen's loader types are internal: the entries initialise the wasm themselves
+import type { InitOutput } from 'wasm-agent';
 
 /** `true` when A and B are the same type. */
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
@@ -78,6 +80,12 @@ new Agent({ id: 'x', model: { url: 'http://127.0.0.1/v1' } });
 new Agent({ id: 'x', model: { id: 'openai/x', api: 'completions' } });
 // @ts-expect-error the agent's id is read-only
 agent.id = 'other';
+// @ts-expect-error internal: how a Mastra container shares its background task manager
+agent.__joinManager(1);
+// @ts-expect-error internal: how an Agent finds its Memory
+new Memory().__memoryId();
+// @ts-expect-error internal: how a Memory finds its store
+new InMemoryStore().__storeId();
 
 // ---------------------------------------------------------------------------------------------
 // Messages
