@@ -167,7 +167,8 @@ impl Agent {
         }
     }
 
-    /// The same as `stream(messages, { ...options, untilIdle: { maxIdleMs } })`; deprecated.
+    /// The same as `stream(messages, { ...options, untilIdle: { maxIdleMs } })`.
+    /// @deprecated Use `agent.stream(messages, { untilIdle: true })` (or `untilIdle: { maxIdleMs }`) instead.
     #[wasm_bindgen(js_name = streamUntilIdle, unchecked_return_type = "Promise<AgentStreamOutput>")]
     pub fn stream_until_idle(
         &self,
@@ -191,7 +192,10 @@ impl Agent {
 
     /// Cancels a background task of this agent. Returns whether it was still going.
     #[wasm_bindgen(js_name = cancelBackgroundTask)]
-    pub fn cancel_background_task(&self, task_id: JsValue) -> Result<bool, JsValue> {
+    pub fn cancel_background_task(
+        &self,
+        #[wasm_bindgen(js_name = taskId, unchecked_param_type = "string")] task_id: JsValue,
+    ) -> Result<bool, JsValue> {
         let id = task_id.as_string().ok_or_else(|| type_error("cancelBackgroundTask(taskId)", &format!("expected a task id string, got {}", js_kind(&task_id))))?;
         Ok(self.inner.manager.borrow().as_ref().is_some_and(|m| m.cancel(&id)))
     }

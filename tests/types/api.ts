@@ -86,6 +86,9 @@ agent.__joinManager(1);
 new Memory().__memoryId();
 // @ts-expect-error internal: how a Memory finds its store
 new InMemoryStore().__storeId();
+const cancelled: boolean = agent.cancelBackgroundTask('task-1');
+// @ts-expect-error a task id is a string
+agent.cancelBackgroundTask(42);
 
 // ---------------------------------------------------------------------------------------------
 // Messages
@@ -526,4 +529,4 @@ function durableObject(storage: DurableObjectStorageLike) {
   return new Agent({ id: 'do', model: modelString, memory: new Memory({ storage: adapter }) });
 }
 
-void [weatherTool, memoryCalls, outputs, wrongNarrowing, reading, approval, aiSdk, durableObject];
+void [cancelled, weatherTool, memoryCalls, outputs, wrongNarrowing, reading, approval, aiSdk, durableObject];

@@ -1,6 +1,7 @@
 // The public `.d.ts` as users import it (pkg/index.d.ts, after `./x build`), read with the
 // TypeScript compiler API: wasm-bindgen's loader types and the package's internal members stay
-// out, and everything else the generated wasm_agent.d.ts declares is re-exported.
+// out, everything else the generated wasm_agent.d.ts declares is re-exported, and the docs a
+// user reads in an editor are there (deprecation, one line per output getter).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -26,6 +27,10 @@ const exportsOf = (file) => checker.getExportsOfModule(checker.getSymbolAtLocati
 const resolved = (s) => (s.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(s) : s);
 const publicExports = exportsOf(INDEX);
 const publicNames = publicExports.map((s) => s.name).sort();
+const exported = (name) => resolved(publicExports.find((s) => s.name === name));
+const docOf = (s) => ts.displayPartsToString(s.getDocumentationComment(checker)).trim();
+/** The instance members of an exported class. */
+const membersOf = (name) => checker.getPropertiesOfType(checker.getDeclaredTypeOfSymbol(exported(name)));
 
 test('the public types leave out wasm-bindgen\'s loader (InitOutput, initSync, …)', () => {
   assert.deepEqual(publicNames.filter((n) => LOADER.includes(n)), []);
@@ -52,4 +57,31 @@ test('no exported class shows an internal member (__joinManager, __storeId, __me
     }
   }
   assert.deepEqual(internal, []);
+});
+
+test('streamUntilIdle is @deprecated and says what to use instead', () => {
+  const member = membersOf('Agent').find((m) => m.name === 'streamUntilIdle');
+  assert.ok(member, 'Agent.streamUntilIdle is declared');
+  const tag = member.getJsDocTags(checker).find((t) => t.name === 'deprecated');
+  assert.ok(tag, 'a @deprecated tag');
+  assert.match(ts.displayPartsToString(tag.text), /agent\.stream\(messages, \{ untilIdle: true \}\)/);
+});
+
+test('every getter of AgentStreamOutput has a doc line', () => {
+  const getters = membersOf('AgentStreamOutput').filter((m) =>
+    (m.declarations ?? []).some((d) => ts.isGetAccessorDeclaration(d) || ts.isPropertyDeclaration(d) || ts.isPropertySignature(d)),
+  );
+  const names = getters.map((m) => m.name);
+  for (const name of ['fullStream', 'textStream', 'runId', 'traceId', 'text', 'reasoningText', 'finishReason', 'usage', 'totalUsage', 'toolCalls', 'toolResults', 'steps', 'response', 'warnings', 'object']) {
+    assert.ok(names.includes(name), `${name} is a getter (${names.join(', ')})`);
+  }
+  assert.deepEqual(getters.filter((m) => docOf(m) === '').map((m) => m.name), []);
+});
+
+test('cancelBackgroundTask takes a string task id and returns a boolean', () => {
+  const member = membersOf('Agent').find((m) => m.name === 'cancelBackgroundTask');
+  const [signature] = checker.getTypeOfSymbol(member).getCallSignatures();
+  assert.equal(signature.parameters.length, 1);
+  assert.equal(checker.typeToString(checker.getTypeOfSymbol(signature.parameters[0])), 'string');
+  assert.equal(checker.typeToString(signature.getReturnType()), 'boolean');
 });
