@@ -7,10 +7,10 @@
 // runtime exports, and that every other declaration of wasm_agent.d.ts is listed here.
 export type {
   AISdkStreamOptions, AISdkUIMessageChunk, AgentConfig, BackgroundTask, BackgroundTaskStatus, BackgroundTasksConfig,
-  ChunkType, FilePart, FinishReason, FullOutput, ImagePart, LanguageModelLike,
+  ChunkType, FilePart, FinishReason, FromJSONSchema, FullOutput, ImagePart, InferToolInput, LanguageModelLike,
   ListMessagesArgs, MastraConfig, MemoryInit, MemoryOptions, MessageInput, ModelConfig, ModelMessage, ModelSettings,
   ResponseInfo, StepResult, StopCondition, StorageAdapter, StorageMessage, StorageResource, StorageThread,
-  StreamOptions, SystemInstructions, TextPart, Tool, ToolCallPart, ToolCallPayload, ToolChoice,
+  StreamOptions, SystemInstructions, TextPart, Tool, ToolCallPart, ToolCallPayload, ToolChoice, ToolDefinition,
   ToolExecutionContext, ToolInputSchema, ToolResultPart, ToolResultPayload, ToolWriter, UIMessage, Usage, Warning,
 } from './wasm_agent.js';
 export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, Mastra } from './wasm_agent.js';

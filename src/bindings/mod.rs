@@ -10,6 +10,7 @@ pub mod mastra;
 pub mod memory;
 pub mod output;
 pub mod run;
+pub mod tool_types;
 pub mod tools;
 pub mod unsupported;
 
