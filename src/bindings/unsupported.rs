@@ -121,14 +121,14 @@ pub fn warnings_of(
 fn asks(options: &JsValue, defaults: &JsValue, memory_options: Option<&Value>, name: &str) -> Result<bool, JsValue> {
     let mut parts = name.split('.');
     let first = parts.next().unwrap_or_default();
-    let mut v = read(options, first, &format!("options.{name}"))?;
+    let mut v = read(options, first, "options", name)?;
     let mut path = "options";
     if v.is_undefined() {
-        v = read(defaults, first, &format!("config.defaultOptions.{name}"))?;
         path = "config.defaultOptions";
+        v = read(defaults, first, path, name)?;
     }
     for part in parts {
-        v = read(&v, part, &format!("{path}.{name}"))?;
+        v = read(&v, part, path, name)?;
     }
     if let (true, Some(key), Some(mem)) = (v.is_undefined(), name.strip_prefix("memory.options."), memory_options) {
         return Ok(match mem.get(key) {
@@ -141,12 +141,14 @@ fn asks(options: &JsValue, defaults: &JsValue, memory_options: Option<&Value>, n
     Ok(!(v.is_undefined() || v.is_null() || v.as_bool() == Some(false) || empty))
 }
 
-fn read(obj: &JsValue, key: &str, field: &str) -> Result<JsValue, JsValue> {
+/// `obj[key]` (`undefined` when `obj` is no object); a getter that throws is a TypeError naming
+/// `path.name`, the option the caller wrote.
+fn read(obj: &JsValue, key: &str, path: &str, name: &str) -> Result<JsValue, JsValue> {
     if !obj.is_object() && !obj.is_function() {
         return Ok(JsValue::UNDEFINED);
     }
     Reflect::get(obj, &key.into()).map_err(|e| {
         let msg = Reflect::get(&e, &"message".into()).ok().and_then(|m| m.as_string()).unwrap_or_default();
-        type_error(field, &format!("could not be read (reading it threw: {msg})"))
+        type_error(&format!("{path}.{name}"), &format!("could not be read (reading it threw: {msg})"))
     })
 }
