@@ -433,7 +433,20 @@ const badSettings: StreamOptions = { modelSettings: { temperature: 'hot' } };
 const badChoice: StreamOptions = { toolChoice: 'sometimes' };
 // @ts-expect-error a run's memory needs its resource
 const badMemory: StreamOptions = { memory: { thread: 't1' } };
-void [badRole, badSettings, badChoice, badMemory, agentWithTools];
+// Options of the reference this version does not honour yet compile; each one given adds an
+// `unsupported-setting` warning to the output's `warnings` (and the first step-start).
+const referenceOptions: StreamOptions = {
+  structuredOutput: { schema: z.object({ sentiment: z.enum(['positive', 'negative']) }), errorStrategy: 'warn' },
+  scorers: { relevance: { scorer: 'answer-relevancy' } },
+  versions: { agents: { helper: { status: 'published' } } },
+  tracingOptions: { metadata: { userId: 'u1' }, tags: ['docs'] },
+  telemetry: { isEnabled: true },
+  closeOnSuspend: true,
+  memory: { thread: 't1', resource: 'u1', options: { semanticRecall: { topK: 3, messageRange: 1 } } },
+};
+// @ts-expect-error errorStrategy is 'strict' | 'warn' | 'fallback'
+const badStrategy: StreamOptions = { structuredOutput: { schema: { type: 'object' }, errorStrategy: 'loud' } };
+void [badRole, badSettings, badChoice, badMemory, agentWithTools, referenceOptions, badStrategy];
 
 // ---------------------------------------------------------------------------------------------
 // The output
