@@ -1,10 +1,18 @@
 // wasm-bindgen declares `[Symbol.dispose]()` on every class; `Symbol.dispose` is typed in this lib
 // (TypeScript >= 5.2), which a project's `lib` (es2022, dom, ...) does not include by itself.
 /// <reference lib="esnext.disposable" />
-// The values are those api.js exports (every entry exports api.js); the rest of wasm_agent.d.ts
-// (the types, and wasm-bindgen's initSync/init, which the entries call themselves) is type-only.
-// tests/types checks this list against the runtime exports.
-export type * from './wasm_agent.js';
+// The values are those api.js exports (every entry exports api.js), then the types by name.
+// wasm-bindgen's loader (initSync, the default init, InitInput, InitOutput, SyncInitInput) stays
+// out: the entries initialise the wasm themselves. tests/types checks the values against the
+// runtime exports, and that every other declaration of wasm_agent.d.ts is listed here.
+export type {
+  AISdkStreamOptions, AISdkUIMessageChunk, AgentConfig, BackgroundTask, BackgroundTaskStatus, BackgroundTasksConfig,
+  ChunkType, FilePart, FinishReason, FromJSONSchema, FullOutput, ImagePart, InferToolInput, LanguageModelLike,
+  ListMessagesArgs, MastraConfig, MemoryInit, MemoryOptions, MessageInput, ModelConfig, ModelMessage, ModelSettings,
+  ResponseInfo, StepResult, StopCondition, StorageAdapter, StorageMessage, StorageResource, StorageThread,
+  StreamOptions, SystemInstructions, TextPart, Tool, ToolCallPart, ToolCallPayload, ToolChoice, ToolDefinition,
+  ToolExecutionContext, ToolInputSchema, ToolResultPart, ToolResultPayload, ToolWriter, UIMessage, Usage, Warning,
+} from './wasm_agent.js';
 export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, Mastra } from './wasm_agent.js';
 import type { ChunkType, StorageMessage, UIMessage } from './wasm_agent.js';
 

@@ -167,7 +167,7 @@ impl Agent {
     /// Joins a container's background task manager (`new Mastra({ agents, backgroundTasks })`),
     /// unless the agent configured its own.
     #[doc(hidden)]
-    #[wasm_bindgen(js_name = __joinManager)]
+    #[wasm_bindgen(js_name = __joinManager, skip_typescript)]
     pub fn join_manager(&self, id: u32) {
         if self.inner.own_background {
             return;
@@ -178,7 +178,8 @@ impl Agent {
         }
     }
 
-    /// The same as `stream(messages, { ...options, untilIdle: { maxIdleMs } })`; deprecated.
+    /// The same as `stream(messages, { ...options, untilIdle: { maxIdleMs } })`.
+    /// @deprecated Use `agent.stream(messages, { untilIdle: true })` (or `untilIdle: { maxIdleMs }`) instead.
     #[wasm_bindgen(js_name = streamUntilIdle, unchecked_return_type = "Promise<AgentStreamOutput>")]
     pub fn stream_until_idle(
         &self,
@@ -202,7 +203,10 @@ impl Agent {
 
     /// Cancels a background task of this agent. Returns whether it was still going.
     #[wasm_bindgen(js_name = cancelBackgroundTask)]
-    pub fn cancel_background_task(&self, task_id: JsValue) -> Result<bool, JsValue> {
+    pub fn cancel_background_task(
+        &self,
+        #[wasm_bindgen(js_name = taskId, unchecked_param_type = "string")] task_id: JsValue,
+    ) -> Result<bool, JsValue> {
         let id = task_id.as_string().ok_or_else(|| type_error("cancelBackgroundTask(taskId)", &format!("expected a task id string, got {}", js_kind(&task_id))))?;
         // Cancelled outside the borrow: the tool's abort listeners run user JavaScript.
         let manager = self.inner.manager.borrow().clone();
@@ -502,6 +506,12 @@ impl Agent {
         );
         host.on_title_generated = on_title;
         let background = inner.manager.borrow().clone().map(|manager| BackgroundRun { manager, agent_id: inner.config.id.clone() });
+        let memory_options = memory.as_ref().and(inner.memory.as_ref()).map(|m| &m.options_json);
+        let setting_warnings = match directive {
+            None => super::unsupported::warnings_of(options, &inner.default_options, memory_options)?,
+            // A continuation turn (untilIdle) has the first turn's options, which told them.
+            Some(_) => Vec::new(),
+        };
         let cfg = RunConfig {
             run_id: run_id.clone(),
             model,
@@ -520,6 +530,7 @@ impl Agent {
             title,
             background,
             transport,
+            setting_warnings,
         };
         let approvals = Rc::new(Approvals::default());
         inner.runs.borrow_mut().push((run_id.clone(), approvals.clone()));

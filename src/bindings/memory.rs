@@ -64,7 +64,7 @@ impl JsInMemoryStore {
     }
 
     #[doc(hidden)]
-    #[wasm_bindgen(js_name = __storeId)]
+    #[wasm_bindgen(js_name = __storeId, skip_typescript)]
     pub fn store_id(&self) -> u32 {
         self.id
     }
@@ -101,7 +101,7 @@ impl JsIndexedDbStore {
     }
 
     #[doc(hidden)]
-    #[wasm_bindgen(js_name = __storeId)]
+    #[wasm_bindgen(js_name = __storeId, skip_typescript)]
     pub fn store_id(&self) -> u32 {
         self.id
     }
@@ -377,7 +377,7 @@ impl Memory {
     }
 
     #[doc(hidden)]
-    #[wasm_bindgen(js_name = __memoryId)]
+    #[wasm_bindgen(js_name = __memoryId, skip_typescript)]
     pub fn memory_id(&self) -> u32 {
         self.id
     }

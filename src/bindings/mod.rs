@@ -10,7 +10,9 @@ pub mod mastra;
 pub mod memory;
 pub mod output;
 pub mod run;
+pub mod tool_types;
 pub mod tools;
+pub mod unsupported;
 
 use wasm_bindgen::prelude::*;
 

@@ -320,6 +320,7 @@ impl AgentStreamOutput {
         Ok(self.shared.stream(text))
     }
 
+    /// The run's id (`options.runId`, else generated); every chunk of the first turn carries it.
     #[wasm_bindgen(getter = runId)]
     pub fn run_id(&self) -> String {
         self.shared.run_id.clone()
@@ -343,56 +344,68 @@ impl AgentStreamOutput {
         out.into()
     }
 
+    /// The trace id when tracing is on; tracing arrives in a later version, so `undefined` for now.
     #[wasm_bindgen(getter = traceId, unchecked_return_type = "string | undefined")]
     pub fn trace_id(&self) -> JsValue {
         JsValue::UNDEFINED
     }
 
+    /// The reply's text, all steps joined. Like every promise here, rejects with the run's error
+    /// when it failed.
     #[wasm_bindgen(getter, unchecked_return_type = "Promise<string>")]
     pub fn text(&self) -> Promise {
         self.shared.promise("text")
     }
 
+    /// The model's reasoning text, when it streamed any; else `undefined`.
     #[wasm_bindgen(getter = reasoningText, unchecked_return_type = "Promise<string | undefined>")]
     pub fn reasoning_text(&self) -> Promise {
         self.shared.promise("reasoningText")
     }
 
+    /// Why the run ended: the last step's reason, or `'abort'` when it was aborted.
     #[wasm_bindgen(getter = finishReason, unchecked_return_type = "Promise<FinishReason>")]
     pub fn finish_reason(&self) -> Promise {
         self.shared.promise("finishReason")
     }
 
+    /// Token usage of the last step (`totalUsage` adds up every step).
     #[wasm_bindgen(getter, unchecked_return_type = "Promise<Usage>")]
     pub fn usage(&self) -> Promise {
         self.shared.promise("usage")
     }
 
+    /// Token usage of all steps together.
     #[wasm_bindgen(getter = totalUsage, unchecked_return_type = "Promise<Usage>")]
     pub fn total_usage(&self) -> Promise {
         self.shared.promise("totalUsage")
     }
 
+    /// Every tool call the model made, in order, over all steps.
     #[wasm_bindgen(getter = toolCalls, unchecked_return_type = "Promise<ToolCallPayload[]>")]
     pub fn tool_calls(&self) -> Promise {
         self.shared.promise("toolCalls")
     }
 
+    /// The results of those calls, in call order (a failed call has `isError: true`).
     #[wasm_bindgen(getter = toolResults, unchecked_return_type = "Promise<ToolResultPayload[]>")]
     pub fn tool_results(&self) -> Promise {
         self.shared.promise("toolResults")
     }
 
+    /// One entry per completed step: its text, tool calls and results, usage and warnings.
     #[wasm_bindgen(getter, unchecked_return_type = "Promise<StepResult[]>")]
     pub fn steps(&self) -> Promise {
         self.shared.promise("steps")
     }
 
+    /// The last response's id, model id and time, and the messages the run added.
     #[wasm_bindgen(getter, unchecked_return_type = "Promise<ResponseInfo>")]
     pub fn response(&self) -> Promise {
         self.shared.promise("response")
     }
 
+    /// Settings the provider or this version did not apply (`unsupported-setting`), over all steps.
     #[wasm_bindgen(getter, unchecked_return_type = "Promise<Warning[]>")]
     pub fn warnings(&self) -> Promise {
         self.shared.promise("warnings")

@@ -111,7 +111,7 @@ fn input_schema(v: &JsValue, path: &str) -> Result<(Value, Option<JsValue>), JsV
 /// `createTool({ id, description, inputSchema, outputSchema?, execute, requireApproval? })`:
 /// checks the definition now (a bad tool is a `TypeError` here, not at the first call) and
 /// returns it, so `tool.execute` stays callable directly.
-#[wasm_bindgen(js_name = createTool, unchecked_return_type = "Tool")]
+#[wasm_bindgen(js_name = createTool, skip_typescript)]
 pub fn create_tool(#[wasm_bindgen(unchecked_param_type = "Tool")] tool: JsValue) -> Result<JsValue, JsValue> {
     let id = get(&tool, "id");
     let Some(name) = id.as_string().filter(|s| !s.is_empty()) else {

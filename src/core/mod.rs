@@ -21,5 +21,6 @@ pub mod schema;
 pub mod step;
 pub mod tools;
 pub mod transport;
+pub mod unsupported;
 pub mod until_idle;
 pub mod wire;

@@ -16,7 +16,7 @@ pub use super::retry::{parse_retry_after, retry_delay_ms};
 use super::model_api::{CallCx, EventSource, ModelApi};
 use super::transport::Transport;
 use super::run_memory::{generate_title, working_memory_prompt, working_memory_text, working_memory_tool, MemoryTools, TitleJob};
-use super::model::{FinishReason, ModelMessage, ModelRequest, ToolChoice, Usage, UserPart};
+use super::model::{FinishReason, ModelMessage, ModelRequest, ToolChoice, Usage, UserPart, Warning};
 use super::step::{messages_json, IdSource, StepBuilder, StepResult};
 use super::background::{Manager, MemoryTarget};
 use super::tools::{run_call, run_limited, Approvals, BackgroundCall, Outcome, ToolDef, ToolHost, ToolResult};
@@ -48,6 +48,9 @@ pub struct RunConfig {
     pub background: Option<BackgroundRun>,
     /// How the model calls travel (Responses API: HTTP or WebSocket).
     pub transport: Transport,
+    /// Options of the call this version does not honour (`core::unsupported`): told on the first
+    /// `step-start`, so once in the run's `warnings` too.
+    pub setting_warnings: Vec<Warning>,
 }
 
 /// The manager a run hands background calls to, and the agent they belong to.
@@ -318,7 +321,10 @@ async fn run_steps(
             None => return Err(Stop::Aborted),
         };
         let request = step_request(cfg, &messages, &overrides);
-        let call = cfg.model.prepare(&request).map_err(Stop::Failed)?;
+        let mut call = cfg.model.prepare(&request).map_err(Stop::Failed)?;
+        if step_number == 0 {
+            call.warnings.splice(0..0, cfg.setting_warnings.iter().cloned());
+        }
         sink.emit(Chunk::StepStart { message_id: message_id.clone(), request_body: call.body.clone(), warnings: call.warnings.clone() });
         let mut step = StepBuilder::new(ids, message_id.clone(), call.body.clone(), call.warnings.clone(), env.now_ms());
         let streamed = stream_step(&*cfg.model, &call, &cx, sink, &mut step).await;

@@ -216,6 +216,7 @@ fn config(max_retries: u32, include_raw: bool) -> RunConfig {
         transport: Transport::Fetch,
         title: None,
         background: None,
+        setting_warnings: vec![],
     }
 }
 
@@ -470,6 +471,10 @@ mod tools;
 #[cfg(test)]
 #[path = "run_memory_tests.rs"]
 mod memory;
+
+#[cfg(test)]
+#[path = "run_warnings_tests.rs"]
+mod warnings;
 
 #[test]
 fn retry_after_values_are_read_without_float_parsing() {

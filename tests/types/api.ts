@@ -17,6 +17,8 @@ import {
   type AgentConfig,
   type ChunkType,
   type FinishReason,
+  type FromJSONSchema,
+  type InferToolInput,
   type FullOutput,
   type MemoryOptions,
   type MessageInput,
@@ -35,6 +37,8 @@ import {
 } from 'wasm-agent';
 import { DurableObjectStore, type DurableObjectStorageLike } from 'wasm-agent/durable-object-store';
 import { z } from 'zod';
+// @ts-expect-error wasm-bindgen's loader types are internal: the entries initialise the wasm themselves
+import type { InitOutput } from 'wasm-agent';
 
 /** `true` when A and B are the same type. */
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
@@ -78,6 +82,15 @@ new Agent({ id: 'x', model: { url: 'http://127.0.0.1/v1' } });
 new Agent({ id: 'x', model: { id: 'openai/x', api: 'completions' } });
 // @ts-expect-error the agent's id is read-only
 agent.id = 'other';
+// @ts-expect-error internal: how a Mastra container shares its background task manager
+agent.__joinManager(1);
+// @ts-expect-error internal: how an Agent finds its Memory
+new Memory().__memoryId();
+// @ts-expect-error internal: how a Memory finds its store
+new InMemoryStore().__storeId();
+const cancelled: boolean = agent.cancelBackgroundTask('task-1');
+// @ts-expect-error a task id is a string
+agent.cancelBackgroundTask(42);
 
 // ---------------------------------------------------------------------------------------------
 // Messages
@@ -141,6 +154,88 @@ const addTask = createTool({
   execute: async (task: { title: string; due: string; priority: 'low' | 'normal' | 'high' }) => ({ added: task.title }),
   requireApproval: true,
 });
+
+// `execute`'s input is inferred from `inputSchema`: a Standard Schema's output type (zod's z.infer,
+// what its validate() hands over), or the type a JSON Schema literal describes.
+createTool({
+  id: 'forecast',
+  description: 'Forecast for a city',
+  inputSchema: z.object({ city: z.string(), days: z.number().int().optional(), unit: z.enum(['c', 'f']).default('c') }),
+  execute: async (input) => {
+    const city: string = input.city;
+    const days: number | undefined = input.days;
+    check<Equal<typeof input.unit, 'c' | 'f'>>();
+    // @ts-expect-error city is a string
+    const wrongCity: number = input.city;
+    // @ts-expect-error no such field in the schema
+    void input.town;
+    return { city, days, wrongCity };
+  },
+  requireApproval: (input) => input.city === 'Atlantis',
+});
+createTool({
+  id: 'forecast-json',
+  description: 'Forecast for a city',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      city: { type: 'string' },
+      days: { type: 'integer' },
+      unit: { enum: ['c', 'f'] },
+      hours: { type: 'array', items: { type: 'number' } },
+      detailed: { type: 'boolean' },
+      where: { type: 'object', properties: { lat: { type: 'number' }, lon: { type: 'number' } }, required: ['lat', 'lon'] },
+      note: { type: ['string', 'null'] },
+    },
+    required: ['city', 'unit'],
+  },
+  execute: async (input) => {
+    check<
+      Equal<
+        typeof input,
+        {
+          city: string;
+          unit: 'c' | 'f';
+          days?: number;
+          hours?: number[];
+          detailed?: boolean;
+          where?: { lat: number; lon: number };
+          note?: string | null;
+        }
+      >
+    >();
+    return input.city;
+  },
+});
+const citySchema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } as const;
+const cityTool = createTool({
+  id: 'city',
+  description: 'x',
+  inputSchema: citySchema,
+  execute: async ({ city }) => city.toUpperCase(),
+});
+check<Equal<typeof cityTool, Tool<{ city: string }, string>>>();
+createTool({
+  id: 'city-wrong',
+  description: 'x',
+  inputSchema: citySchema,
+  // @ts-expect-error the schema says city is a string
+  execute: async (input: { city: number }) => input.city,
+});
+createTool({
+  id: 'city-missing',
+  description: 'x',
+  inputSchema: z.object({ city: z.string() }),
+  // @ts-expect-error the schema has no `town`
+  execute: async ({ town }) => town,
+});
+// A schema whose shape is not known at compile time gives `any`, as before.
+const looseSchema: Record<string, unknown> = { type: 'object' };
+createTool({ id: 'loose', description: 'x', inputSchema: looseSchema, execute: async (input) => input.anything });
+check<Equal<InferToolInput<Record<string, unknown>>, any>>();
+check<Equal<FromJSONSchema<{ type: 'string'; enum: readonly ['a', 'b'] }>, 'a' | 'b'>>();
+check<Equal<FromJSONSchema<{ type: 'array'; items: { type: 'integer' } }>, number[]>>();
+check<Equal<InferToolInput<typeof citySchema>, { city: string }>>();
 
 /** A client tool: no execute, the page answers its calls. */
 const pickColor: Tool = { description: 'Ask the user to pick a colour', inputSchema: { type: 'object', properties: {} } };
@@ -338,7 +433,20 @@ const badSettings: StreamOptions = { modelSettings: { temperature: 'hot' } };
 const badChoice: StreamOptions = { toolChoice: 'sometimes' };
 // @ts-expect-error a run's memory needs its resource
 const badMemory: StreamOptions = { memory: { thread: 't1' } };
-void [badRole, badSettings, badChoice, badMemory, agentWithTools];
+// Options of the reference this version does not honour yet compile; each one given adds an
+// `unsupported-setting` warning to the output's `warnings` (and the first step-start).
+const referenceOptions: StreamOptions = {
+  structuredOutput: { schema: z.object({ sentiment: z.enum(['positive', 'negative']) }), errorStrategy: 'warn' },
+  scorers: { relevance: { scorer: 'answer-relevancy' } },
+  versions: { agents: { helper: { status: 'published' } } },
+  tracingOptions: { metadata: { userId: 'u1' }, tags: ['docs'] },
+  telemetry: { isEnabled: true },
+  closeOnSuspend: true,
+  memory: { thread: 't1', resource: 'u1', options: { semanticRecall: { topK: 3, messageRange: 1 } } },
+};
+// @ts-expect-error errorStrategy is 'strict' | 'warn' | 'fallback'
+const badStrategy: StreamOptions = { structuredOutput: { schema: { type: 'object' }, errorStrategy: 'loud' } };
+void [badRole, badSettings, badChoice, badMemory, agentWithTools, referenceOptions, badStrategy];
 
 // ---------------------------------------------------------------------------------------------
 // The output
@@ -518,4 +626,4 @@ function durableObject(storage: DurableObjectStorageLike) {
   return new Agent({ id: 'do', model: modelString, memory: new Memory({ storage: adapter }) });
 }
 
-void [weatherTool, memoryCalls, outputs, wrongNarrowing, reading, approval, aiSdk, durableObject];
+void [cancelled, weatherTool, memoryCalls, outputs, wrongNarrowing, reading, approval, aiSdk, durableObject];

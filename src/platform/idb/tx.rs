@@ -112,7 +112,7 @@ impl Tx {
             let target = Reflect::get(&event, &"target".into()).unwrap_or(JsValue::UNDEFINED);
             let error = Reflect::get(&target, &"error".into()).ok().filter(|e| e.is_object());
             error
-                .or_else(|| Reflect::get(&tx, &"error".into()).ok().filter(|e| e.is_object()))
+                .or_else(|| Reflect::get(tx, &"error".into()).ok().filter(|e| e.is_object()))
                 .unwrap_or_else(|| dom_error("AbortError", "the transaction was aborted"))
         })
     }

@@ -1,0 +1,154 @@
+//! Which options of `core::unsupported` a call sets (its own, else the agent's `defaultOptions`),
+//! and the `console.warn` owed for them, once per process per name.
+
+use std::cell::RefCell;
+
+use js_sys::{Array, Function, Reflect};
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+
+use super::convert::type_error;
+use crate::core::model::Warning;
+use crate::core::unsupported::{console_lines, setting_warnings};
+
+// The reference's options of `core::unsupported::UNSUPPORTED`, so code written for it compiles;
+// merged into `StreamOptions` / `MemoryOptions` (declared in `bindings/mod.rs`).
+#[wasm_bindgen(typescript_custom_section)]
+const TS_UNSUPPORTED: &'static str = r#"
+export interface StreamOptions {
+  /** Not honoured yet (adds an `unsupported-setting` warning): the reply stays plain text. */
+  structuredOutput?: {
+    schema: ToolInputSchema;
+    errorStrategy?: 'strict' | 'warn' | 'fallback';
+    fallbackValue?: unknown;
+    instructions?: string;
+    jsonPromptInjection?: boolean | 'system' | 'inline' | 'auto';
+    model?: ModelConfig;
+    providerOptions?: Record<string, Record<string, unknown>>;
+  };
+  /** @deprecated Use `structuredOutput`. Not honoured yet (adds an `unsupported-setting` warning). */
+  output?: ToolInputSchema;
+  /** Not honoured yet (adds an `unsupported-setting` warning): the messages reach the model as given. */
+  inputProcessors?: unknown[];
+  /** Not honoured yet (adds an `unsupported-setting` warning): the chunks reach you unchanged. */
+  outputProcessors?: unknown[];
+  /** Not honoured yet (adds an `unsupported-setting` warning). */
+  maxProcessorRetries?: number;
+  /** Not honoured yet (adds an `unsupported-setting` warning): no scores are computed. */
+  scorers?: Record<string, unknown> | unknown[];
+  /** Not honoured yet (adds an `unsupported-setting` warning). */
+  returnScorerData?: boolean;
+  /** Not honoured yet (adds an `unsupported-setting` warning): the run ends as without it. */
+  isTaskComplete?: { scorers?: unknown[]; strategy?: 'all' | 'any'; [k: string]: unknown };
+  /** Not honoured yet (adds an `unsupported-setting` warning): there are no sub-agents. */
+  delegation?: Record<string, unknown>;
+  /** Not honoured (adds an `unsupported-setting` warning): there is no version store; the agents in code run. */
+  versions?: {
+    agents?: Record<string, { versionId: string } | { status: 'draft' | 'published' }>;
+    defaultStatus?: 'draft' | 'published';
+  };
+  /** Not honoured yet (adds an `unsupported-setting` warning): no trace is recorded. */
+  tracingOptions?: {
+    metadata?: Record<string, unknown>;
+    requestContextKeys?: string[];
+    traceId?: string;
+    parentSpanId?: string;
+    tags?: string[];
+  };
+  /** Not honoured yet (adds an `unsupported-setting` warning). */
+  tracingContext?: { currentSpan?: unknown };
+  /** Not honoured yet (adds an `unsupported-setting` warning): no telemetry is collected. */
+  telemetry?: {
+    isEnabled?: boolean;
+    recordInputs?: boolean;
+    recordOutputs?: boolean;
+    functionId?: string;
+    metadata?: Record<string, unknown>;
+  };
+  /** Not honoured yet (adds an `unsupported-setting` warning): tools cannot suspend. */
+  autoResumeSuspendedTools?: boolean;
+  /** Not honoured yet (`true` adds an `unsupported-setting` warning): runs do not suspend. */
+  closeOnSuspend?: boolean;
+  /** Not honoured yet (adds an `unsupported-setting` warning): chunks are not logged for reconnecting. */
+  reconnectable?: boolean | { retainMs?: number };
+}
+
+export interface MemoryOptions {
+  /** Not honoured yet (adds an `unsupported-setting` warning): only the last messages are loaded. */
+  semanticRecall?:
+    | boolean
+    | { topK?: number; messageRange?: number | { before: number; after: number }; scope?: 'resource' | 'thread'; threshold?: number };
+}
+"#;
+
+thread_local! {
+    /// The setting names already told to the console by this process.
+    static TOLD: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The call's `unsupported-setting` warnings; the first time a name comes up, `console.warn`s it.
+/// `memory_options`: the `Memory`'s own options when the run uses it (a call's `memory.options`
+/// key wins over them).
+pub fn warnings_of(
+    options: &JsValue,
+    defaults: &JsValue,
+    memory_options: Option<&Value>,
+) -> Result<Vec<Warning>, JsValue> {
+    let mut failed = None;
+    let warnings = setting_warnings(&mut |name| match asks(options, defaults, memory_options, name) {
+        Ok(b) => b,
+        Err(e) => {
+            failed.get_or_insert(e);
+            false
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    // The borrow ends before console.warn, which may be the user's own function.
+    let lines = TOLD.with(|told| console_lines(&warnings, &mut told.borrow_mut()));
+    let console = Reflect::get(&js_sys::global(), &"console".into()).unwrap_or(JsValue::UNDEFINED);
+    if let Ok(warn) = Reflect::get(&console, &"warn".into()).and_then(|w| w.dyn_into::<Function>()) {
+        for line in lines {
+            let _ = warn.call1(&console, &line.into());
+        }
+    }
+    Ok(warnings)
+}
+
+/// Whether the dotted option `name` is set to something that asks for behaviour: `undefined`,
+/// `null`, `false` and `[]` ask for nothing this version does not already do.
+fn asks(options: &JsValue, defaults: &JsValue, memory_options: Option<&Value>, name: &str) -> Result<bool, JsValue> {
+    let mut parts = name.split('.');
+    let first = parts.next().unwrap_or_default();
+    let mut v = read(options, first, "options", name)?;
+    let mut path = "options";
+    if v.is_undefined() {
+        path = "config.defaultOptions";
+        v = read(defaults, first, path, name)?;
+    }
+    for part in parts {
+        v = read(&v, part, path, name)?;
+    }
+    if let (true, Some(key), Some(mem)) = (v.is_undefined(), name.strip_prefix("memory.options."), memory_options) {
+        return Ok(match mem.get(key) {
+            None | Some(Value::Null | Value::Bool(false)) => false,
+            Some(Value::Array(a)) => !a.is_empty(),
+            Some(_) => true,
+        });
+    }
+    let empty = Array::is_array(&v) && Array::from(&v).length() == 0;
+    Ok(!(v.is_undefined() || v.is_null() || v.as_bool() == Some(false) || empty))
+}
+
+/// `obj[key]` (`undefined` when `obj` is no object); a getter that throws is a TypeError naming
+/// `path.name`, the option the caller wrote.
+fn read(obj: &JsValue, key: &str, path: &str, name: &str) -> Result<JsValue, JsValue> {
+    if !obj.is_object() && !obj.is_function() {
+        return Ok(JsValue::UNDEFINED);
+    }
+    Reflect::get(obj, &key.into()).map_err(|e| {
+        let msg = Reflect::get(&e, &"message".into()).ok().and_then(|m| m.as_string()).unwrap_or_default();
+        type_error(&format!("{path}.{name}"), &format!("could not be read (reading it threw: {msg})"))
+    })
+}
