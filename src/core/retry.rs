@@ -1,5 +1,6 @@
 //! Model calls that may be retried: network errors, 408, 409, 429 and 5xx are tried again with
-//! backoff from 1 s (factor 2) or after the server's `Retry-After` (capped at 30 s); error
+//! backoff from 1 s (factor 2) or after the server's `Retry-After` (seconds or an HTTP date,
+//! capped at 30 s); error
 //! responses become errors that say what the server said and what to do; API keys never appear
 //! in them.
 
@@ -55,7 +56,7 @@ pub(crate) async fn send_with_retries(
         };
         let err = match sent {
             Ok(resp) if (200..300).contains(&resp.status) => return Ok(resp),
-            Ok(resp) => abort.race(status_error(resp, &endpoint.provider)).await.ok_or(Stop::Aborted)?,
+            Ok(resp) => abort.race(status_error(resp, &endpoint.provider, env.now_ms())).await.ok_or(Stop::Aborted)?,
             Err(e) => e,
         };
         let retryable = matches!(err, AgentError::ApiCall { retryable: true, .. });
@@ -91,10 +92,11 @@ fn with_attempts(err: AgentError, retries: u32) -> AgentError {
 
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
-/// Reads an error response and says what went wrong and what to do about it.
-async fn status_error(mut resp: HttpResponse, provider: &str) -> AgentError {
+/// Reads an error response and says what went wrong and what to do about it. `now_ms` is the
+/// time a `Retry-After` date is counted from.
+async fn status_error(mut resp: HttpResponse, provider: &str, now_ms: f64) -> AgentError {
     let status = resp.status;
-    let retry_after_ms = parse_retry_after(resp.header("retry-after-ms"), resp.header("retry-after"));
+    let retry_after_ms = parse_retry_after(resp.header("retry-after-ms"), resp.header("retry-after"), now_ms);
     let mut body = Vec::new();
     while body.len() < MAX_ERROR_BODY {
         match resp.body.read().await {
@@ -130,10 +132,68 @@ fn error_detail(body: &str) -> Option<String> {
     msg.as_str().map(str::to_owned)
 }
 
-/// `retry-after-ms` (milliseconds) wins over `retry-after` (seconds). HTTP-date values are not
-/// understood and fall back to exponential backoff.
-pub fn parse_retry_after(ms: Option<&str>, secs: Option<&str>) -> Option<u64> {
-    ms.and_then(|s| parse_decimal_thousandths(s).map(|t| t / 1000)).or_else(|| secs.and_then(parse_decimal_thousandths))
+/// `retry-after-ms` (milliseconds) wins over `retry-after`: seconds, or an HTTP date (IMF-fixdate,
+/// or the obsolete RFC 850 and asctime forms), whose wait is the time from `now_ms` until then,
+/// none for a date past.
+pub fn parse_retry_after(ms: Option<&str>, secs: Option<&str>, now_ms: f64) -> Option<u64> {
+    let until = |at_ms: i64| u64::try_from(at_ms.saturating_sub(now_ms as i64)).unwrap_or(0);
+    ms.and_then(|s| parse_decimal_thousandths(s).map(|t| t / 1000))
+        .or_else(|| secs.and_then(|s| parse_decimal_thousandths(s).or_else(|| http_date_ms(s).map(until))))
+}
+
+const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/// An HTTP date as milliseconds since the Unix epoch (RFC 9110 §5.6.7):
+/// `Sun, 06 Nov 1994 08:49:37 GMT`, `Sunday, 06-Nov-94 08:49:37 GMT` or `Sun Nov  6 08:49:37 1994`.
+/// A two-digit year before 70 is in this century. The weekday is not checked.
+fn http_date_ms(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (day, month, year, time) = match s.split_once(',') {
+        // IMF-fixdate and RFC 850: the date's fields split by spaces or by dashes.
+        Some((_, rest)) => {
+            let mut words = rest.trim_start().split([' ', '-']);
+            let fields = (words.next()?, words.next()?, words.next()?, words.next()?);
+            if words.next() != Some("GMT") || words.next().is_some() {
+                return None;
+            }
+            fields
+        }
+        // asctime: the day is padded with a space, not a zero.
+        None => {
+            let mut words = s.split_ascii_whitespace().skip(1);
+            let (month, day, time, year) = (words.next()?, words.next()?, words.next()?, words.next()?);
+            if words.next().is_some() {
+                return None;
+            }
+            (day, month, year, time)
+        }
+    };
+    let number = |digits: &str, max: i64| -> Option<i64> {
+        let n = (1..=4).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit());
+        digits.parse().ok().filter(|v| n && *v <= max)
+    };
+    let year = match (year.len(), number(year, 9999)?) {
+        (2, y) if y < 70 => 2000 + y,
+        (2, y) => 1900 + y,
+        (4, y) => y,
+        _ => return None,
+    };
+    let month = MONTHS.iter().position(|m| *m == month)? as i64 + 1;
+    let day = number(day, 31).filter(|d| *d >= 1)?;
+    let mut hms = time.split(':');
+    let (h, m, sec) = (number(hms.next()?, 23)?, number(hms.next()?, 59)?, number(hms.next()?, 60)?);
+    if hms.next().is_some() {
+        return None;
+    }
+    // Days since 1970-01-01 of the proleptic Gregorian calendar, with years starting in March
+    // so that the leap day comes last.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let year_of_era = y - era * 400;
+    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = era * 146_097 + day_of_era - 719_468;
+    Some(((days * 24 + h) * 60 + m) * 60_000 + sec * 1000)
 }
 
 /// A non-negative decimal such as `2` or `1.5`, times 1000 (without float parsing, whose code

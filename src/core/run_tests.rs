@@ -353,7 +353,13 @@ fn retry_after_is_honoured_and_capped() {
         (vec![("retry-after", "3")], 3000),
         (vec![("retry-after", "120")], 30_000),
         (vec![("retry-after-ms", "250"), ("retry-after", "9")], 250),
-        (vec![("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")], 1000),
+        // HTTP dates count from the clock (Tue, 14 Nov 2023 22:13:20 GMT); a date past means now.
+        (vec![("retry-after", "Tue, 14 Nov 2023 22:13:27 GMT")], 7000),
+        (vec![("retry-after", "Tuesday, 14-Nov-23 22:13:25 GMT")], 5000),
+        (vec![("retry-after", "Tue Nov 14 22:13:24 2023")], 4000),
+        (vec![("retry-after", "Wed, 21 Oct 2026 07:28:00 GMT")], 30_000),
+        (vec![("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")], 0),
+        (vec![("retry-after", "Wed, 21 Oct 2015 07:28 GMT")], 1000),
     ] {
         let (script, _, out) =
             run_script(vec![status(429, &headers, "{}"), ok_stream(&[finish("stop")])], config(1, false));
@@ -449,14 +455,55 @@ mod memory;
 
 #[test]
 fn retry_after_values_are_read_without_float_parsing() {
-    assert_eq!(parse_retry_after(None, Some("2")), Some(2000));
-    assert_eq!(parse_retry_after(None, Some(" 1.5 ")), Some(1500));
-    assert_eq!(parse_retry_after(Some("250"), Some("9")), Some(250));
-    assert_eq!(parse_retry_after(Some("12.7"), None), Some(12));
-    assert_eq!(parse_retry_after(Some("x"), Some("3")), Some(3000));
-    assert_eq!(parse_retry_after(None, Some("-1")), None);
-    assert_eq!(parse_retry_after(None, Some("Wed, 21 Oct 2015 07:28:00 GMT")), None);
-    assert_eq!(parse_retry_after(None, Some("99999999999999999999")), None);
+    let now = 1_700_000_000_000.0; // Tue, 14 Nov 2023 22:13:20 GMT
+    assert_eq!(parse_retry_after(None, Some("2"), now), Some(2000));
+    assert_eq!(parse_retry_after(None, Some(" 1.5 "), now), Some(1500));
+    assert_eq!(parse_retry_after(Some("250"), Some("9"), now), Some(250));
+    assert_eq!(parse_retry_after(Some("12.7"), None, now), Some(12));
+    assert_eq!(parse_retry_after(Some("x"), Some("3"), now), Some(3000));
+    assert_eq!(parse_retry_after(None, Some("-1"), now), None);
+    assert_eq!(parse_retry_after(None, Some("99999999999999999999"), now), None);
+}
+
+#[test]
+fn retry_after_dates_in_every_http_form_count_from_now() {
+    let now = 1_700_000_000_000.0; // Tue, 14 Nov 2023 22:13:20 GMT
+    let wait = |date: &str| parse_retry_after(None, Some(date), now);
+    assert_eq!(wait("Tue, 14 Nov 2023 22:13:21 GMT"), Some(1000));
+    assert_eq!(wait("  Tue, 14 Nov 2023 22:14:00 GMT "), Some(40_000));
+    assert_eq!(wait("Wednesday, 15-Nov-23 00:00:00 GMT"), Some(6_400_000));
+    assert_eq!(wait("Tue Nov 14 22:13:30 2023"), Some(10_000));
+    assert_eq!(wait("Fri Mar  1 00:00:00 2024"), Some(9_251_200_000));
+    // Leap years: 29 Feb 2024 is a day before 1 Mar, and 2100 has no 29 Feb.
+    assert_eq!(wait("Thu, 29 Feb 2024 00:00:00 GMT"), Some(9_251_200_000 - 86_400_000));
+    assert_eq!(http_date("Mon, 01 Mar 2100 00:00:00 GMT") - http_date("Sun, 28 Feb 2100 00:00:00 GMT"), 86_400_000);
+    assert_eq!(http_date("Thu, 01 Jan 1970 00:00:00 GMT"), 0);
+    assert_eq!(http_date("Sun, 06 Nov 1994 08:49:37 GMT"), 784_111_777_000);
+    assert_eq!(http_date("Sunday, 06-Nov-94 08:49:37 GMT"), 784_111_777_000);
+    assert_eq!(http_date("Sun Nov  6 08:49:37 1994"), 784_111_777_000);
+    // A date past: retry at once.
+    assert_eq!(wait("Wed, 21 Oct 2015 07:28:00 GMT"), Some(0));
+    assert_eq!(wait("Thu, 01 Jan 1960 00:00:00 GMT"), Some(0));
+    for bad in [
+        "Tue, 14 Nov 2023 22:13:21 UTC",
+        "Tue, 14 Nov 2023 22:13 GMT",
+        "Tue, 14 Nov 2023 24:00:00 GMT",
+        "Tue, 32 Nov 2023 22:13:21 GMT",
+        "Tue, 00 Nov 2023 22:13:21 GMT",
+        "Tue, 14 November 2023 22:13:21 GMT",
+        "Tue, 14 Nov 023 22:13:21 GMT",
+        "Tue, 14 Nov 2023 22:13:21 GMT extra",
+        "Tue Nov 14 22:13:30 2023 GMT",
+        "Tue, 14 Nov +202 22:13:21 GMT",
+        "Tue,",
+        "",
+    ] {
+        assert_eq!(wait(bad), None, "{bad}");
+    }
+}
+
+fn http_date(date: &str) -> i64 {
+    parse_retry_after(None, Some(date), 0.0).unwrap() as i64
 }
 
 // --- the WebSocket transport ------------------------------------------------------------------
