@@ -11,20 +11,67 @@ use super::run::Stop;
 use super::transport::{SocketError, SocketRequest};
 use crate::providers::{Endpoint, HttpRequest};
 
-/// Removes the API key from an error's text: a runtime's own error messages may quote a header
-/// value, and the key must never reach chunks, errors or logs.
-pub(crate) fn redact(e: AgentError, key: Option<&str>) -> AgentError {
-    let Some(key) = key.filter(|k| k.len() >= 4) else { return e };
+/// What stands in for a secret in error texts.
+const REDACTED: &str = "[redacted]";
+
+/// The secrets a request carries: the API key, and every value of a header whose name says it
+/// holds one (`authorization`, `x-api-key`, `x-goog-api-key`, cookies, tokens, …), whether it
+/// came from the provider, `model.headers` or `modelSettings.headers`. For a value with an auth
+/// scheme (`Bearer x`, `Basic x`), the credential alone is one too.
+pub(crate) fn secrets(http: &HttpRequest, endpoint: &Endpoint) -> Vec<String> {
+    const SECRET_WORDS: [&str; 6] = ["key", "token", "secret", "auth", "cookie", "password"];
+    let mut found: Vec<String> = endpoint.api_key.iter().cloned().collect();
+    for (name, value) in &http.headers {
+        let name = name.to_ascii_lowercase();
+        if !SECRET_WORDS.iter().any(|w| name.contains(w)) {
+            continue;
+        }
+        let value = value.trim();
+        if let Some((scheme, credential)) = value.split_once(' ') {
+            if scheme.bytes().all(|b| b.is_ascii_alphabetic()) {
+                found.push(credential.trim().to_string());
+            }
+        }
+        found.push(value.to_string());
+    }
+    // Short values would blank out ordinary words; the longest go first, so a whole value is
+    // replaced before the credential inside it.
+    found.retain(|s| s.len() >= 4);
+    found.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    found.dedup();
+    found
+}
+
+/// Removes `secrets` from an error's message and body: a server may echo a header, and a
+/// runtime's own error messages may quote one; secrets must never reach chunks, errors or logs.
+pub(crate) fn redact(e: AgentError, secrets: &[String]) -> AgentError {
     match e {
         AgentError::ApiCall { message, status, body, retryable, retry_after_ms } => AgentError::ApiCall {
-            message: message.replace(key, "[redacted]"),
+            message: redact_text(message, secrets),
             status,
-            body: body.map(|b| b.replace(key, "[redacted]")),
+            body: body.map(|b| redact_text(b, secrets)),
             retryable,
             retry_after_ms,
         },
         e => e,
     }
+}
+
+fn redact_text(mut text: String, secrets: &[String]) -> String {
+    for secret in secrets {
+        if text.contains(secret.as_str()) {
+            text = text.replace(secret.as_str(), REDACTED);
+        }
+    }
+    // Errors quote the head of what came back: the quote may end inside a secret.
+    for secret in secrets {
+        let cut = (4..secret.len()).rev().find(|&n| secret.is_char_boundary(n) && text.ends_with(&secret[..n]));
+        if let Some(n) = cut {
+            text.truncate(text.len() - n);
+            text.push_str(REDACTED);
+        }
+    }
+    text
 }
 
 /// Sends the request, retrying network errors, 408, 409, 429 and 5xx up to `max_retries` times

@@ -13,7 +13,7 @@ use super::error::AgentError;
 use super::memory::{MemoryRun, Session};
 pub use super::hooks::{Hooks, IterationDecision, NoHooks, StepOverrides, StopCondition};
 pub use super::retry::{parse_retry_after, retry_delay_ms};
-use super::retry::{redact, send_with_retries};
+use super::retry::{redact, secrets, send_with_retries};
 use super::transport::{socket_request, Transport};
 use super::run_memory::{generate_title, working_memory_prompt, working_memory_text, working_memory_tool, MemoryTools, TitleJob};
 use super::model::{FinishReason, ModelMessage, ModelRequest, ToolChoice, Usage, UserPart};
@@ -324,7 +324,7 @@ async fn run_steps(
         if let Err(stop) = streamed {
             outcome.partial = Some(result);
             return Err(match stop {
-                Stop::Failed(e) => Stop::Failed(redact(e, cfg.endpoint.api_key.as_deref())),
+                Stop::Failed(e) => Stop::Failed(redact(e, &secrets(&http, &cfg.endpoint))),
                 aborted => aborted,
             });
         }

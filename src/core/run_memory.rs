@@ -11,7 +11,7 @@ use super::env::{Env, LocalFuture};
 use super::error::AgentError;
 use super::memory::{MemoryRun, Resource, Thread};
 use super::model::{ModelEvent, ModelMessage, ModelRequest, ModelSettings, UserPart};
-use super::retry::send_with_retries;
+use super::retry::{redact, secrets, send_with_retries};
 use super::run::{Hooks, Stop};
 use super::step::ToolCall;
 use super::tools::{Approval, ToolCtx, ToolDef, ToolHost, ToolResult, Validation};
@@ -137,11 +137,17 @@ pub async fn generate_title(job: &TitleJob, first_message: &str, env: &dyn Env, 
         ..Default::default()
     };
     let (http, _) = providers::build_request(&job.endpoint, &request)?;
+    let title = title_reply(job, &http, env, abort).await.map_err(|e| redact(e, &secrets(&http, &job.endpoint)))?;
+    Ok(clean_title(&title))
+}
+
+/// Sends the title request and reads the text of the reply.
+async fn title_reply(job: &TitleJob, http: &providers::HttpRequest, env: &dyn Env, abort: &AbortFlag) -> Result<String, AgentError> {
     let stop = |s: Stop| match s {
         Stop::Failed(e) => e,
         Stop::Aborted => AgentError::Abort { reason: abort.reason() },
     };
-    let mut response = send_with_retries(&job.endpoint, job.max_retries, env, abort, &http, &mut None).await.map_err(stop)?;
+    let mut response = send_with_retries(&job.endpoint, job.max_retries, env, abort, http, &mut None).await.map_err(stop)?;
     let mut decoder = providers::decoder(&job.endpoint, false);
     let (mut text, mut events) = (String::new(), Vec::new());
     loop {
@@ -158,10 +164,9 @@ pub async fn generate_title(job: &TitleJob, first_message: &str, env: &dyn Env, 
             }
         }
         if bytes.is_none() {
-            break;
+            return Ok(text);
         }
     }
-    Ok(clean_title(&text))
 }
 
 /// The first line, without quotes or a trailing period, at most 80 characters.

@@ -412,6 +412,21 @@ fn a_failed_title_is_reported_and_the_reply_stands() {
     assert!(block_on(store.get_thread_by_id("t1")).unwrap().unwrap().title.is_none());
 }
 
+#[test]
+fn a_failed_title_does_not_show_the_title_model_s_secret_headers() {
+    let store = Rc::new(InMemoryStore::new());
+    let mut cfg = cfg_with(mem(&store, "t1", "u1"), "hi");
+    let mut job = title_job();
+    job.endpoint.headers = vec![("x-auth-token".into(), "title-token-77".into())];
+    cfg.title = Some(job);
+    let body = r#"{"error":{"message":"token title-token-77 expired"}}"#;
+    let r = go(vec![text_reply("Hello"), status(401, &[], body)], cfg);
+    let chunks = r.sink.chunks.borrow();
+    let Some(Chunk::Error(e)) = chunks.iter().rev().find(|c| matches!(c, Chunk::Error(_))) else { panic!("no error chunk") };
+    assert_eq!(e.to_string().matches("[redacted]").count(), 1, "{e}");
+    assert!(!format!("{e} {:?}", e.body()).contains("title-token-77"), "{e}");
+}
+
 /// An Anthropic Messages stream of `blocks` (each `(content_block_start block, deltas)`).
 fn anthropic_reply(blocks: &[(Value, Vec<Value>)], stop: &str) -> Reply {
     let mut body = String::new();

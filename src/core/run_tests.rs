@@ -445,6 +445,58 @@ fn an_api_key_quoted_by_an_error_is_redacted() {
     assert!(!format!("{:?}", sink.chunks.borrow()).contains("sk-secret"));
 }
 
+/// A config whose headers carry secrets from the model config and from `modelSettings`, beside
+/// one that carries none (`x-team`).
+fn config_with_secret_headers() -> RunConfig {
+    let mut cfg = config(0, false);
+    cfg.endpoint.headers = vec![("X-Api-Key".into(), "model-key-1234".into()), ("x-team".into(), "team-alpha".into())];
+    cfg.request.settings.headers = vec![
+        ("Authorization".into(), "Bearer settings-token-5678".into()),
+        ("cookie".into(), "session=cookie-value-9".into()),
+        ("x-goog-api-key".into(), "goog-key-42".into()),
+        ("x-client-secret".into(), "shh-secret-0".into()),
+    ];
+    cfg
+}
+
+const SECRETS: [&str; 6] = ["sk-secret", "model-key-1234", "settings-token-5678", "cookie-value-9", "goog-key-42", "shh-secret-0"];
+
+/// The error and every chunk of a run hold none of `SECRETS`; the header without one is kept.
+fn assert_no_secrets(sink: &Collect, out: &RunOutcome) {
+    let err = out.error.clone().expect("the run failed");
+    let shown = format!("{err} {} {:?}", err.body().unwrap_or_default(), sink.chunks.borrow());
+    for secret in SECRETS {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+    assert!(shown.contains("[redacted]"), "{shown}");
+}
+
+#[test]
+fn secret_headers_echoed_by_an_error_response_are_redacted() {
+    let echo = "x-api-key: model-key-1234, authorization: Bearer settings-token-5678 (token settings-token-5678), \
+        cookie: session=cookie-value-9, x-goog-api-key: goog-key-42, x-client-secret: shh-secret-0, x-team: team-alpha";
+    let body = json!({ "error": { "message": format!("bad headers {echo}") }, "headers": echo }).to_string();
+    let (_, sink, out) = run_script(vec![status(400, &[], &body)], config_with_secret_headers());
+    assert_no_secrets(&sink, &out);
+    let err = out.error.unwrap();
+    assert!(err.to_string().contains("x-team: team-alpha"), "{err}");
+    assert!(err.body().unwrap().contains("authorization: [redacted] (token [redacted])"), "{:?}", err.body());
+}
+
+#[test]
+fn secret_headers_echoed_inside_the_stream_are_redacted() {
+    let event = json!({ "error": { "message": "you sent Bearer settings-token-5678 and model-key-1234" } }).to_string();
+    let reply = Reply::Http { status: 200, headers: vec![], reads: vec![Read::Bytes(sse(&[&event]))] };
+    let (_, sink, out) = run_script(vec![reply], config_with_secret_headers());
+    assert_no_secrets(&sink, &out);
+    // An event that is not JSON is quoted up to 200 characters: the quote ends inside a secret.
+    let event = format!("{}goog-key-42", "x".repeat(196));
+    let reply = Reply::Http { status: 200, headers: vec![], reads: vec![Read::Bytes(sse(&[&event]))] };
+    let (_, sink, out) = run_script(vec![reply], config_with_secret_headers());
+    assert_no_secrets(&sink, &out);
+    assert!(out.error.unwrap().to_string().contains("not valid JSON"));
+}
+
 #[cfg(test)]
 #[path = "run_tools_tests.rs"]
 mod tools;
