@@ -102,7 +102,10 @@ pub(crate) async fn send_with_retries(
             },
         };
         let err = match sent {
-            Ok(resp) if (200..300).contains(&resp.status) => return Ok(resp),
+            Ok(resp) if (200..300).contains(&resp.status) && is_event_stream(&resp) => return Ok(resp),
+            Ok(resp) if (200..300).contains(&resp.status) => {
+                abort.race(not_an_event_stream(resp, &secrets(http, endpoint))).await.ok_or(Stop::Aborted)?
+            }
             Ok(resp) => abort.race(status_error(resp, &endpoint.provider, env.now_ms())).await.ok_or(Stop::Aborted)?,
             Err(e) => e,
         };
@@ -144,15 +147,7 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 async fn status_error(mut resp: HttpResponse, provider: &str, now_ms: f64) -> AgentError {
     let status = resp.status;
     let retry_after_ms = parse_retry_after(resp.header("retry-after-ms"), resp.header("retry-after"), now_ms);
-    let mut body = Vec::new();
-    while body.len() < MAX_ERROR_BODY {
-        match resp.body.read().await {
-            Ok(Some(b)) => body.extend_from_slice(&b),
-            _ => break,
-        }
-    }
-    body.truncate(MAX_ERROR_BODY);
-    let body = String::from_utf8_lossy(&body).into_owned();
+    let body = read_body(&mut resp).await;
     let detail = error_detail(&body);
     let hint = match status {
         401 | 403 => format!("check the API key for '{provider}' (apiKey in the model config, or the provider's key variable)"),
@@ -167,6 +162,41 @@ async fn status_error(mut resp: HttpResponse, provider: &str, now_ms: f64) -> Ag
     };
     let retryable = matches!(status, 408 | 409 | 429) || status >= 500;
     AgentError::ApiCall { message, status: Some(status), body: Some(body), retryable, retry_after_ms }
+}
+
+/// The body of a reply that is not the stream, up to `MAX_ERROR_BODY` bytes.
+async fn read_body(resp: &mut HttpResponse) -> String {
+    let mut body = Vec::new();
+    while body.len() < MAX_ERROR_BODY {
+        match resp.body.read().await {
+            Ok(Some(b)) => body.extend_from_slice(&b),
+            _ => break,
+        }
+    }
+    body.truncate(MAX_ERROR_BODY);
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// Whether a successful reply is an event stream, as every model API streams: a reply that does
+/// not say what it is counts as one.
+fn is_event_stream(resp: &HttpResponse) -> bool {
+    let media_type = |t: &str| t.split(';').next().unwrap_or_default().trim().eq_ignore_ascii_case("text/event-stream");
+    resp.header("content-type").is_none_or(media_type)
+}
+
+/// A successful reply of another content type (a whole JSON completion from a server that does
+/// not stream, a proxy's HTML page) says what came back: its status, type and the head of its
+/// body, without the request's secrets (taken out before the body is cut).
+async fn not_an_event_stream(mut resp: HttpResponse, secrets: &[String]) -> AgentError {
+    let status = resp.status;
+    let content_type = resp.header("content-type").unwrap_or_default().to_string();
+    let body = redact_text(read_body(&mut resp).await, secrets);
+    let message = format!(
+        "The model API answered {status} with content type '{content_type}' instead of an event stream (check the base \
+         URL and that the server streams): {}",
+        crate::providers::head(body.trim())
+    );
+    AgentError::ApiCall { message, status: Some(status), body: Some(body), retryable: false, retry_after_ms: None }
 }
 
 /// The human part of an error body: `error.message`, `message`, or a string `error`.

@@ -497,6 +497,49 @@ fn secret_headers_echoed_inside_the_stream_are_redacted() {
     assert!(out.error.unwrap().to_string().contains("not valid JSON"));
 }
 
+#[test]
+fn a_successful_reply_that_is_not_an_event_stream_says_what_came_back() {
+    let completion = json!({
+        "id": "chatcmpl-1", "object": "chat.completion",
+        "choices": [{ "index": 0, "message": { "role": "assistant", "content": "Hello there" }, "finish_reason": "stop" }],
+    })
+    .to_string();
+    let page = format!("<!DOCTYPE html><html><head><title>Sign in</title></head><body>{}</body></html>", "<p>Wi-Fi</p>".repeat(40));
+    for (content_type, body) in [("application/json", completion.as_str()), ("text/html; charset=utf-8", page.as_str())] {
+        let reply = status(200, &[("content-type", content_type)], body);
+        let (script, sink, out) = run_script(vec![reply], config(2, false));
+        let err = out.error.unwrap();
+        let message = err.to_string();
+        assert!(message.starts_with(&format!("The model API answered 200 with content type '{content_type}' instead of an event stream")), "{message}");
+        assert!(message.ends_with(&body.chars().take(200).collect::<String>()), "{message}");
+        assert!(!message.contains("connection closed"), "{message}");
+        assert_eq!((err.status(), err.body()), (Some(200), Some(body)));
+        // Asking again would get the same answer.
+        assert_eq!(script.requests.borrow().len(), 1);
+        assert_eq!(sink.types(), ["start", "step-start", "error"]);
+    }
+}
+
+#[test]
+fn a_reply_that_is_not_an_event_stream_is_quoted_without_secrets() {
+    let body = format!("{{\"echo\":\"{}Bearer settings-token-5678\"}}", "x".repeat(180));
+    let (_, sink, out) = run_script(vec![status(200, &[("content-type", "application/json")], &body)], config_with_secret_headers());
+    assert_no_secrets(&sink, &out);
+    // The head was cut after the secret was taken out, so no piece of it is left.
+    assert!(!out.error.unwrap().to_string().contains("settin"));
+}
+
+#[test]
+fn event_streams_are_read_whatever_the_parameters_of_their_content_type() {
+    for content_type in ["text/event-stream", "Text/Event-Stream; charset=utf-8"] {
+        let events = sse(&[&delta("content", "ok"), &finish("stop"), "[DONE]"]);
+        let reply = Reply::Http { status: 200, headers: vec![("content-type".into(), content_type.into())], reads: vec![Read::Bytes(events)] };
+        let (_, _, out) = run_script(vec![reply], config(0, false));
+        assert!(out.error.is_none(), "{content_type}: {:?}", out.error);
+        assert_eq!(out.text(), "ok");
+    }
+}
+
 #[cfg(test)]
 #[path = "run_tools_tests.rs"]
 mod tools;
