@@ -195,6 +195,12 @@ impl<'a> Reader<'a> {
         rest.iter().find(|b| !is_ws(**b)) == Some(&b'n')
     }
 
+    /// Whether the next value is an array, without reading it.
+    pub fn is_array(&self) -> bool {
+        let rest = self.text.as_bytes().get(self.pos..).unwrap_or_default();
+        rest.iter().find(|b| !is_ws(**b)) == Some(&b'[')
+    }
+
     /// Skips the next value, checking it.
     pub fn skip(&mut self) -> Result<()> {
         self.ws();

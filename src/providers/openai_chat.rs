@@ -207,9 +207,10 @@ fn assistant_message(parts: &[AssistantPart]) -> Value {
 /// Decodes a streamed Chat Completions body into `ModelEvent`s.
 ///
 /// Per chunk, in order: `ResponseMetadata` (once, from the first chunk that has an id, model or
-/// creation time), `ReasoningDelta`, `TextDelta`, one `ToolCallDelta` per tool call piece. One
-/// `Finish` closes the reply, at `[DONE]` or at the end of the body, with the last finish reason
-/// and usage seen. A chunk `{"error": …}` becomes one `Error` event.
+/// creation time), `ReasoningDelta`, `TextDelta` (or, for `content` as a list of typed parts, a
+/// `ReasoningDelta` per thinking text and a `TextDelta` per text, in order), one `ToolCallDelta`
+/// per tool call piece. One `Finish` closes the reply, at `[DONE]` or at the end of the body, with
+/// the last finish reason and usage seen. A chunk `{"error": …}` becomes one `Error` event.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChatDecoder {
     sse: SseDecoder,
@@ -291,6 +292,10 @@ impl ChatDecoder {
         }
         if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
             out.push(ModelEvent::TextDelta(text.into_owned()));
+        }
+        for (thinking, text) in delta.content_parts.into_iter().filter(|(_, t)| !t.is_empty()) {
+            let text = text.into_owned();
+            out.push(if thinking { ModelEvent::ReasoningDelta(text) } else { ModelEvent::TextDelta(text) });
         }
         for (position, call) in delta.tool_calls.into_iter().enumerate() {
             out.push(ModelEvent::ToolCallDelta {
@@ -403,6 +408,9 @@ struct Chunk<'a> {
 #[derive(Default)]
 struct Delta<'a> {
     content: Option<Cow<'a, str>>,
+    /// `content` as a list of typed parts (Mistral's reasoning models): each text, and whether it
+    /// is thinking, in order.
+    content_parts: Vec<(bool, Cow<'a, str>)>,
     reasoning_content: Option<Cow<'a, str>>,
     /// Groq and OpenRouter spell `reasoning_content` this way.
     reasoning: Option<Cow<'a, str>>,
@@ -453,6 +461,7 @@ fn choice<'a>(r: &mut Reader<'a>, chunk: &mut Chunk<'a>) -> json::Result<()> {
             "delta" if !r.is_null() => r.object(&mut |r, key| {
                 let delta = &mut chunk.delta;
                 match key {
+                    "content" if r.is_array() => content_parts(r, &mut delta.content_parts)?,
                     "content" => delta.content = r.opt_string()?,
                     "reasoning_content" => delta.reasoning_content = r.opt_string()?,
                     "reasoning" => delta.reasoning = r.opt_string()?,
@@ -466,6 +475,29 @@ fn choice<'a>(r: &mut Reader<'a>, chunk: &mut Chunk<'a>) -> json::Result<()> {
                 Ok(())
             })?,
             "finish_reason" => chunk.finish_reason = r.opt_string()?,
+            _ => {}
+        }
+        Ok(())
+    })
+}
+
+/// `[{ "type": "text", "text": … }, { "type": "thinking", "thinking": [{ "type": "text", "text": … }] }]`:
+/// the texts in order, thinking marked. Parts of other types are skipped.
+fn content_parts<'a>(r: &mut Reader<'a>, parts: &mut Vec<(bool, Cow<'a, str>)>) -> json::Result<()> {
+    r.array(&mut |r, _| {
+        let (mut kind, mut text, mut thinking) = (None, None, Vec::new());
+        r.object(&mut |r, key| {
+            match key {
+                "type" => kind = r.opt_string()?,
+                "text" => text = r.opt_string()?,
+                "thinking" if r.is_array() => content_parts(r, &mut thinking)?,
+                _ => {}
+            }
+            Ok(())
+        })?;
+        match kind.as_deref() {
+            Some("text") => parts.extend(text.map(|t| (false, t))),
+            Some("thinking") => parts.extend(thinking.into_iter().filter(|(inner, _)| !inner).map(|(_, t)| (true, t))),
             _ => {}
         }
         Ok(())

@@ -193,6 +193,58 @@ fn mistral_text() {
     assert_eq!(r.finish.unwrap(), (FinishReason::Stop, Some(usage(13, 8, 21, None, None))));
 }
 
+/// A Mistral reasoning model (Magistral) as it streams: `delta.content` is a list of typed parts,
+/// thinking first (its text in a list of its own), then the answer; a plain string may follow.
+const MAGISTRAL: &[&str] = &[
+    r#"{"id":"e1","object":"chat.completion.chunk","created":1750000000,"model":"magistral-medium-2507","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+    r#"{"id":"e1","object":"chat.completion.chunk","created":1750000000,"model":"magistral-medium-2507","choices":[{"index":0,"delta":{"content":[{"type":"thinking","thinking":[{"type":"text","text":"The user greets"}]}]},"finish_reason":null}]}"#,
+    r#"{"id":"e1","object":"chat.completion.chunk","created":1750000000,"model":"magistral-medium-2507","choices":[{"index":0,"delta":{"content":[{"thinking":[{"text":" me \u2014 ","type":"text"},{"type":"text","text":"answer kindly."}],"type":"thinking"}]},"finish_reason":null}]}"#,
+    r#"{"id":"e1","object":"chat.completion.chunk","created":1750000000,"model":"magistral-medium-2507","choices":[{"index":0,"delta":{"content":[{"type":"text","text":"Hello"},{"type":"reference","reference_ids":[1]},{"type":"text","text":" there"}]},"finish_reason":null}]}"#,
+    r#"{"id":"e1","object":"chat.completion.chunk","created":1750000000,"model":"magistral-medium-2507","choices":[{"index":0,"delta":{"content":"!"},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21}}"#,
+];
+
+#[test]
+fn mistral_reasoning_parts_become_reasoning_then_text() {
+    let body = chat_stream(&MAGISTRAL.iter().map(|l| l.to_string()).collect::<Vec<_>>());
+    let events = decode_pieces(&[&body], false).unwrap();
+    let deltas: Vec<(&str, &str)> = events
+        .iter()
+        .filter_map(|e| match e {
+            ModelEvent::ReasoningDelta(t) => Some(("reasoning", t.as_str())),
+            ModelEvent::TextDelta(t) => Some(("text", t.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        deltas,
+        [
+            ("reasoning", "The user greets"),
+            ("reasoning", " me \u{2014} "),
+            ("reasoning", "answer kindly."),
+            ("text", "Hello"),
+            ("text", " there"),
+            ("text", "!"),
+        ]
+    );
+    let step = super::step_of(events.clone());
+    assert_eq!(step.reasoning, "The user greets me \u{2014} answer kindly.");
+    assert_eq!(step.text, "Hello there!");
+    assert_eq!(step.finish_reason, FinishReason::Stop);
+    for cut in 1..body.len() {
+        assert_eq!(decode_pieces(&[&body[..cut], &body[cut..]], false).unwrap(), events, "split at {cut}");
+    }
+}
+
+#[test]
+fn content_parts_of_the_wrong_shape_are_reported() {
+    let chunk = |content: &str| format!("data: {{\"choices\":[{{\"delta\":{{\"content\":{content}}}}}]}}\n\n");
+    let wrong = [r#"[{"type":"text","text":7}]"#, r#"["hi"]"#, r#"[{"type":"thinking","thinking":[{"text":[]}]}]"#];
+    for content in wrong {
+        let err = decode(&chunk(content)).unwrap_err();
+        assert!(err.to_string().contains("does not understand"), "{content}: {err}");
+    }
+}
+
 #[test]
 fn mistral_tool_call_without_index() {
     let r = Reply::decoded("mistral--mistral-tool-call");
