@@ -159,6 +159,7 @@ async fn title_reply(job: &TitleJob, http: &providers::HttpRequest, env: &dyn En
         for ev in events.drain(..) {
             match ev {
                 ModelEvent::TextDelta(t) => text.push_str(&t),
+                ModelEvent::Restart => text.clear(),
                 ModelEvent::Error { message, body } => return Err(AgentError::ApiCall { message, status: None, body, retryable: false, retry_after_ms: None }),
                 _ => {}
             }
