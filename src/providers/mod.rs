@@ -31,6 +31,8 @@ mod tests_responses;
 mod tests_splits;
 #[cfg(test)]
 mod tests_sse;
+#[cfg(test)]
+mod tests_tool_args;
 
 use std::borrow::Cow;
 
