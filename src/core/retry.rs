@@ -19,26 +19,28 @@ const REDACTED: &str = "[redacted]";
 /// came from the provider, `model.headers` or `modelSettings.headers`. For a value with an auth
 /// scheme (`Bearer x`, `Basic x`), the credential alone is one too.
 pub(crate) fn secrets(http: &HttpRequest, endpoint: &Endpoint) -> Vec<String> {
-    const SECRET_WORDS: [&str; 6] = ["key", "token", "secret", "auth", "cookie", "password"];
-    let mut found: Vec<String> = endpoint.api_key.iter().cloned().collect();
-    for (name, value) in &http.headers {
-        let name = name.to_ascii_lowercase();
-        if !SECRET_WORDS.iter().any(|w| name.contains(w)) {
-            continue;
+    const SECRET_WORDS: [&[u8]; 6] = [b"key", b"token", b"secret", b"auth", b"cookie", b"password"];
+    let names_a_secret = |name: &str| {
+        SECRET_WORDS.iter().any(|w| name.as_bytes().windows(w.len()).any(|part| part.eq_ignore_ascii_case(w)))
+    };
+    let mut found: Vec<String> = Vec::new();
+    // Short values would blank out ordinary words. A whole value goes before the credential in
+    // it, so that it is replaced whole (sorting by length would cost 3 KB of wasm).
+    let mut add = |secret: &str| {
+        if secret.len() >= 4 {
+            found.push(secret.to_string());
         }
+    };
+    add(endpoint.api_key.as_deref().unwrap_or_default());
+    for (_, value) in http.headers.iter().filter(|(name, _)| names_a_secret(name)) {
         let value = value.trim();
+        add(value);
         if let Some((scheme, credential)) = value.split_once(' ') {
             if scheme.bytes().all(|b| b.is_ascii_alphabetic()) {
-                found.push(credential.trim().to_string());
+                add(credential.trim());
             }
         }
-        found.push(value.to_string());
     }
-    // Short values would blank out ordinary words; the longest go first, so a whole value is
-    // replaced before the credential inside it.
-    found.retain(|s| s.len() >= 4);
-    found.sort_by_key(|s| std::cmp::Reverse(s.len()));
-    found.dedup();
     found
 }
 
@@ -222,32 +224,27 @@ const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Au
 
 /// An HTTP date as milliseconds since the Unix epoch (RFC 9110 §5.6.7):
 /// `Sun, 06 Nov 1994 08:49:37 GMT`, `Sunday, 06-Nov-94 08:49:37 GMT` or `Sun Nov  6 08:49:37 1994`.
-/// A two-digit year before 70 is in this century. The weekday is not checked.
+/// A two-digit year before 70 is in this century. The weekday is not checked. Read byte by byte:
+/// `str` patterns and `parse` cost more wasm.
 fn http_date_ms(s: &str) -> Option<i64> {
-    let s = s.trim();
-    let (day, month, year, time) = match s.split_once(',') {
-        // IMF-fixdate and RFC 850: the date's fields split by spaces or by dashes.
-        Some((_, rest)) => {
-            let mut words = rest.trim_start().split([' ', '-']);
-            let fields = (words.next()?, words.next()?, words.next()?, words.next()?);
-            if words.next() != Some("GMT") || words.next().is_some() {
-                return None;
-            }
-            fields
-        }
-        // asctime: the day is padded with a space, not a zero.
-        None => {
-            let mut words = s.split_ascii_whitespace().skip(1);
-            let (month, day, time, year) = (words.next()?, words.next()?, words.next()?, words.next()?);
-            if words.next().is_some() {
-                return None;
-            }
-            (day, month, year, time)
-        }
+    let mut words: [&[u8]; 8] = [&[]; 8];
+    let mut count = 0;
+    for word in s.as_bytes().split(|b| matches!(b, b' ' | b',' | b'-' | b':')).filter(|w| !w.is_empty()) {
+        *words.get_mut(count)? = word;
+        count += 1;
+    }
+    let (day, month, year, hms) = match (count, words[7]) {
+        (8, b"GMT") => (words[1], words[2], words[3], &words[4..7]),
+        // asctime: no zone, the year last
+        (7, _) => (words[2], words[1], words[6], &words[3..6]),
+        _ => return None,
     };
-    let number = |digits: &str, max: i64| -> Option<i64> {
-        let n = (1..=4).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit());
-        digits.parse().ok().filter(|v| n && *v <= max)
+    let number = |digits: &[u8], max: i64| -> Option<i64> {
+        if !(1..=4).contains(&digits.len()) {
+            return None;
+        }
+        let value = digits.iter().try_fold(0i64, |v, d| d.is_ascii_digit().then(|| v * 10 + i64::from(d - b'0')));
+        value.filter(|v| *v <= max)
     };
     let year = match (year.len(), number(year, 9999)?) {
         (2, y) if y < 70 => 2000 + y,
@@ -255,13 +252,9 @@ fn http_date_ms(s: &str) -> Option<i64> {
         (4, y) => y,
         _ => return None,
     };
-    let month = MONTHS.iter().position(|m| *m == month)? as i64 + 1;
+    let month = MONTHS.iter().position(|m| m.as_bytes() == month)? as i64 + 1;
     let day = number(day, 31).filter(|d| *d >= 1)?;
-    let mut hms = time.split(':');
-    let (h, m, sec) = (number(hms.next()?, 23)?, number(hms.next()?, 59)?, number(hms.next()?, 60)?);
-    if hms.next().is_some() {
-        return None;
-    }
+    let (h, m, sec) = (number(hms[0], 23)?, number(hms[1], 59)?, number(hms[2], 60)?);
     // Days since 1970-01-01 of the proleptic Gregorian calendar, with years starting in March
     // so that the leap day comes last.
     let y = if month <= 2 { year - 1 } else { year };

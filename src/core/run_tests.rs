@@ -590,6 +590,9 @@ fn retry_after_dates_in_every_http_form_count_from_now() {
         "Tue, 14 Nov 2023 22:13:21 GMT extra",
         "Tue Nov 14 22:13:30 2023 GMT",
         "Tue, 14 Nov +202 22:13:21 GMT",
+        "Tue Nov 14 22:13:30 99999999999999999999999",
+        "Tue, 14 Nov 2023 22:13:21 GMT GMT",
+        "Tue, 14 Nov 2023 22:13:21:00 GMT",
         "Tue,",
         "",
     ] {
