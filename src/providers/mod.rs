@@ -25,6 +25,8 @@ mod tests_google;
 #[cfg(test)]
 mod tests_json;
 #[cfg(test)]
+mod tests_recordings;
+#[cfg(test)]
 mod tests_responses;
 // proptest is a native-only dev-dependency (see Cargo.toml).
 #[cfg(all(test, not(target_arch = "wasm32")))]
