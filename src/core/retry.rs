@@ -1,8 +1,8 @@
 //! Model calls that may be retried: network errors, 408, 409, 429 and 5xx are tried again with
 //! backoff from 1 s (factor 2) or after the server's `Retry-After` (seconds or an HTTP date,
-//! capped at 30 s); error
-//! responses become errors that say what the server said and what to do; API keys never appear
-//! in them.
+//! capped at 30 s); error responses, and successful ones that are no event stream, become errors
+//! that say what the server said and what to do; the request's secrets (API key, credential
+//! headers) never appear in them.
 
 use super::abort::AbortFlag;
 use super::env::{Env, HttpResponse};
