@@ -293,10 +293,8 @@ impl ChatDecoder {
         if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
             out.push(ModelEvent::TextDelta(text.into_owned()));
         }
-        for (thinking, text) in delta.content_parts.into_iter().filter(|(_, t)| !t.is_empty()) {
-            let text = text.into_owned();
-            out.push(if thinking { ModelEvent::ReasoningDelta(text) } else { ModelEvent::TextDelta(text) });
-        }
+        let mut parts = delta.content_parts;
+        out.append(&mut parts);
         for (position, call) in delta.tool_calls.into_iter().enumerate() {
             out.push(ModelEvent::ToolCallDelta {
                 index: call.index.unwrap_or(position as u32),
@@ -408,9 +406,9 @@ struct Chunk<'a> {
 #[derive(Default)]
 struct Delta<'a> {
     content: Option<Cow<'a, str>>,
-    /// `content` as a list of typed parts (Mistral's reasoning models): each text, and whether it
-    /// is thinking, in order.
-    content_parts: Vec<(bool, Cow<'a, str>)>,
+    /// `content` as a list of typed parts (Mistral's reasoning models): the reasoning and text
+    /// deltas of their texts, in order.
+    content_parts: Vec<ModelEvent>,
     reasoning_content: Option<Cow<'a, str>>,
     /// Groq and OpenRouter spell `reasoning_content` this way.
     reasoning: Option<Cow<'a, str>>,
@@ -461,7 +459,7 @@ fn choice<'a>(r: &mut Reader<'a>, chunk: &mut Chunk<'a>) -> json::Result<()> {
             "delta" if !r.is_null() => r.object(&mut |r, key| {
                 let delta = &mut chunk.delta;
                 match key {
-                    "content" if r.is_array() => content_parts(r, &mut delta.content_parts)?,
+                    "content" if r.is_array() => content_parts(r, false, &mut delta.content_parts)?,
                     "content" => delta.content = r.opt_string()?,
                     "reasoning_content" => delta.reasoning_content = r.opt_string()?,
                     "reasoning" => delta.reasoning = r.opt_string()?,
@@ -482,23 +480,27 @@ fn choice<'a>(r: &mut Reader<'a>, chunk: &mut Chunk<'a>) -> json::Result<()> {
 }
 
 /// `[{ "type": "text", "text": … }, { "type": "thinking", "thinking": [{ "type": "text", "text": … }] }]`:
-/// the texts in order, thinking marked. Parts of other types are skipped.
-fn content_parts<'a>(r: &mut Reader<'a>, parts: &mut Vec<(bool, Cow<'a, str>)>) -> json::Result<()> {
+/// a delta per text, in order, reasoning for the texts in thinking. Parts of other types are skipped.
+fn content_parts(r: &mut Reader<'_>, thinking: bool, out: &mut Vec<ModelEvent>) -> json::Result<()> {
     r.array(&mut |r, _| {
-        let (mut kind, mut text, mut thinking) = (None, None, Vec::new());
+        let (at, mut kind, mut text) = (out.len(), None, None);
         r.object(&mut |r, key| {
             match key {
                 "type" => kind = r.opt_string()?,
                 "text" => text = r.opt_string()?,
-                "thinking" if r.is_array() => content_parts(r, &mut thinking)?,
+                "thinking" if r.is_array() => content_parts(r, true, out)?,
                 _ => {}
             }
             Ok(())
         })?;
-        match kind.as_deref() {
-            Some("text") => parts.extend(text.map(|t| (false, t))),
-            Some("thinking") => parts.extend(thinking.into_iter().filter(|(inner, _)| !inner).map(|(_, t)| (true, t))),
-            _ => {}
+        // Only a thinking part keeps the texts of its `thinking`.
+        if kind.as_deref() != Some("thinking") {
+            out.truncate(at);
+        }
+        match text.filter(|t| !t.is_empty() && kind.as_deref() == Some("text")) {
+            Some(t) if thinking => out.push(ModelEvent::ReasoningDelta(t.into_owned())),
+            Some(t) => out.push(ModelEvent::TextDelta(t.into_owned())),
+            None => {}
         }
         Ok(())
     })
