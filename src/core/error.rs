@@ -191,3 +191,11 @@ mod tests {
         assert_eq!(StorageKind::from_code("blocked"), StorageKind::Blocked);
     }
 }
+
+/// The first 200 characters of a text, for error messages that quote what came back.
+pub fn head(text: &str) -> &str {
+    match text.char_indices().nth(200) {
+        Some((at, _)) => &text[..at],
+        None => text,
+    }
+}

@@ -27,7 +27,8 @@
 //!   values included: literals, numbers (no leading zeros, no `1.`, no `.5`), strings (no raw
 //!   control characters, valid escapes, `\u` surrogates paired), commas and colons, nesting at
 //!   most 127 deep (serde_json's limit). `end()` checks that only whitespace is left. So a
-//!   document walked to `end()` without error is valid JSON, and `validate` accepts exactly what
+//!   document walked to `end()` without error is valid JSON (but for the text `raw_unchecked`
+//!   hands back, which its caller checks), and `validate` accepts exactly what
 //!   `serde_json::from_str::<Value>` accepts, except numbers too large for an f64 (`1e400`), which
 //!   serde_json rejects and JSON allows.
 //! - Duplicate keys are not detected: the callback sees each one, in order.
@@ -195,6 +196,12 @@ impl<'a> Reader<'a> {
         rest.iter().find(|b| !is_ws(**b)) == Some(&b'n')
     }
 
+    /// Whether the next value is an array, without reading it.
+    pub fn is_array(&self) -> bool {
+        let rest = self.text.as_bytes().get(self.pos..).unwrap_or_default();
+        rest.iter().find(|b| !is_ws(**b)) == Some(&b'[')
+    }
+
     /// Skips the next value, checking it.
     pub fn skip(&mut self) -> Result<()> {
         self.ws();
@@ -215,6 +222,47 @@ impl<'a> Reader<'a> {
         let start = self.pos_after_ws();
         self.skip()?;
         Ok(self.text.get(start..self.pos).unwrap_or_default())
+    }
+
+    /// The text of the next value, an object or array found by its brackets and quotes alone:
+    /// nesting of any depth and any `\u` escapes pass, unchecked (other values are read as by
+    /// `raw`). For a value handed on as text and checked where it is used, such as a tool call's
+    /// arguments, whose flaws are that call's error and not the whole event's.
+    pub fn raw_unchecked(&mut self) -> Result<&'a str> {
+        let start = self.pos_after_ws();
+        if !matches!(self.byte(), Some(b'{' | b'[')) {
+            return self.raw();
+        }
+        let bytes = self.text.as_bytes();
+        // The closing bracket each open one wants; kept on the heap, so depth costs no stack.
+        let mut open = Vec::new();
+        let mut i = start;
+        while let Some(&b) = bytes.get(i) {
+            match b {
+                b'{' => open.push(b'}'),
+                b'[' => open.push(b']'),
+                b'}' | b']' => {
+                    if open.pop() != Some(b) {
+                        return Err(Error { at: i, what: "unbalanced brackets", syntax: true });
+                    }
+                    if open.is_empty() {
+                        self.pos = i + 1;
+                        return Ok(self.text.get(start..i + 1).unwrap_or_default());
+                    }
+                }
+                b'"' => loop {
+                    i = plain(bytes, i + 1);
+                    match bytes.get(i) {
+                        Some(b'"') | None => break,
+                        Some(b'\\') => i += 1, // the escaped byte is skipped with the next step
+                        Some(_) => {}            // a control character: left to the user of the text
+                    }
+                },
+                _ => {}
+            }
+            i += 1;
+        }
+        Err(Error { at: start, what: "unterminated value", syntax: true })
     }
 
     /// Checks that only whitespace is left.

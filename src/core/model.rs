@@ -197,6 +197,9 @@ pub enum ModelEvent {
     Finish { reason: FinishReason, usage: Option<Usage> },
     /// Usage reported after the finish reason (OpenAI's trailing usage chunk).
     Usage(Usage),
+    /// The provider dropped the message it was streaming and starts a new one (Anthropic's second
+    /// `message_start`): only what follows counts for the step.
+    Restart,
     /// The provider reported an error inside the stream.
     Error { message: String, body: Option<String> },
     /// The provider's raw event text (only when raw chunks were asked for).

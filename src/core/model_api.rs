@@ -11,7 +11,7 @@ use super::abort::AbortFlag;
 use super::env::{Body, Env, LocalFuture};
 use super::error::AgentError;
 use super::model::{ModelEvent, ModelRequest, Warning};
-use super::retry::{redact, send_with_retries};
+use super::retry::{redact, redact_text, secrets, send_with_retries};
 use super::run::Stop;
 use super::transport::{socket_request, Transport};
 use super::wire::{Endpoint, HttpRequest, Protocol, StreamDecoder};
@@ -85,37 +85,47 @@ impl ModelApi for HttpModel {
             if tried && socket.is_none() {
                 *cx.transport.borrow_mut() = Transport::Fetch;
             }
+            let secrets = secrets(http, &self.endpoint);
             let response = sent.map_err(|stop| match stop {
-                Stop::Failed(e) => Stop::Failed(redact(e, self.endpoint.api_key.as_deref())),
+                Stop::Failed(e) => Stop::Failed(redact(e, &secrets)),
                 aborted => aborted,
             })?;
             let decoder = self.protocol.decoder(cx.include_raw);
-            Ok(Box::new(HttpEvents { model: self, body: response.body, decoder, failed: None }) as Box<dyn EventSource + 'a>)
+            Ok(Box::new(HttpEvents { secrets, body: response.body, decoder, failed: None }) as Box<dyn EventSource + 'a>)
         })
     }
 }
 
 /// A response body read through the protocol's decoder.
-struct HttpEvents<'a> {
-    model: &'a HttpModel,
+struct HttpEvents {
+    /// The request's secrets, kept out of every error (a server may echo them).
+    secrets: Vec<String>,
     body: Box<dyn Body>,
     decoder: Box<dyn StreamDecoder>,
     /// A failure that came with events: reported on the next call, after they were applied.
     failed: Option<AgentError>,
 }
 
-impl EventSource for HttpEvents<'_> {
+impl EventSource for HttpEvents {
     fn next<'a>(&'a mut self, out: &'a mut Vec<ModelEvent>) -> LocalFuture<'a, Result<bool, AgentError>> {
         Box::pin(async move {
             if let Some(e) = self.failed.take() {
                 return Err(e);
             }
-            let key = self.model.endpoint.api_key.as_deref();
+            let key = &self.secrets;
             let bytes = self.body.read().await.map_err(|e| redact(e, key))?;
+            let from = out.len();
             let decoded = match &bytes {
                 Some(b) => self.decoder.push(b, out),
                 None => self.decoder.end(out),
             };
+            // An error the provider reports in the stream may echo what it was sent.
+            for ev in &mut out[from..] {
+                if let ModelEvent::Error { message, body } = ev {
+                    *message = redact_text(std::mem::take(message), key);
+                    *body = body.take().map(|b| redact_text(b, key));
+                }
+            }
             match decoded {
                 Ok(()) => Ok(bytes.is_some()),
                 Err(e) if out.is_empty() => Err(redact(e, key)),

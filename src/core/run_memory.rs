@@ -151,6 +151,7 @@ pub async fn generate_title(job: &TitleJob, first_message: &str, env: &dyn Env, 
         for ev in events.drain(..) {
             match ev {
                 ModelEvent::TextDelta(t) => text.push_str(&t),
+                ModelEvent::Restart => text.clear(),
                 ModelEvent::Error { message, body } => return Err(AgentError::ApiCall { message, status: None, body, retryable: false, retry_after_ms: None }),
                 _ => {}
             }

@@ -480,6 +480,46 @@ fn a_failed_title_is_reported_and_the_reply_stands() {
     assert!(block_on(store.get_thread_by_id("t1")).unwrap().unwrap().title.is_none());
 }
 
+#[test]
+fn a_failed_title_does_not_show_the_title_model_s_secret_headers() {
+    let store = Rc::new(InMemoryStore::new());
+    let mut cfg = cfg_with(mem(&store, "t1", "u1"), "hi");
+    let mut job = title_job();
+    let mut at = crate::testing::endpoint(Api::Chat);
+    at.headers = vec![("x-auth-token".into(), "title-token-77".into())];
+    job.model = crate::testing::http_model(at);
+    cfg.title = Some(job);
+    let body = r#"{"error":{"message":"token title-token-77 expired"}}"#;
+    let r = go(vec![text_reply("Hello"), status(401, &[], body)], cfg);
+    let chunks = r.sink.chunks.borrow();
+    let Some(Chunk::Error(e)) = chunks.iter().rev().find(|c| matches!(c, Chunk::Error(_))) else { panic!("no error chunk") };
+    assert_eq!(e.to_string().matches("[redacted]").count(), 1, "{e}");
+    assert!(!format!("{e} {:?}", e.body()).contains("title-token-77"), "{e}");
+}
+
+#[test]
+fn a_title_from_a_restarted_anthropic_message_is_the_completed_message_s() {
+    let store = Rc::new(InMemoryStore::new());
+    let mut cfg = cfg_with(mem(&store, "t1", "u1"), "Plan a trip to Lisbon");
+    let mut job = title_job();
+    job.model = crate::testing::http_model(crate::testing::endpoint(Api::Anthropic));
+    cfg.title = Some(job);
+    let text = |t: &str| (json!({ "type": "text", "text": "" }), vec![json!({ "type": "text_delta", "text": t })]);
+    let reply = |t: &str| match anthropic_reply(&[text(t)], "end_turn") {
+        Reply::Http { status, headers, reads } => (status, headers, reads),
+        Reply::NetworkError => unreachable!(),
+    };
+    let (status, headers, completed) = reply("Lisbon trip plans");
+    // The same start and first block, abandoned before they ended.
+    let (_, _, mut abandoned) = reply("Abandoned title");
+    let Some(Read::Bytes(bytes)) = abandoned.pop() else { unreachable!() };
+    let cut = String::from_utf8(bytes).unwrap().split("event: content_block_stop").next().unwrap().to_string();
+    let reads = [vec![Read::Bytes(cut.into_bytes())], completed].concat();
+    go(vec![text_reply("Sure!"), Reply::Http { status, headers, reads }], cfg);
+    let thread = block_on(store.get_thread_by_id("t1")).unwrap().unwrap();
+    assert_eq!(thread.title.as_deref(), Some("Lisbon trip plans"));
+}
+
 /// An Anthropic Messages stream of `blocks` (each `(content_block_start block, deltas)`).
 fn anthropic_reply(blocks: &[(Value, Vec<Value>)], stop: &str) -> Reply {
     let mut body = String::new();

@@ -349,7 +349,13 @@ fn retry_after_is_honoured_and_capped() {
         (vec![("retry-after", "3")], 3000),
         (vec![("retry-after", "120")], 30_000),
         (vec![("retry-after-ms", "250"), ("retry-after", "9")], 250),
-        (vec![("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")], 1000),
+        // HTTP dates count from the clock (Tue, 14 Nov 2023 22:13:20 GMT); a date past means now.
+        (vec![("retry-after", "Tue, 14 Nov 2023 22:13:27 GMT")], 7000),
+        (vec![("retry-after", "Tuesday, 14-Nov-23 22:13:25 GMT")], 5000),
+        (vec![("retry-after", "Tue Nov 14 22:13:24 2023")], 4000),
+        (vec![("retry-after", "Wed, 21 Oct 2026 07:28:00 GMT")], 30_000),
+        (vec![("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")], 0),
+        (vec![("retry-after", "Wed, 21 Oct 2015 07:28 GMT")], 1000),
     ] {
         let (script, _, out) =
             run_script(vec![status(429, &headers, "{}"), ok_stream(&[finish("stop")])], config(1, false));
@@ -464,6 +470,103 @@ fn an_api_key_quoted_by_an_error_is_redacted() {
     assert!(!format!("{:?}", sink.chunks.borrow()).contains("sk-secret"));
 }
 
+/// A config whose headers carry secrets from the model config and from `modelSettings`, beside
+/// one that carries none (`x-team`).
+fn config_with_secret_headers() -> RunConfig {
+    let mut cfg = config(0, false);
+    let mut at = endpoint(Api::Chat);
+    at.headers = vec![("X-Api-Key".into(), "model-key-1234".into()), ("x-team".into(), "team-alpha".into())];
+    cfg.model = http_model(at);
+    cfg.request.settings.headers = vec![
+        ("Authorization".into(), "Bearer settings-token-5678".into()),
+        ("cookie".into(), "session=cookie-value-9".into()),
+        ("x-goog-api-key".into(), "goog-key-42".into()),
+        ("x-client-secret".into(), "shh-secret-0".into()),
+    ];
+    cfg
+}
+
+const SECRETS: [&str; 6] = ["sk-secret", "model-key-1234", "settings-token-5678", "cookie-value-9", "goog-key-42", "shh-secret-0"];
+
+/// The error and every chunk of a run hold none of `SECRETS`; the header without one is kept.
+fn assert_no_secrets(sink: &Collect, out: &RunOutcome) {
+    let err = out.error.clone().expect("the run failed");
+    let shown = format!("{err} {} {:?}", err.body().unwrap_or_default(), sink.chunks.borrow());
+    for secret in SECRETS {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+    assert!(shown.contains("[redacted]"), "{shown}");
+}
+
+#[test]
+fn secret_headers_echoed_by_an_error_response_are_redacted() {
+    let echo = "x-api-key: model-key-1234, authorization: Bearer settings-token-5678 (token settings-token-5678), \
+        cookie: session=cookie-value-9, x-goog-api-key: goog-key-42, x-client-secret: shh-secret-0, x-team: team-alpha";
+    let body = json!({ "error": { "message": format!("bad headers {echo}") }, "headers": echo }).to_string();
+    let (_, sink, out) = run_script(vec![status(400, &[], &body)], config_with_secret_headers());
+    assert_no_secrets(&sink, &out);
+    let err = out.error.unwrap();
+    assert!(err.to_string().contains("x-team: team-alpha"), "{err}");
+    assert!(err.body().unwrap().contains("authorization: [redacted] (token [redacted])"), "{:?}", err.body());
+}
+
+#[test]
+fn secret_headers_echoed_inside_the_stream_are_redacted() {
+    let event = json!({ "error": { "message": "you sent Bearer settings-token-5678 and model-key-1234" } }).to_string();
+    let reply = Reply::Http { status: 200, headers: vec![], reads: vec![Read::Bytes(sse(&[&event]))] };
+    let (_, sink, out) = run_script(vec![reply], config_with_secret_headers());
+    assert_no_secrets(&sink, &out);
+    // An event that is not JSON is quoted up to 200 characters: the quote ends inside a secret.
+    let event = format!("{}goog-key-42", "x".repeat(196));
+    let reply = Reply::Http { status: 200, headers: vec![], reads: vec![Read::Bytes(sse(&[&event]))] };
+    let (_, sink, out) = run_script(vec![reply], config_with_secret_headers());
+    assert_no_secrets(&sink, &out);
+    assert!(out.error.unwrap().to_string().contains("not valid JSON"));
+}
+
+#[test]
+fn a_successful_reply_that_is_not_an_event_stream_says_what_came_back() {
+    let completion = json!({
+        "id": "chatcmpl-1", "object": "chat.completion",
+        "choices": [{ "index": 0, "message": { "role": "assistant", "content": "Hello there" }, "finish_reason": "stop" }],
+    })
+    .to_string();
+    let page = format!("<!DOCTYPE html><html><head><title>Sign in</title></head><body>{}</body></html>", "<p>Wi-Fi</p>".repeat(40));
+    for (content_type, body) in [("application/json", completion.as_str()), ("text/html; charset=utf-8", page.as_str())] {
+        let reply = status(200, &[("content-type", content_type)], body);
+        let (script, sink, out) = run_script(vec![reply], config(2, false));
+        let err = out.error.unwrap();
+        let message = err.to_string();
+        assert!(message.starts_with(&format!("The model API answered 200 with content type '{content_type}' instead of an event stream")), "{message}");
+        assert!(message.ends_with(&body.chars().take(200).collect::<String>()), "{message}");
+        assert!(!message.contains("connection closed"), "{message}");
+        assert_eq!((err.status(), err.body()), (Some(200), Some(body)));
+        // Asking again would get the same answer.
+        assert_eq!(script.requests.borrow().len(), 1);
+        assert_eq!(sink.types(), ["start", "step-start", "error"]);
+    }
+}
+
+#[test]
+fn a_reply_that_is_not_an_event_stream_is_quoted_without_secrets() {
+    let body = format!("{{\"echo\":\"{}Bearer settings-token-5678\"}}", "x".repeat(180));
+    let (_, sink, out) = run_script(vec![status(200, &[("content-type", "application/json")], &body)], config_with_secret_headers());
+    assert_no_secrets(&sink, &out);
+    // The head was cut after the secret was taken out, so no piece of it is left.
+    assert!(!out.error.unwrap().to_string().contains("settin"));
+}
+
+#[test]
+fn event_streams_are_read_whatever_the_parameters_of_their_content_type() {
+    for content_type in ["text/event-stream", "Text/Event-Stream; charset=utf-8"] {
+        let events = sse(&[&delta("content", "ok"), &finish("stop"), "[DONE]"]);
+        let reply = Reply::Http { status: 200, headers: vec![("content-type".into(), content_type.into())], reads: vec![Read::Bytes(events)] };
+        let (_, _, out) = run_script(vec![reply], config(0, false));
+        assert!(out.error.is_none(), "{content_type}: {:?}", out.error);
+        assert_eq!(out.text(), "ok");
+    }
+}
+
 #[cfg(test)]
 #[path = "run_tools_tests.rs"]
 mod tools;
@@ -478,14 +581,58 @@ mod warnings;
 
 #[test]
 fn retry_after_values_are_read_without_float_parsing() {
-    assert_eq!(parse_retry_after(None, Some("2")), Some(2000));
-    assert_eq!(parse_retry_after(None, Some(" 1.5 ")), Some(1500));
-    assert_eq!(parse_retry_after(Some("250"), Some("9")), Some(250));
-    assert_eq!(parse_retry_after(Some("12.7"), None), Some(12));
-    assert_eq!(parse_retry_after(Some("x"), Some("3")), Some(3000));
-    assert_eq!(parse_retry_after(None, Some("-1")), None);
-    assert_eq!(parse_retry_after(None, Some("Wed, 21 Oct 2015 07:28:00 GMT")), None);
-    assert_eq!(parse_retry_after(None, Some("99999999999999999999")), None);
+    let now = 1_700_000_000_000.0; // Tue, 14 Nov 2023 22:13:20 GMT
+    assert_eq!(parse_retry_after(None, Some("2"), now), Some(2000));
+    assert_eq!(parse_retry_after(None, Some(" 1.5 "), now), Some(1500));
+    assert_eq!(parse_retry_after(Some("250"), Some("9"), now), Some(250));
+    assert_eq!(parse_retry_after(Some("12.7"), None, now), Some(12));
+    assert_eq!(parse_retry_after(Some("x"), Some("3"), now), Some(3000));
+    assert_eq!(parse_retry_after(None, Some("-1"), now), None);
+    assert_eq!(parse_retry_after(None, Some("99999999999999999999"), now), None);
+}
+
+#[test]
+fn retry_after_dates_in_every_http_form_count_from_now() {
+    let now = 1_700_000_000_000.0; // Tue, 14 Nov 2023 22:13:20 GMT
+    let wait = |date: &str| parse_retry_after(None, Some(date), now);
+    assert_eq!(wait("Tue, 14 Nov 2023 22:13:21 GMT"), Some(1000));
+    assert_eq!(wait("  Tue, 14 Nov 2023 22:14:00 GMT "), Some(40_000));
+    assert_eq!(wait("Wednesday, 15-Nov-23 00:00:00 GMT"), Some(6_400_000));
+    assert_eq!(wait("Tue Nov 14 22:13:30 2023"), Some(10_000));
+    assert_eq!(wait("Fri Mar  1 00:00:00 2024"), Some(9_251_200_000));
+    // Leap years: 29 Feb 2024 is a day before 1 Mar, and 2100 has no 29 Feb.
+    assert_eq!(wait("Thu, 29 Feb 2024 00:00:00 GMT"), Some(9_251_200_000 - 86_400_000));
+    assert_eq!(http_date("Mon, 01 Mar 2100 00:00:00 GMT") - http_date("Sun, 28 Feb 2100 00:00:00 GMT"), 86_400_000);
+    assert_eq!(http_date("Thu, 01 Jan 1970 00:00:00 GMT"), 0);
+    assert_eq!(http_date("Sun, 06 Nov 1994 08:49:37 GMT"), 784_111_777_000);
+    assert_eq!(http_date("Sunday, 06-Nov-94 08:49:37 GMT"), 784_111_777_000);
+    assert_eq!(http_date("Sun Nov  6 08:49:37 1994"), 784_111_777_000);
+    // A date past: retry at once.
+    assert_eq!(wait("Wed, 21 Oct 2015 07:28:00 GMT"), Some(0));
+    assert_eq!(wait("Thu, 01 Jan 1960 00:00:00 GMT"), Some(0));
+    for bad in [
+        "Tue, 14 Nov 2023 22:13:21 UTC",
+        "Tue, 14 Nov 2023 22:13 GMT",
+        "Tue, 14 Nov 2023 24:00:00 GMT",
+        "Tue, 32 Nov 2023 22:13:21 GMT",
+        "Tue, 00 Nov 2023 22:13:21 GMT",
+        "Tue, 14 November 2023 22:13:21 GMT",
+        "Tue, 14 Nov 023 22:13:21 GMT",
+        "Tue, 14 Nov 2023 22:13:21 GMT extra",
+        "Tue Nov 14 22:13:30 2023 GMT",
+        "Tue, 14 Nov +202 22:13:21 GMT",
+        "Tue Nov 14 22:13:30 99999999999999999999999",
+        "Tue, 14 Nov 2023 22:13:21 GMT GMT",
+        "Tue, 14 Nov 2023 22:13:21:00 GMT",
+        "Tue,",
+        "",
+    ] {
+        assert_eq!(wait(bad), None, "{bad}");
+    }
+}
+
+fn http_date(date: &str) -> i64 {
+    parse_retry_after(None, Some(date), 0.0).unwrap() as i64
 }
 
 // --- the WebSocket transport ------------------------------------------------------------------

@@ -303,6 +303,7 @@ impl StepBuilder {
                 self.finished = true;
             }
             ModelEvent::Usage(u) => self.result.usage = u,
+            ModelEvent::Restart => self.restart(out),
             ModelEvent::Error { message, body } => {
                 return Err(AgentError::ApiCall { message, status: None, body, retryable: false, retry_after_ms: None });
             }
@@ -339,6 +340,24 @@ impl StepBuilder {
         if let Some(slot) = slot {
             merge_meta(slot, meta);
         }
+    }
+
+    /// Forgets the message streamed so far: its chunks went out, but the step's text, reasoning,
+    /// parts and calls are the next message's only. Open blocks and calls are ended, so every start
+    /// chunk has its end; an abandoned call never becomes a `tool-call`.
+    fn restart(&mut self, out: &mut Vec<Chunk>) {
+        self.close_text(out);
+        self.close_reasoning(out);
+        for call in self.calls.drain(..) {
+            out.push(Chunk::ToolCallInputStreamingEnd { tool_call_id: call.id });
+        }
+        let r = &mut self.result;
+        r.text.clear();
+        r.reasoning.clear();
+        r.parts.clear();
+        r.usage = Usage::default();
+        r.response.id = None;
+        r.response.model_id = None;
     }
 
     fn close_text(&mut self, out: &mut Vec<Chunk>) {

@@ -316,8 +316,9 @@ fn tool_result(part: &ToolResultPart) -> Value {
 /// `TextDelta`, `ReasoningDelta` and `ToolCallDelta` (the content block's index is the call's
 /// index; its id and name come with a first, empty piece at the block's start). One `Finish`
 /// closes the reply at `message_stop`, with the stop reason of `message_delta` and the usage of
-/// both. An `error` event becomes one `Error` event. Other events (`ping`, block stops, types
-/// added to the API later) produce nothing.
+/// both. A second `message_start` (the API abandoned the message and started over) gives
+/// `Restart`, and the new message's events follow. An `error` event becomes one `Error` event.
+/// Other events (`ping`, block stops, types added to the API later) produce nothing.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AnthropicDecoder {
     sse: SseDecoder,
@@ -330,6 +331,8 @@ pub struct AnthropicDecoder {
     stop_reason: Option<FinishReason>,
     usage: Option<Usage>,
     saw_error: bool,
+    /// A `message_start` came.
+    started: bool,
     /// `Finish` was emitted; whatever follows is ignored.
     finished: bool,
 }
@@ -344,6 +347,7 @@ impl AnthropicDecoder {
             stop_reason: None,
             usage: None,
             saw_error: false,
+            started: false,
             finished: false,
         }
     }
@@ -385,6 +389,14 @@ impl AnthropicDecoder {
     fn apply(&mut self, kind: &str, event: Event<'_>, out: &mut Vec<ModelEvent>) {
         match kind {
             "message_start" => {
+                // A second start: the first message was abandoned, and nothing of it counts.
+                if self.started {
+                    out.push(ModelEvent::Restart);
+                    self.tool_blocks.clear();
+                    self.stop_reason = None;
+                    self.usage = None;
+                }
+                self.started = true;
                 out.push(ModelEvent::ResponseMetadata {
                     id: event.id.map(Cow::into_owned),
                     model_id: event.model.map(Cow::into_owned),

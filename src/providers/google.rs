@@ -825,7 +825,9 @@ fn function_call<'a>(r: &mut Reader<'a>) -> json::Result<Call<'a>> {
     r.object(&mut |r, key| {
         match key {
             "name" => call.name = r.opt_string()?,
-            "args" if !r.is_null() => call.args = Some(r.raw()?),
+            // Arguments too deep to read or with a lone surrogate are the call's error (see
+            // `raw_unchecked`), as they are in the APIs that send them as a string.
+            "args" if !r.is_null() => call.args = Some(r.raw_unchecked()?),
             "partialArgs" if !r.is_null() => {
                 let mut pieces = Vec::new();
                 r.array(&mut |r, _| {

@@ -24,12 +24,16 @@ mod tests_google;
 #[cfg(test)]
 mod tests_json;
 #[cfg(test)]
+mod tests_recordings;
+#[cfg(test)]
 mod tests_responses;
 // proptest is a native-only dev-dependency (see Cargo.toml).
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests_splits;
 #[cfg(test)]
 mod tests_sse;
+#[cfg(test)]
+mod tests_tool_args;
 
 use std::borrow::Cow;
 
@@ -209,13 +213,7 @@ pub(crate) fn push_sse<D: SseEvents>(d: &mut D, bytes: &[u8], out: &mut Vec<Mode
     result
 }
 
-/// The first 200 characters of an event, for error messages.
-pub(crate) fn head(data: &str) -> &str {
-    match data.char_indices().nth(200) {
-        Some((at, _)) => &data[..at],
-        None => data,
-    }
-}
+pub(crate) use crate::core::error::head;
 
 pub(crate) fn is_url(data: &str) -> bool {
     ["http://", "https://", "data:"].iter().any(|p| starts_with_ignore_case(data, p))

@@ -207,9 +207,10 @@ fn assistant_message(parts: &[AssistantPart]) -> Value {
 /// Decodes a streamed Chat Completions body into `ModelEvent`s.
 ///
 /// Per chunk, in order: `ResponseMetadata` (once, from the first chunk that has an id, model or
-/// creation time), `ReasoningDelta`, `TextDelta`, one `ToolCallDelta` per tool call piece. One
-/// `Finish` closes the reply, at `[DONE]` or at the end of the body, with the last finish reason
-/// and usage seen. A chunk `{"error": …}` becomes one `Error` event.
+/// creation time), `ReasoningDelta`, `TextDelta` (or, for `content` as a list of typed parts, a
+/// `ReasoningDelta` per thinking text and a `TextDelta` per text, in order), one `ToolCallDelta`
+/// per tool call piece. One `Finish` closes the reply, at `[DONE]` or at the end of the body, with
+/// the last finish reason and usage seen. A chunk `{"error": …}` becomes one `Error` event.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChatDecoder {
     sse: SseDecoder,
@@ -292,6 +293,8 @@ impl ChatDecoder {
         if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
             out.push(ModelEvent::TextDelta(text.into_owned()));
         }
+        let mut parts = delta.content_parts;
+        out.append(&mut parts);
         for (position, call) in delta.tool_calls.into_iter().enumerate() {
             out.push(ModelEvent::ToolCallDelta {
                 index: call.index.unwrap_or(position as u32),
@@ -403,6 +406,9 @@ struct Chunk<'a> {
 #[derive(Default)]
 struct Delta<'a> {
     content: Option<Cow<'a, str>>,
+    /// `content` as a list of typed parts (Mistral's reasoning models): the reasoning and text
+    /// deltas of their texts, in order.
+    content_parts: Vec<ModelEvent>,
     reasoning_content: Option<Cow<'a, str>>,
     /// Groq and OpenRouter spell `reasoning_content` this way.
     reasoning: Option<Cow<'a, str>>,
@@ -453,6 +459,7 @@ fn choice<'a>(r: &mut Reader<'a>, chunk: &mut Chunk<'a>) -> json::Result<()> {
             "delta" if !r.is_null() => r.object(&mut |r, key| {
                 let delta = &mut chunk.delta;
                 match key {
+                    "content" if r.is_array() => content_parts(r, false, &mut delta.content_parts)?,
                     "content" => delta.content = r.opt_string()?,
                     "reasoning_content" => delta.reasoning_content = r.opt_string()?,
                     "reasoning" => delta.reasoning = r.opt_string()?,
@@ -467,6 +474,33 @@ fn choice<'a>(r: &mut Reader<'a>, chunk: &mut Chunk<'a>) -> json::Result<()> {
             })?,
             "finish_reason" => chunk.finish_reason = r.opt_string()?,
             _ => {}
+        }
+        Ok(())
+    })
+}
+
+/// `[{ "type": "text", "text": … }, { "type": "thinking", "thinking": [{ "type": "text", "text": … }] }]`:
+/// a delta per text, in order, reasoning for the texts in thinking. Parts of other types are skipped.
+fn content_parts(r: &mut Reader<'_>, thinking: bool, out: &mut Vec<ModelEvent>) -> json::Result<()> {
+    r.array(&mut |r, _| {
+        let (at, mut kind, mut text) = (out.len(), None, None);
+        r.object(&mut |r, key| {
+            match key {
+                "type" => kind = r.opt_string()?,
+                "text" => text = r.opt_string()?,
+                "thinking" if r.is_array() => content_parts(r, true, out)?,
+                _ => {}
+            }
+            Ok(())
+        })?;
+        // Only a thinking part keeps the texts of its `thinking`.
+        if kind.as_deref() != Some("thinking") {
+            out.truncate(at);
+        }
+        match text.filter(|t| !t.is_empty() && kind.as_deref() == Some("text")) {
+            Some(t) if thinking => out.push(ModelEvent::ReasoningDelta(t.into_owned())),
+            Some(t) => out.push(ModelEvent::TextDelta(t.into_owned())),
+            None => {}
         }
         Ok(())
     })

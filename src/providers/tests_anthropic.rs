@@ -8,7 +8,6 @@ use serde_json::{json, Map, Value};
 
 use super::anthropic::{build_request, AnthropicDecoder};
 use super::tests_fixtures::{self, assert_cut_short, assert_not_json, endpoint_at, pairs, fixture_lines, typed_stream, ANTHROPIC as FIXTURES};
-use super::tests_sse::{random_pieces, Rng};
 use super::{step_of, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
@@ -198,33 +197,6 @@ fn every_fixture_matches_a_plain_reading_of_its_json() {
 }
 
 #[test]
-fn every_fixture_split_in_two_at_every_position() {
-    for name in FIXTURES {
-        let body = fixture_stream(name);
-        let whole = decode_pieces(&[&body], true).unwrap();
-        for at in 0..=body.len() {
-            let (a, b) = body.split_at(at);
-            assert_eq!(decode_pieces(&[a, b], true).unwrap(), whole, "{name}: split at byte {at}");
-        }
-    }
-}
-
-#[test]
-fn every_fixture_in_one_byte_and_random_pieces() {
-    for name in FIXTURES {
-        let body = fixture_stream(name);
-        let whole = decode_pieces(&[&body], true).unwrap();
-        let singles: Vec<&[u8]> = body.chunks(1).collect();
-        assert_eq!(decode_pieces(&singles, true).unwrap(), whole, "{name}: 1-byte pieces");
-        for seed in 0..20 {
-            let mut rng = Rng::new(seed);
-            let pieces = random_pieces(&body, &mut rng, [3, 17, 200, 1500][seed as usize % 4]);
-            assert_eq!(decode_pieces(&pieces, true).unwrap(), whole, "{name}: random pieces, seed {seed}");
-        }
-    }
-}
-
-#[test]
 fn raw_events_come_before_the_events_of_their_event() {
     let name = "anthropic--anthropic-text";
     let events = decode_pieces(&[&fixture_stream(name)], true).unwrap();
@@ -349,6 +321,77 @@ fn thinking_text_and_tool_blocks_in_order() {
             call("{\"city\": \"Pa", false),
             call("ris\"}", false),
             ModelEvent::Finish { reason: FinishReason::ToolCalls, usage: Some(usage(5, 40, None)) },
+        ]
+    );
+}
+
+#[test]
+fn a_second_message_start_drops_the_abandoned_message() {
+    let restart = |id: &str, input: u64| {
+        let message = json!({ "id": id, "model": "claude", "usage": { "input_tokens": input } });
+        sse("message_start", json!({ "type": "message_start", "message": message }))
+    };
+    let weather = |id: &str| json!({ "type": "tool_use", "id": id, "name": "weather", "input": {} });
+    let body = restart("msg_1", 5)
+        + &block_start(0, json!({ "type": "text", "text": "" }))
+        + &block_delta(0, json!({ "type": "text_delta", "text": "Let me check Par" }))
+        + &block_start(1, weather("toolu_1"))
+        + &block_delta(1, json!({ "type": "input_json_delta", "partial_json": "{\"city\": \"Par" }))
+        + &restart("msg_2", 6)
+        + &block_start(0, json!({ "type": "thinking", "thinking": "" }))
+        + &block_delta(0, json!({ "type": "thinking_delta", "thinking": "Lyon, then." }))
+        + &block_start(1, json!({ "type": "text", "text": "" }))
+        + &block_delta(1, json!({ "type": "text_delta", "text": "Checking Lyon." }))
+        + &block_start(2, weather("toolu_2"))
+        + &block_delta(2, json!({ "type": "input_json_delta", "partial_json": "{\"city\": \"Lyon\"}" }))
+        + &stop_with(json!("tool_use"), json!({ "output_tokens": 9 }));
+    let events = decode(&body).unwrap();
+    assert_eq!(events.iter().filter(|e| **e == ModelEvent::Restart).count(), 1);
+    assert_eq!(finish(&events), (FinishReason::ToolCalls, Some(usage(6, 9, None))));
+
+    // What the step keeps is the completed message only; what already streamed was closed.
+    let mut step = crate::core::step::StepBuilder::new(
+        crate::core::step::IdSource::new("t".into()), "m".into(), String::new(), Vec::new(), 0.0,
+    );
+    let mut chunks = Vec::new();
+    for event in events {
+        step.apply(event, &mut chunks).unwrap();
+    }
+    step.close(&mut chunks, true);
+    let shown: Vec<String> = chunks.iter().map(|c| format!("{} {}", c.type_name(), c.payload())).collect();
+    let types: Vec<&str> =
+        chunks.iter().map(|c| c.type_name().trim_start_matches("tool-call-input-streaming-")).collect();
+    assert_eq!(
+        types,
+        [
+            "text-start", "text-delta", "text-end", "start", "tool-call-delta", "end", // the abandoned message
+            "reasoning-start", "reasoning-delta", "reasoning-end", "text-start", "text-delta", "text-end",
+            "start", "tool-call-delta", "end", "tool-call",
+        ],
+        "{shown:#?}"
+    );
+    assert!(shown[5].contains("toolu_1"), "{shown:#?}");
+    let result = step.into_parts().1;
+    assert_eq!(result.text, "Checking Lyon.");
+    assert_eq!(result.reasoning, "Lyon, then.");
+    assert_eq!(result.response.id.as_deref(), Some("msg_2"));
+    assert_eq!(result.usage, usage(6, 9, None));
+    assert_eq!(result.tool_calls.len(), 1);
+    assert_eq!(
+        (result.tool_calls[0].tool_call_id.as_str(), &result.tool_calls[0].args),
+        ("toolu_2", &json!({ "city": "Lyon" }))
+    );
+    assert_eq!(
+        result.parts,
+        [
+            AssistantPart::Reasoning("Lyon, then.".into(), None),
+            AssistantPart::Text("Checking Lyon.".into(), None),
+            AssistantPart::ToolCall {
+                tool_call_id: "toolu_2".into(),
+                tool_name: "weather".into(),
+                args: json!({ "city": "Lyon" }),
+                meta: None
+            },
         ]
     );
 }

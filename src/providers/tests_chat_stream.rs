@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 
 use super::openai_chat::ChatDecoder;
-use super::sse::SseDecoder;
 use super::tests_fixtures::{self, assert_cut_short, assert_not_json, chat_stream, fixture_lines, CHAT as FIXTURES};
 use super::tests_sse::{random_pieces, Rng};
 use super::StreamDecoder;
@@ -193,6 +192,58 @@ fn mistral_text() {
     assert_eq!(r.finish.unwrap(), (FinishReason::Stop, Some(usage(13, 8, 21, None, None))));
 }
 
+/// A Mistral reasoning model (Magistral) as it streams: `delta.content` is a list of typed parts,
+/// thinking first (its text in a list of its own), then the answer; a plain string may follow.
+const MAGISTRAL: &[&str] = &[
+    r#"{"id":"e1","object":"chat.completion.chunk","created":1750000000,"model":"magistral-medium-2507","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+    r#"{"id":"e1","object":"chat.completion.chunk","created":1750000000,"model":"magistral-medium-2507","choices":[{"index":0,"delta":{"content":[{"type":"thinking","thinking":[{"type":"text","text":"The user greets"}]}]},"finish_reason":null}]}"#,
+    r#"{"id":"e1","object":"chat.completion.chunk","created":1750000000,"model":"magistral-medium-2507","choices":[{"index":0,"delta":{"content":[{"thinking":[{"text":" me \u2014 ","type":"text"},{"type":"text","text":"answer kindly."}],"type":"thinking"}]},"finish_reason":null}]}"#,
+    r#"{"id":"e1","object":"chat.completion.chunk","created":1750000000,"model":"magistral-medium-2507","choices":[{"index":0,"delta":{"content":[{"type":"text","text":"Hello"},{"type":"reference","reference_ids":[1]},{"type":"text","text":" there"}]},"finish_reason":null}]}"#,
+    r#"{"id":"e1","object":"chat.completion.chunk","created":1750000000,"model":"magistral-medium-2507","choices":[{"index":0,"delta":{"content":"!"},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21}}"#,
+];
+
+#[test]
+fn mistral_reasoning_parts_become_reasoning_then_text() {
+    let body = chat_stream(&MAGISTRAL.iter().map(|l| l.to_string()).collect::<Vec<_>>());
+    let events = decode_pieces(&[&body], false).unwrap();
+    let deltas: Vec<(&str, &str)> = events
+        .iter()
+        .filter_map(|e| match e {
+            ModelEvent::ReasoningDelta(t) => Some(("reasoning", t.as_str())),
+            ModelEvent::TextDelta(t) => Some(("text", t.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        deltas,
+        [
+            ("reasoning", "The user greets"),
+            ("reasoning", " me \u{2014} "),
+            ("reasoning", "answer kindly."),
+            ("text", "Hello"),
+            ("text", " there"),
+            ("text", "!"),
+        ]
+    );
+    let step = super::step_of(events.clone());
+    assert_eq!(step.reasoning, "The user greets me \u{2014} answer kindly.");
+    assert_eq!(step.text, "Hello there!");
+    assert_eq!(step.finish_reason, FinishReason::Stop);
+    for cut in 1..body.len() {
+        assert_eq!(decode_pieces(&[&body[..cut], &body[cut..]], false).unwrap(), events, "split at {cut}");
+    }
+}
+
+#[test]
+fn content_parts_of_the_wrong_shape_are_reported() {
+    let chunk = |content: &str| format!("data: {{\"choices\":[{{\"delta\":{{\"content\":{content}}}}}]}}\n\n");
+    let wrong = [r#"[{"type":"text","text":7}]"#, r#"["hi"]"#, r#"[{"type":"thinking","thinking":[{"text":[]}]}]"#];
+    for content in wrong {
+        let err = decode(&chunk(content)).unwrap_err();
+        assert!(err.to_string().contains("does not understand"), "{content}: {err}");
+    }
+}
+
 #[test]
 fn mistral_tool_call_without_index() {
     let r = Reply::decoded("mistral--mistral-tool-call");
@@ -223,87 +274,6 @@ fn every_fixture_matches_a_plain_reading_of_its_json() {
         let decoded: BTreeMap<u64, String> = r.tools.iter().map(|(i, t)| (*i as u64, t.2.clone())).collect();
         assert_eq!(decoded, args, "{name}");
         assert!(r.metadata.is_some() && r.finish.is_some(), "{name}");
-    }
-}
-
-/// Checks a split in two at every position of `body`, which must be a whole number of SSE
-/// events. A full decode per position would be quadratic in the body size (minutes for the 300 KB
-/// fixtures), so each position is checked from a snapshot of the decoder at the start of the event
-/// it falls in: the two pieces must produce that event's events and leave the decoder exactly as
-/// the unsplit event does, so nothing later in the stream can tell the difference.
-fn check_every_split<D, E>(name: &str, body: &[u8], fresh: D, push: impl Fn(&mut D, &[u8], &mut Vec<E>))
-where
-    D: Clone + PartialEq,
-    E: PartialEq + std::fmt::Debug,
-{
-    let mut bounds = vec![0];
-    bounds.extend(body.windows(2).enumerate().filter(|(_, w)| w == b"\n\n").map(|(i, _)| i + 2));
-    assert_eq!(bounds.last(), Some(&body.len()));
-    let mut reference = fresh;
-    for pair in bounds.windows(2) {
-        let (start, end) = (pair[0], pair[1]);
-        let before = reference.clone();
-        let mut expected = Vec::new();
-        push(&mut reference, &body[start..end], &mut expected);
-        for at in start + 1..end {
-            let mut decoder = before.clone();
-            let mut got = Vec::new();
-            push(&mut decoder, &body[start..at], &mut got);
-            push(&mut decoder, &body[at..end], &mut got);
-            assert_eq!(got, expected, "{name}: split at byte {at}");
-            assert!(decoder == reference, "{name}: decoder state differs after a split at byte {at}");
-        }
-    }
-}
-
-/// Every fixture split in two at every position, at the SSE layer. The Chat decoder only ever
-/// sees whole SSE events, so identical SSE events and SSE state mean identical model events; the
-/// tests below check the Chat layer itself on every position of the smaller fixtures and on
-/// 1-byte and random pieces of all of them.
-#[test]
-fn every_fixture_split_at_every_position_into_the_same_sse_events() {
-    for name in FIXTURES {
-        let body = fixture_stream(name);
-        check_every_split(name, &body, SseDecoder::new(), |d, bytes, out| d.push(bytes, out));
-    }
-}
-
-#[test]
-fn chat_decoder_split_at_every_position_of_the_smaller_fixtures() {
-    for name in FIXTURES {
-        let body = fixture_stream(name);
-        if body.len() > 20_000 {
-            continue;
-        }
-        check_every_split(name, &body, ChatDecoder::new(true), |d, bytes, out| d.push(bytes, out).unwrap());
-    }
-}
-
-/// The plain form of the same property, end to end, where the fixtures are small enough.
-#[test]
-fn small_fixtures_split_in_two_at_every_position() {
-    for name in FIXTURES.iter().filter(|n| n.starts_with("mistral") || n.ends_with("groq-tool-call")) {
-        let body = fixture_stream(name);
-        let whole = decode_pieces(&[&body], true).unwrap();
-        for at in 0..=body.len() {
-            let (a, b) = body.split_at(at);
-            assert_eq!(decode_pieces(&[a, b], true).unwrap(), whole, "{name}: split at byte {at}");
-        }
-    }
-}
-
-#[test]
-fn every_fixture_in_one_byte_and_random_pieces() {
-    for name in FIXTURES {
-        let body = fixture_stream(name);
-        let whole = decode_pieces(&[&body], true).unwrap();
-        let singles: Vec<&[u8]> = body.chunks(1).collect();
-        assert_eq!(decode_pieces(&singles, true).unwrap(), whole, "{name}: 1-byte pieces");
-        for seed in 0..3 {
-            let mut rng = Rng::new(seed);
-            let pieces = random_pieces(&body, &mut rng, [7, 64, 1500][seed as usize]);
-            assert_eq!(decode_pieces(&pieces, true).unwrap(), whole, "{name}: random pieces, seed {seed}");
-        }
     }
 }
 

@@ -8,7 +8,6 @@ use serde_json::{json, Map, Value};
 
 use super::google::{build_request, GoogleDecoder};
 use super::tests_fixtures::{self, assert_cut_short, assert_not_json, endpoint_at, pairs, data_stream, fixture_lines, GOOGLE as FIXTURES};
-use super::tests_sse::{random_pieces, Rng};
 use super::{step_of, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
@@ -211,38 +210,6 @@ fn every_fixture_matches_a_plain_reading_of_its_json() {
             assert_eq!(decoded, calls, "{name}");
         }
         assert!(r.metadata.is_some() && r.finish.is_some(), "{name}");
-    }
-}
-
-/// The fixtures are small (under 4 KB), so every split in two is decoded end to end and compared
-/// with the unsplit decode, raw events included.
-#[test]
-fn every_fixture_split_in_two_at_every_position() {
-    for name in FIXTURES {
-        let body = fixture_stream(name);
-        let whole = decode_pieces(&[&body], true).unwrap();
-        for at in 0..=body.len() {
-            let (a, b) = body.split_at(at);
-            assert_eq!(decode_pieces(&[a, b], true).unwrap(), whole, "{name}: split at byte {at}");
-        }
-    }
-}
-
-#[test]
-fn every_fixture_in_one_byte_and_random_pieces() {
-    for name in FIXTURES {
-        let body = fixture_stream(name);
-        let whole = decode_pieces(&[&body], true).unwrap();
-        let singles: Vec<&[u8]> = body.chunks(1).collect();
-        assert_eq!(decode_pieces(&singles, true).unwrap(), whole, "{name}: 1-byte pieces");
-        for seed in 0..6 {
-            let mut rng = Rng::new(seed);
-            let pieces = random_pieces(&body, &mut rng, [3, 7, 64, 300, 1500, 5000][seed as usize]);
-            assert_eq!(decode_pieces(&pieces, true).unwrap(), whole, "{name}: random pieces, seed {seed}");
-        }
-        // Servers may end lines with CR LF.
-        let crlf = String::from_utf8(body.clone()).unwrap().replace('\n', "\r\n");
-        assert_eq!(decode_pieces(&[crlf.as_bytes()], true).unwrap(), whole, "{name}: CR LF");
     }
 }
 

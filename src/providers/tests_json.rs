@@ -204,6 +204,41 @@ fn raw_is_the_exact_text_of_the_value() {
 }
 
 #[test]
+fn raw_unchecked_finds_the_end_of_any_object_or_array() {
+    let deep = format!("{}{}", chars(10_000, '['), chars(10_000, ']'));
+    let values = [
+        r#"{"s":"\ud800","t":"\udc00\ud800"}"#.to_string(),
+        r#"{"brackets in strings":"}]{[","quote":"a\"}b","backslash":"\\"}"#.to_string(),
+        r#"[1, {"a": []}, "x"]"#.to_string(),
+        deep,
+    ];
+    for value in &values {
+        let text = format!(r#"{{"args": {value} ,"after":true}}"#);
+        let (mut got, mut after) = ("", false);
+        let mut r = Reader::new(&text);
+        r.object(&mut |r, key| {
+            match key {
+                "args" => got = r.raw_unchecked()?,
+                "after" => after = r.bool()?,
+                _ => unreachable!(),
+            }
+            Ok(())
+        })
+        .unwrap();
+        r.end().unwrap();
+        assert_eq!((got, after), (value.as_str(), true), "{}", &value[..value.len().min(40)]);
+    }
+    // Anything else is read as `raw` reads it; what cannot be delimited is an error.
+    let raw_of = |text: &str| Reader::new(text).raw_unchecked().map(str::to_owned);
+    assert_eq!(raw_of(r#" "x" "#).unwrap(), r#""x""#);
+    assert!(raw_of(r#""\ud800""#).unwrap_err().syntax);
+    for bad in [r#"{"a":[}"#, r#"{"a":"}"#, "[[]", r#"{"a":"\"}"#] {
+        let err = raw_of(bad).unwrap_err();
+        assert!(err.syntax, "{bad}: {err}");
+    }
+}
+
+#[test]
 fn strings_borrow_unless_escaped() {
     let string = |text| Reader::new(text).string().unwrap();
     assert!(matches!(string(r#""plain é 😀""#), Cow::Borrowed("plain é 😀")));

@@ -13,10 +13,9 @@ use serde_json::{json, Map, Value};
 
 use super::openai_responses::{build_request, ResponsesDecoder};
 use super::tests_fixtures::{
-    self, assert_cut_short, assert_not_json, endpoint_at, fixture_lines, pairs, json_lines, response_bodies, responses, typed_stream, OPENAI_ERROR as ERROR,
+    self, assert_cut_short, assert_not_json, endpoint_at, fixture_lines, pairs, json_lines, responses, typed_stream, OPENAI_ERROR as ERROR,
     PARALLEL_WRAPPER as PARALLEL, REASONING_ENCRYPTED as REASONING, RESPONSES, XAI_TEXT as XAI,
 };
-use super::tests_sse::{random_pieces, Rng};
 use super::{step_of, Endpoint, HttpRequest, StreamDecoder};
 use crate::core::error::AgentError;
 use crate::core::model::{
@@ -283,63 +282,6 @@ fn every_fixture_matches_a_plain_reading_of_its_json() {
             let decoded: BTreeMap<u32, String> = r.tools.iter().map(|(i, t)| (*i, t.2.clone())).collect();
             assert_eq!(decoded, args, "{name}");
             assert!(r.metadata.is_some() && r.finish.is_some(), "{name}");
-        }
-    }
-}
-
-/// Split in two pieces at every position, each body gives the same events. Bodies up to 4 KB
-/// are decoded whole for every position. For the longer ones (up to 170 KB, which would take
-/// minutes that way in a debug build) each event is split at every position inside it, on a
-/// copy of the decoder that has read the events before it: the events it gives and the state it
-/// leaves must be those of the unsplit event. That is the same check, since the decoder's state
-/// at an event boundary does not depend on how the bytes before it were cut (which the small
-/// bodies and the random pieces below check end to end).
-#[test]
-fn every_fixture_split_in_two_at_every_position() {
-    for (name, body) in response_bodies() {
-        let whole = decode_all(&[&body], true);
-        if body.len() <= 4_000 {
-            for at in 0..=body.len() {
-                let (a, b) = body.split_at(at);
-                assert_eq!(decode_all(&[a, b], true), whole, "{name}: split at byte {at}");
-            }
-            continue;
-        }
-        let mut before = ResponsesDecoder::new(true);
-        let mut all = Vec::new();
-        let mut start = 0;
-        for end in (1..body.len()).filter(|i| body[i - 1..=*i] == *b"\n\n") {
-            let event = &body[start..=end];
-            let mut after = before.clone();
-            let mut expected = Vec::new();
-            after.push(event, &mut expected).unwrap();
-            for at in 1..event.len() {
-                let mut split = before.clone();
-                let mut out = Vec::new();
-                split.push(&event[..at], &mut out).unwrap();
-                split.push(&event[at..], &mut out).unwrap();
-                assert!(out == expected && split == after, "{name}: split at byte {}", start + at);
-            }
-            all.extend(expected);
-            before = after;
-            start = end + 1;
-        }
-        assert_eq!(start, body.len(), "{name}: the body is whole events");
-        let end = before.end(&mut all).map_err(|e| e.to_string());
-        assert_eq!((all, end), whole, "{name}");
-    }
-}
-
-#[test]
-fn every_fixture_in_one_byte_and_random_pieces() {
-    for (name, body) in response_bodies() {
-        let whole = decode_all(&[&body], true);
-        let singles: Vec<&[u8]> = body.chunks(1).collect();
-        assert_eq!(decode_all(&singles, true), whole, "{name}: 1-byte pieces");
-        for seed in 0..20 {
-            let mut rng = Rng::new(seed);
-            let pieces = random_pieces(&body, &mut rng, [3, 17, 200, 1500][seed as usize % 4]);
-            assert_eq!(decode_all(&pieces, true), whole, "{name}: random pieces, seed {seed}");
         }
     }
 }

@@ -17,7 +17,34 @@ import {
   useModelServer,
 } from './helpers.mjs';
 
-const server = useModelServer();
+const server = useModelServer({
+  scripts: {
+    // not-a-stream:json answers 200 with a whole chat.completion (a server that does not stream);
+    // not-a-stream:html with a proxy's sign-in page.
+    'not-a-stream': {
+      description: 'test: a 200 reply that is not an event stream',
+      run(ex) {
+        if (ex.arg === 'json') {
+          const message = { role: 'assistant', content: 'Hello there' };
+          const choices = [{ index: 0, message, finish_reason: 'stop' }];
+          return ex.json(200, { id: 'chatcmpl-1', object: 'chat.completion', choices });
+        }
+        ex.markEnded();
+        ex.res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        const body = '<p>Wi-Fi</p>'.repeat(50);
+        ex.res.end(`<!DOCTYPE html><html><head><title>Sign in to the network</title></head><body>${body}</body></html>`);
+      },
+    },
+    // echo-headers answers 401 quoting every request header back, as some gateways do.
+    'echo-headers': {
+      description: 'test: 401 that echoes the request headers',
+      run(ex) {
+        const message = `rejected headers ${JSON.stringify(ex.headers)}`;
+        ex.error(401, { message, type: 'invalid_request_error', headers: ex.headers });
+      },
+    },
+  },
+});
 
 /**
  * Runs `script` to its end, reading fullStream chunk by chunk, and collects what the user sees:
@@ -157,6 +184,45 @@ test('an error event inside a 200 stream: error chunk with the provider message 
   assert.match(e.message, /The server had an error while processing your request/);
   assert.equal(typeof e.body, 'string');
   assert.equal(JSON.parse(e.body).error.type, 'server_error');
+});
+
+test('a 200 reply that is not an event stream: error chunk with its status, content type and head of body', T, async () => {
+  const cases = [
+    ['json', 'application/json', '{"id":"chatcmpl-1","object":"chat.completion"'],
+    ['html', 'text/html; charset=utf-8', '<!DOCTYPE html><html><head><title>Sign in'],
+  ];
+  for (const [arg, type, head] of cases) {
+    const run = await failRun(`not-a-stream:${arg}`, { agentConfig: { maxRetries: 2 } });
+    assert.deepEqual(types(run.chunks), ['start', 'step-start', 'error']);
+    const err = await assertFailedRun(run);
+    assert.equal(err.status, 200);
+    assert.ok(err.message.includes(`answered 200 with content type '${type}' instead of an event stream`), err.message);
+    assert.ok(err.message.includes(head), err.message);
+    assert.ok(!/connection closed/.test(err.message), err.message);
+    assert.ok(err.body.startsWith(head), 'the body is what came back');
+    assert.equal(run.requests.length, 1, 'not retried');
+  }
+});
+
+test('secret headers of the model config and modelSettings never show in errors, even when echoed', T, async () => {
+  const srv = server.current;
+  const id = uid('echo');
+  const headers = { 'x-test-id': id, 'x-api-key': 'model-header-key-2', 'x-team': 'team-alpha' };
+  const model = modelFor(srv, 'echo-headers', { apiKey: 'sk-config-key-1', headers });
+  const agent = new Agent({ id: 'echoed', model });
+  const settings = { headers: { 'x-goog-api-key': 'settings-key-3', cookie: 'session=cookie-value-4' } };
+  const out = await agent.stream('Hello there', { modelSettings: settings });
+  const chunks = await collect(out.fullStream);
+  const err = await rejectionOf(out.text);
+  assert.equal(err.status, 401);
+  const shown = JSON.stringify(chunks) + err.message + err.body;
+  for (const secret of ['sk-config-key-1', 'model-header-key-2', 'settings-key-3', 'cookie-value-4']) {
+    assert.ok(!shown.includes(secret), `${secret} is not shown: ${err.message}`);
+  }
+  // What is no secret stays, so the echo is still useful.
+  assert.ok(err.message.includes('team-alpha') && err.message.includes(id), err.message);
+  assert.ok(err.message.includes('[redacted]'), err.message);
+  assert.equal(requestsOf(srv, id)[0].headers['x-api-key'], 'model-header-key-2', 'the header was sent');
 });
 
 test('model API unreachable: error chunk naming the URL, isRetryable', T, async () => {

@@ -10,26 +10,38 @@ import { Agent, T, collect, modelFor, noUnhandledRejections, rejectionOf, reques
 const SLACK_MS = 15;
 
 const failures = new Map();
+const busy = { message: 'busy', type: 'server_error', code: null };
+
+/**
+ * A script `<name>:<value>:<n>` that fails the first n requests of an x-test-id with
+ * `fail(ex, value)`, then answers like text:ok.
+ */
+function failingFirst(description, fail) {
+  return {
+    description,
+    run(ex) {
+      const [value, n] = ex.arg.split(':').map(Number);
+      const key = ex.headers['x-test-id'];
+      const seen = failures.get(key) ?? 0;
+      failures.set(key, seen + 1);
+      if (seen < n) return fail(ex, value);
+      const chat = ex.chat();
+      chat.content('ok');
+      return chat.complete('stop');
+    },
+  };
+}
+
 const server = useModelServer({
   scripts: {
-    // retry-after-ms:<ms>:<n> fails the first n requests of an x-test-id with a 503 that asks for
-    // <ms> milliseconds (retry-after-ms only), then answers like text:ok.
-    'retry-after-ms': {
-      description: 'test: 503 with retry-after-ms',
-      run(ex) {
-        const [ms, n] = ex.arg.split(':').map(Number);
-        const key = ex.headers['x-test-id'];
-        const seen = failures.get(key) ?? 0;
-        failures.set(key, seen + 1);
-        if (seen < n) {
-          ex.error(503, { message: 'busy', type: 'server_error', code: null }, { 'retry-after-ms': String(ms) });
-          return;
-        }
-        const chat = ex.chat();
-        chat.content('ok');
-        return chat.complete('stop');
-      },
-    },
+    // retry-after-ms:<ms>:<n>: a 503 that asks for <ms> milliseconds (retry-after-ms only).
+    'retry-after-ms': failingFirst('test: 503 with retry-after-ms', (ex, ms) =>
+      ex.error(503, busy, { 'retry-after-ms': String(ms) }),
+    ),
+    // retry-after-date:<s>:<n>: a 503 whose Retry-After is the HTTP date <s> seconds from now.
+    'retry-after-date': failingFirst('test: 503 with Retry-After as an HTTP date', (ex, s) =>
+      ex.error(503, busy, { 'retry-after': new Date(Date.now() + s * 1000).toUTCString() }),
+    ),
   },
 });
 
@@ -95,6 +107,15 @@ test('retry-after-ms is honoured (longer than the 1 s backoff would be)', T, asy
   assert.equal(requests.length, 2);
   assert.equal(await out.text, 'ok');
   assert.ok(gaps[0] >= 1500 - SLACK_MS, `waited ${gaps[0]} ms >= retry-after-ms 1500`);
+});
+
+test('Retry-After as an HTTP date waits until that date (longer than the 1 s backoff would be)', T, async () => {
+  // The date has whole seconds: 3 s from now is more than 2 s away when the client reads it.
+  const { out, requests, gaps } = await run('retry-after-date:3:1', { maxRetries: 1 });
+  assert.equal(requests.length, 2);
+  assert.equal(await out.text, 'ok');
+  assert.ok(gaps[0] >= 2000 - SLACK_MS, `waited ${gaps[0]} ms >= the 2 s or more until the date`);
+  assert.ok(gaps[0] < 3500, `waited ${gaps[0]} ms < 3.5 s`);
 });
 
 test('flaky:429 (Retry-After: 0) retries and succeeds', T, async () => {
