@@ -166,6 +166,14 @@ impl fmt::Display for AgentError {
 
 impl std::error::Error for AgentError {}
 
+/// The first 200 characters of a text, for error messages that quote what came back.
+pub fn head(text: &str) -> &str {
+    match text.char_indices().nth(200) {
+        Some((at, _)) => &text[..at],
+        None => text,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::StorageKind;
@@ -189,13 +197,5 @@ mod tests {
             assert_eq!(StorageKind::from_code(code), kind, "{code} reads back");
         }
         assert_eq!(StorageKind::from_code("blocked"), StorageKind::Blocked);
-    }
-}
-
-/// The first 200 characters of a text, for error messages that quote what came back.
-pub fn head(text: &str) -> &str {
-    match text.char_indices().nth(200) {
-        Some((at, _)) => &text[..at],
-        None => text,
     }
 }
