@@ -36,15 +36,15 @@ pub struct Callbacks {
 }
 
 impl Callbacks {
-    pub fn read(options: &JsValue, defaults: &JsValue) -> Self {
+    pub fn read(options: &JsValue, defaults: &JsValue) -> Result<Self, JsValue> {
         let get = |name| callback(options, defaults, name);
-        Callbacks {
-            on_chunk: get("onChunk"),
-            on_step_finish: get("onStepFinish"),
-            on_finish: get("onFinish"),
-            on_error: get("onError"),
-            on_abort: get("onAbort"),
-        }
+        Ok(Callbacks {
+            on_chunk: get("onChunk")?,
+            on_step_finish: get("onStepFinish")?,
+            on_finish: get("onFinish")?,
+            on_error: get("onError")?,
+            on_abort: get("onAbort")?,
+        })
     }
 }
 
