@@ -9,6 +9,7 @@ use wasm_bindgen::prelude::*;
 
 use super::agent::optional_function;
 use super::convert::{from_json, read, to_json, to_json_strict, Data};
+use super::report::callback_failed;
 use super::tools::{call_async, execute, needs_approval, standard_validate, thrown_message, JsTool, ToolEnv};
 use crate::core::env::LocalFuture;
 use crate::core::error::AgentError;
@@ -154,7 +155,10 @@ impl ToolHost for JsHost {
                 Outcome::Error(m) => (JsValue::UNDEFINED, js_sys::Error::new(m).into()),
                 Outcome::Denied { .. } | Outcome::Client => (JsValue::UNDEFINED, JsValue::UNDEFINED),
             };
-            let _ = call_async(f, &JsValue::UNDEFINED, &[&obj(&[a, b, c, d, ("result", res), ("error", err)])]).await;
+            let arg = obj(&[a, b, c, d, ("result", res), ("error", err)]);
+            if let Err(e) = call_async(f, &JsValue::UNDEFINED, &[&arg]).await {
+                callback_failed("hooks.afterToolCall", &e);
+            }
         })
     }
 }
@@ -226,7 +230,9 @@ impl Hooks for JsHost {
         Box::pin(async move {
             if let Some(f) = &self.on_title_generated {
                 let arg = obj(&[("threadId", JsValue::from_str(thread_id)), ("title", JsValue::from_str(title))]);
-                let _ = call_async(f, &JsValue::UNDEFINED, &[&arg]).await;
+                if let Err(e) = call_async(f, &JsValue::UNDEFINED, &[&arg]).await {
+                    callback_failed("memory.onTitleGenerated", &e);
+                }
             }
         })
     }
@@ -235,7 +241,11 @@ impl Hooks for JsHost {
         Box::pin(async move {
             let Some(f) = self.stop_fns.get(n) else { return false };
             // A throwing predicate stops the loop rather than letting it run on unchecked.
-            call_async(f, &JsValue::UNDEFINED, &[&obj(&[("steps", steps_js(steps))])]).await.map(|v| v.is_truthy()).unwrap_or(true)
+            let arg = obj(&[("steps", steps_js(steps))]);
+            call_async(f, &JsValue::UNDEFINED, &[&arg]).await.map(|v| v.is_truthy()).unwrap_or_else(|e| {
+                callback_failed("stopWhen", &e);
+                true
+            })
         })
     }
 
@@ -255,7 +265,14 @@ impl Hooks for JsHost {
                 ("runId", JsValue::from_str(&self.env.run_id)),
                 ("agentId", JsValue::from_str(&self.env.agent_id)),
             ]);
-            let Ok(ret) = call_async(f, &JsValue::UNDEFINED, &[&arg]).await else { return IterationDecision::default() };
+            let ret = match call_async(f, &JsValue::UNDEFINED, &[&arg]).await {
+                Ok(ret) => ret,
+                Err(e) => {
+                    // Like a callback that returned nothing: the loop goes on as it would have.
+                    callback_failed("onIterationComplete", &e);
+                    return IterationDecision::default();
+                }
+            };
             if !ret.is_object() {
                 return IterationDecision::default();
             }

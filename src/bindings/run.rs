@@ -6,10 +6,9 @@ use std::cell::Cell;
 use std::future::Future;
 use std::rc::Rc;
 
-use js_sys::{Function, Object, Promise, Reflect};
+use js_sys::{Function, Object, Reflect};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::JsFuture;
 
 use super::agent::{callback, json_value};
 use super::convert::error_to_js;
@@ -59,7 +58,7 @@ impl Sink for JsSink {
         let js = self.on_chunk.as_ref().map(|f| {
             let js = self.shared.chunk_js(&chunk);
             // A throwing onChunk must not break the run; its result is not awaited.
-            let _ = f.call1(&JsValue::UNDEFINED, &js);
+            super::report::call_observer("onChunk", f, &js);
             js
         });
         self.shared.deliver(chunk, js);
@@ -68,19 +67,17 @@ impl Sink for JsSink {
     fn step_finished<'a>(&'a self, step: &'a StepResult) -> LocalFuture<'a, ()> {
         Box::pin(async move {
             if let Some(f) = &self.on_step_finish {
-                call_and_wait(f, &json_value(&step.to_json())).await;
+                call_and_wait("onStepFinish", f, &json_value(&step.to_json())).await;
             }
         })
     }
 }
 
-/// Calls a user callback and waits for it when it returns a promise. Its failure is ignored:
-/// a callback cannot fail the run it observes.
-async fn call_and_wait(f: &Function, arg: &JsValue) {
-    if let Ok(ret) = f.call1(&JsValue::UNDEFINED, arg) {
-        if ret.has_type::<Promise>() {
-            let _: Result<JsValue, JsValue> = JsFuture::from(Promise::unchecked_from_js(ret)).await;
-        }
+/// Calls a user callback and waits for it when it returns a promise. A callback cannot fail the
+/// run it observes: its throw or rejection is reported on the console, once.
+async fn call_and_wait(name: &str, f: &Function, arg: &JsValue) {
+    if let Err(e) = super::tools::call_async(f, &JsValue::UNDEFINED, &[arg]).await {
+        super::report::callback_failed(name, &e);
     }
 }
 
@@ -158,17 +155,17 @@ async fn settle_first(outcome: &RunOutcome, run_id: &str, cb: &Callbacks) -> Res
             if let Some(f) = &cb.on_error {
                 let arg = Object::new();
                 let _ = Reflect::set(&arg, &"error".into(), &err);
-                call_and_wait(f, &arg).await;
+                call_and_wait("onError", f, &arg).await;
             }
             Err(err)
         }
         None => {
             if outcome.aborted.is_some() {
                 if let Some(f) = &cb.on_abort {
-                    call_and_wait(f, &full).await;
+                    call_and_wait("onAbort", f, &full).await;
                 }
             } else if let Some(f) = &cb.on_finish {
-                call_and_wait(f, &full).await;
+                call_and_wait("onFinish", f, &full).await;
             }
             Ok(full)
         }
