@@ -168,7 +168,7 @@ impl Agent {
     /// unless the agent configured its own.
     #[doc(hidden)]
     #[wasm_bindgen(js_name = __joinManager)]
-    pub fn join_manager(&self, id: JsValue) {
+    pub fn join_manager(&self, #[wasm_bindgen(unchecked_param_type = "number")] id: JsValue) {
         let whole = id.as_f64().filter(|n| n.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(n));
         let Some(id) = whole.map(|n| n as u32) else { return };
         if self.inner.own_background {
@@ -213,7 +213,10 @@ impl Agent {
 
     /// Cancels a background task of this agent. Returns whether it was still going.
     #[wasm_bindgen(js_name = cancelBackgroundTask)]
-    pub fn cancel_background_task(&self, task_id: JsValue) -> Result<bool, JsValue> {
+    pub fn cancel_background_task(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] task_id: JsValue,
+    ) -> Result<bool, JsValue> {
         let id = task_id.as_string().ok_or_else(|| type_error("cancelBackgroundTask(taskId)", &format!("expected a task id string, got {}", js_kind(&task_id))))?;
         Ok(self.inner.manager.borrow().as_ref().is_some_and(|m| m.cancel(&id)))
     }
@@ -709,7 +712,7 @@ fn steps_len(arg: &JsValue) -> u32 {
     Reflect::get(arg, &"steps".into()).ok().and_then(|s| Reflect::get(&s, &"length".into()).ok()).and_then(|l| l.as_f64()).unwrap_or(0.0) as u32
 }
 
-/// `stopWhen: stepCountIs(n)`: stop once `n` steps ran.
+/// `stopWhen: stepCountIs(count)`: stop once `count` steps ran.
 #[wasm_bindgen(js_name = stepCountIs, unchecked_return_type = "(options: { steps: StepResult[] }) => boolean")]
 pub fn step_count_is(#[wasm_bindgen(unchecked_param_type = "number")] count: JsValue) -> Result<Function, JsValue> {
     let n = match count.as_f64() {
