@@ -35,6 +35,8 @@ use crate::providers::Endpoint;
 /// The data keys of `new Agent(config)` besides `model` and `defaultOptions`; functions and objects
 /// such as tools are read apart.
 const CONFIG_KEYS: &[&str] = &["id", "name", "description", "instructions", "maxRetries"];
+/// The keys of a `{ id, url, apiKey, headers, api }` model.
+const MODEL_KEYS: &[&str] = &["id", "url", "apiKey", "headers", "api"];
 /// The data keys of `stream()` options read by this version.
 const OPTION_KEYS: &[&str] = &[
     "instructions",
@@ -101,6 +103,9 @@ impl Agent {
                 ));
             }
             data.tree["model"] = Value::String(format!("{}/{}", s("provider"), s("modelId")));
+        } else if model_js.is_object() && !js_sys::Array::is_array(&model_js) {
+            // Only the keys of `{ id, url, apiKey, headers, api }`: others are ignored, as in the reference.
+            data.insert("model", Data::pick(&model_js, MODEL_KEYS, "config.model").map_err(js)?);
         } else if !model_js.is_undefined() {
             data.insert("model", Data::of(&model_js, "config.model").map_err(js)?);
         }

@@ -292,6 +292,9 @@ test('after the whole table, the SAME agent instance still streams normally (no 
 });
 
 test('unknown options are ignored without error', T, async () => {
+  // Even a function under a key the model object does not have.
+  const withFetch = new Agent({ id: 'lenient-model', model: { ...goodModel(), fetch: () => {}, extra: NaN } });
+  assert.equal(await (await withFetch.stream('hi')).text, 'You said: hi');
   const agent = new Agent({ id: 'lenient', model: goodModel(), someFutureOption: { a: 1 } });
   const out = await agent.stream('hi', { someFutureOption: true, memory: undefined });
   assert.equal(await out.text, 'You said: hi');
