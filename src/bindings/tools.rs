@@ -202,7 +202,9 @@ fn custom_chunk(v: &JsValue) -> Result<Chunk, JsValue> {
     let kind = get(v, "type").as_string().filter(|t| t.starts_with("data-") && t.len() > 5).ok_or_else(|| {
         type_error("writer.custom(chunk).type", "expected a string starting with 'data-', e.g. 'data-progress'")
     })?;
-    let data = to_json(&get(v, "data"), "writer.custom(chunk).data").map_err(|e| super::convert::error_to_js(&e))?;
+    // Sent on as written, and stored: a function in it would silently vanish.
+    let data = to_json_strict(&get(v, "data"), "writer.custom(chunk).data");
+    let data = data.map_err(|e| super::convert::error_to_js(&e))?;
     let id = get(v, "id").as_string();
     let transient = get(v, "transient").is_truthy();
     Ok(Chunk::Data { kind, data, id, transient })

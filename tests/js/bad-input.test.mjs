@@ -463,6 +463,26 @@ test('a prepareStep that returns what is no step settings fails the run with a V
   assert.equal(await (await shared.stream('after prepareStep')).text, 'You said: after prepareStep');
 });
 
+test('writer.custom with a function in its data rejects with a TypeError naming it (nothing silently dropped)', T, async () => {
+  const seen = [];
+  const tool = createTool({
+    id: 'weather',
+    description: 'd',
+    inputSchema: { type: 'object', properties: { city: { type: 'string' } } },
+    execute: async (_input, { writer }) => {
+      const err = await writer.custom({ type: 'data-x', data: { ok: 1, f: () => 1 } }).then(() => null, (e) => e);
+      seen.push(err);
+      return 'done';
+    },
+  });
+  const agent = new Agent({ id: 'custom-bad', model: modelFor(server.current, 'tool-call'), tools: { weather: tool } });
+  const chunks = await collect((await agent.stream('weather?')).fullStream);
+  assert.equal(seen.length, 1);
+  assert.ok(seen[0] instanceof TypeError, `a TypeError, got ${seen[0]}`);
+  assert.ok(seen[0].message.startsWith('writer.custom(chunk).data.f'), seen[0].message);
+  assert.equal(chunks.filter((c) => c.type === 'data-x').length, 0, 'no half-written data chunk');
+});
+
 test('streamUntilIdle: options that are no object, or a throwing maxIdleMs getter → a rejected TypeError', T, async () => {
   const warn = console.warn;
   console.warn = () => {};
