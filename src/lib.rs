@@ -15,3 +15,11 @@ mod testing;
 pub mod platform;
 #[cfg(target_arch = "wasm32")]
 pub mod bindings;
+
+/// Runs once when the module is instantiated: a panic then says what and where on the console
+/// before the instance traps (the release build aborts on panic).
+#[cfg(target_arch = "wasm32")]
+#[wasm_bindgen::prelude::wasm_bindgen(start)]
+pub fn start() {
+    bindings::report::install_panic_hook();
+}

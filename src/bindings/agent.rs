@@ -8,7 +8,7 @@ use js_sys::{Function, Promise, Reflect};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
-use super::convert::{error_to_js, js_kind, pick_json, to_json, type_error};
+use super::convert::{error_to_js, js_kind, read, to_json, type_error, Data};
 use super::background::JsRuntime;
 use super::host::JsHost;
 use super::run::{IdleSetup, Turn};
@@ -34,8 +34,11 @@ use crate::core::wire::{Api, Endpoint};
 use crate::providers::registry;
 use super::host::JsModel;
 
-/// The data keys of `new Agent(config)`; functions and objects such as tools are read apart.
-const CONFIG_KEYS: &[&str] = &["id", "name", "description", "instructions", "model", "maxRetries", "defaultOptions"];
+/// The data keys of `new Agent(config)` besides `model` and `defaultOptions`; functions and objects
+/// such as tools are read apart.
+const CONFIG_KEYS: &[&str] = &["id", "name", "description", "instructions", "maxRetries"];
+/// The keys of a `{ id, url, apiKey, headers, api }` model.
+const MODEL_KEYS: &[&str] = &["id", "url", "apiKey", "headers", "api"];
 /// The data keys of `stream()` options read by this version.
 const OPTION_KEYS: &[&str] = &[
     "instructions",
@@ -95,10 +98,11 @@ impl Agent {
         if !config.is_object() {
             return Err(type_error("config", "expected an object like { id, instructions, model }"));
         }
-        let model_js = Reflect::get(&config, &"model".into()).unwrap_or(JsValue::UNDEFINED);
-        let model_object = (model_js.is_object() && Reflect::get(&model_js, &"doStream".into()).map(|f| f.is_function()).unwrap_or(false))
-            .then(|| model_js.clone());
-        let mut data = pick_json(&config, CONFIG_KEYS, "config").map_err(|e| error_to_js(&e))?;
+        let js = |e: AgentError| error_to_js(&e);
+        let model_js = read(&config, "model", "config")?;
+        let is_model_object = model_js.is_object() && read(&model_js, "doStream", "config.model")?.is_function();
+        let model_object = is_model_object.then(|| model_js.clone());
+        let mut data = Data::pick(&config, CONFIG_KEYS, "config").map_err(js)?;
         if let Some(m) = &model_object {
             // An AI SDK model: the agent streams through its doStream.
             let s = |k: &str| Reflect::get(m, &k.into()).ok().and_then(|v| v.as_string()).unwrap_or_default();
@@ -108,10 +112,22 @@ impl Agent {
                     "a model object needs provider and modelId strings besides doStream() (an AI SDK LanguageModelV2, e.g. openai('gpt-4o-mini'))",
                 ));
             }
-            data["model"] = Value::String(format!("{}/{}", s("provider"), s("modelId")));
+            data.tree["model"] = Value::String(format!("{}/{}", s("provider"), s("modelId")));
+        } else if model_js.is_object() && !js_sys::Array::is_array(&model_js) {
+            // Only the keys of `{ id, url, apiKey, headers, api }`: others are ignored, as in the reference.
+            data.insert("model", Data::pick(&model_js, MODEL_KEYS, "config.model").map_err(js)?);
+        } else if !model_js.is_undefined() {
+            data.insert("model", Data::of(&model_js, "config.model").map_err(js)?);
         }
-        let parsed = parse_agent_config(&data).map_err(|e| error_to_js(&e))?;
-        let default_options = Reflect::get(&config, &"defaultOptions".into()).unwrap_or(JsValue::UNDEFINED);
+        let default_options = read(&config, "defaultOptions", "config")?;
+        if default_options.is_object() {
+            // Only the data options: callbacks, tools and signals are read apart at each call.
+            let picked = Data::pick(&default_options, OPTION_KEYS, "config.defaultOptions").map_err(js)?;
+            data.insert("defaultOptions", picked);
+        } else if !default_options.is_undefined() {
+            data.insert("defaultOptions", Data::of(&default_options, "config.defaultOptions").map_err(js)?);
+        }
+        let parsed = data.parse(parse_agent_config).map_err(js)?;
         check_functions(&default_options, "config.defaultOptions")?;
         let m = &parsed.model;
         let (model, provider, model_name) = match model_object {
@@ -129,16 +145,16 @@ impl Agent {
                 (AgentModel::Http(endpoint), provider, name)
             }
         };
-        let tools = parse_tools(&Reflect::get(&config, &"tools".into()).unwrap_or(JsValue::UNDEFINED), "config.tools", false)?;
-        let memory_js = Reflect::get(&config, &"memory".into()).unwrap_or(JsValue::UNDEFINED);
+        let tools = parse_tools(&read(&config, "tools", "config")?, "config.tools", false)?;
+        let memory_js = read(&config, "memory", "config")?;
         let memory = if memory_js.is_undefined() || memory_js.is_null() {
             None
         } else {
             Some(lookup_memory(&memory_js).ok_or_else(|| type_error("config.memory", &format!("expected a Memory (new Memory({{ storage }})), got {}", js_kind(&memory_js))))?)
         };
-        let bg_js = Reflect::get(&config, &"backgroundTasks".into()).unwrap_or(JsValue::UNDEFINED);
-        let bg = to_json(&bg_js, "config.backgroundTasks").map_err(|e| error_to_js(&e))?;
-        let bg = parse_background_config(&bg, "config.backgroundTasks").map_err(|e| error_to_js(&e))?;
+        let bg_js = read(&config, "backgroundTasks", "config")?;
+        const BG: &str = "config.backgroundTasks";
+        let bg = Data::of(&bg_js, BG).and_then(|d| d.parse(|t| parse_background_config(t, BG))).map_err(js)?;
         let own_background = !(bg_js.is_undefined() || bg_js.is_null());
         let manager = bg.enabled.then(|| Manager::new(bg, Rc::new(JsRuntime)));
         if let Some(m) = &manager {
@@ -168,7 +184,9 @@ impl Agent {
     /// unless the agent configured its own.
     #[doc(hidden)]
     #[wasm_bindgen(js_name = __joinManager, skip_typescript)]
-    pub fn join_manager(&self, id: u32) {
+    pub fn join_manager(&self, id: JsValue) {
+        let whole = id.as_f64().filter(|n| n.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(n));
+        let Some(id) = whole.map(|n| n as u32) else { return };
         if self.inner.own_background {
             return;
         }
@@ -187,9 +205,18 @@ impl Agent {
         #[wasm_bindgen(unchecked_optional_param_type = "StreamOptions & { maxIdleMs?: number }")] options: Option<JsValue>,
     ) -> Promise {
         warn_once_until_idle();
-        let options = options.filter(|o| o.is_object()).unwrap_or_else(|| js_sys::Object::new().into());
-        let copy = js_sys::Object::assign(&js_sys::Object::new(), options.unchecked_ref());
-        let max = Reflect::get(&options, &"maxIdleMs".into()).unwrap_or(JsValue::UNDEFINED);
+        let options = options.unwrap_or(JsValue::UNDEFINED);
+        if !(options.is_undefined() || options.is_null() || options.is_object()) {
+            return Promise::reject(&type_error("options", "expected an object or undefined"));
+        }
+        let read_all = || {
+            let max = read(&options, "maxIdleMs", "options")?;
+            Ok::<_, JsValue>((max, super::convert::copy_object(&options, "options")?))
+        };
+        let (max, copy) = match read_all() {
+            Ok(read) => read,
+            Err(e) => return Promise::reject(&e),
+        };
         let idle: JsValue = if max.is_undefined() {
             JsValue::TRUE
         } else {
@@ -250,8 +277,12 @@ impl Agent {
         &self,
         #[wasm_bindgen(unchecked_param_type = "{ runId: string; toolCallId: string; reason?: string }")] args: JsValue,
     ) -> Result<bool, JsValue> {
-        let reason = Reflect::get(&args, &"reason".into()).ok().and_then(|r| r.as_string());
-        self.decide(&args, "declineToolCall", Decision::Decline { reason })
+        let reason = read(&args, "reason", "declineToolCall(args)")?;
+        if !(reason.is_undefined() || reason.is_null() || reason.is_string()) {
+            let got = js_kind(&reason);
+            return Err(type_error("declineToolCall(args).reason", &format!("expected a string, got {got}")));
+        }
+        self.decide(&args, "declineToolCall", Decision::Decline { reason: reason.as_string() })
     }
 
     #[wasm_bindgen(getter)]
@@ -283,13 +314,23 @@ impl Agent {
     /// `memory: { thread, resource, options? }` of a call.
     fn memory_run(&self, v: &JsValue, save_per_step: &JsValue) -> Result<Option<MemoryRun>, JsValue> {
         const F: &str = "options.memory";
+        // Checked with or without memory: a wrong type is never silently ignored.
+        let save_per_step = match save_per_step.as_bool() {
+            Some(b) => b,
+            None if save_per_step.is_undefined() || save_per_step.is_null() => false,
+            None => {
+                let got = js_kind(save_per_step);
+                return Err(type_error("options.savePerStep", &format!("expected a boolean, got {got}")));
+            }
+        };
         if v.is_undefined() || v.is_null() {
             return Ok(None);
         }
-        let data = to_json(v, F).map_err(|e| error_to_js(&e))?;
-        if !data.is_object() {
+        if !v.is_object() {
             return Err(type_error(F, &format!("expected {{ thread, resource }}, got {}", js_kind(v))));
         }
+        let data =
+            Data::pick(v, &["thread", "resource", "options"], F).and_then(Data::strict).map_err(|e| error_to_js(&e))?;
         let Some(mem) = &self.inner.memory else {
             return Err(type_error(F, "this agent has no memory: create it with new Agent({ memory: new Memory() })"));
         };
@@ -310,11 +351,6 @@ impl Agent {
             other => return Err(type_error("options.memory.resource", &format!("expected a resource id (a non-empty string, e.g. the user's id), got {}", other.map_or("undefined", crate::core::input::kind)))),
         };
         let config = parse_memory_options(data.get("options").unwrap_or(&Value::Null), &mem.options, "options.memory.options").map_err(|e| error_to_js(&e))?;
-        let save_per_step = match save_per_step.as_bool() {
-            Some(b) => b,
-            None if save_per_step.is_undefined() || save_per_step.is_null() => false,
-            None => return Err(type_error("options.savePerStep", &format!("expected a boolean, got {}", js_kind(save_per_step)))),
-        };
         Ok(Some(MemoryRun { store: mem.store.clone(), thread_id, resource_id, title, metadata, config, save_per_step }))
     }
 
@@ -322,9 +358,12 @@ impl Agent {
     /// model, `{ model?, instructions? }` another.
     fn title_job(&self, memory_opt: &JsValue, max_retries: u32, run_model: &Rc<dyn ModelApi>) -> Result<Option<TitleJob>, JsValue> {
         let Some(mem) = &self.inner.memory else { return Ok(None) };
-        let call = Reflect::get(memory_opt, &"options".into()).ok().filter(|o| o.is_object()).and_then(|o| Reflect::get(&o, &"generateTitle".into()).ok());
-        let (setting, field) = match call.filter(|v| !v.is_undefined()) {
-            Some(v) => (to_json(&v, "options.memory.options.generateTitle").map_err(|e| error_to_js(&e))?, "options.memory.options.generateTitle"),
+        let call = read(&read(memory_opt, "options", "options.memory")?, "generateTitle", "options.memory.options")?;
+        let (setting, field) = match Some(call).filter(|v| !v.is_undefined()) {
+            Some(v) => {
+                const G: &str = "options.memory.options.generateTitle";
+                (Data::of(&v, G).and_then(Data::strict).map_err(|e| error_to_js(&e))?, G)
+            }
             None => (mem.options_json.get("generateTitle").cloned().unwrap_or(Value::Null), "new Memory(config).options.generateTitle"),
         };
         let (model, instructions) = match &setting {
@@ -349,11 +388,13 @@ impl Agent {
     }
 
     fn decide(&self, args: &JsValue, method: &str, decision: Decision) -> Result<bool, JsValue> {
-        let read = |k: &str| {
-            let v = if args.is_object() { Reflect::get(args, &k.into()).unwrap_or(JsValue::UNDEFINED) } else { JsValue::UNDEFINED };
-            v.as_string().ok_or_else(|| type_error(&format!("{method}(args).{k}"), &format!("expected a string, got {}", js_kind(&v))))
+        let path = format!("{method}(args)");
+        let string = |k: &str| {
+            let v = read(args, k, &path)?;
+            let got = js_kind(&v);
+            v.as_string().ok_or_else(|| type_error(&format!("{path}.{k}"), &format!("expected a string, got {got}")))
         };
-        let (run_id, call_id) = (read("runId")?, read("toolCallId")?);
+        let (run_id, call_id) = (string("runId")?, string("toolCallId")?);
         let approvals = self.inner.runs.borrow().iter().find(|(r, _)| *r == run_id).map(|(_, a)| a.clone());
         Ok(approvals.is_some_and(|a| a.decide(&call_id, decision)))
     }
@@ -365,8 +406,8 @@ impl Agent {
         }
         check_functions(&options, "options")?;
         let turn = self.prepare(messages, &options, None)?;
-        let callbacks = Callbacks::read(&options, &inner.default_options);
-        let signal = option_or_default(&options, &inner.default_options, "abortSignal");
+        let callbacks = Callbacks::read(&options, &inner.default_options)?;
+        let signal = option_or_default(&options, &inner.default_options, "abortSignal")?;
         if !signal.is_undefined() && !signal.is_null() && !is_abort_signal(&signal) {
             return Err(type_error("options.abortSignal", "expected an AbortSignal"));
         }
@@ -386,7 +427,7 @@ impl Agent {
         let inner = &self.inner;
         // The call's option, else defaultOptions'. Continuation turns are built by `prepare`
         // without this wrapper, so a default never makes them wrap themselves again.
-        let v = option_or_default(options, &inner.default_options, "untilIdle");
+        let v = option_or_default(options, &inner.default_options, "untilIdle")?;
         let max_idle_ms = match parse_until_idle(&v)? {
             Some(ms) => ms,
             None => return Ok(None),
@@ -432,10 +473,11 @@ impl Agent {
                 &format!("expected a string, an array of strings, or an array of messages, got {}", super::convert::js_kind(&messages)),
             ));
         }
-        let input = parse_messages(&to_json(&messages, "messages").map_err(js)?, "messages").map_err(js)?;
-        let call = pick_json(options, OPTION_KEYS, "options").map_err(js)?;
-        let merged = merge_options(&inner.config.default_options, &call);
-        let mut opts = parse_stream_options(&merged, "options").map_err(js)?;
+        let input =
+            Data::of(&messages, "messages").and_then(|d| d.parse(|t| parse_messages(t, "messages"))).map_err(js)?;
+        let call = Data::pick(options, OPTION_KEYS, "options").map_err(js)?;
+        let merged = merge_options(&inner.config.default_options, &call.tree);
+        let mut opts = call.parse(|_| parse_stream_options(&merged, "options")).map_err(js)?;
         if let Some(d) = directive {
             opts.context.push(crate::core::model::ModelMessage::System(d.to_string()));
             opts.run_id = None;
@@ -443,19 +485,19 @@ impl Agent {
         let run_id = opts.run_id.clone().unwrap_or_else(crate::platform::random_uuid);
         let opt = |k: &str| option_or_default(options, &inner.default_options, k);
         let mut tools = inner.tools.clone();
-        let toolsets = opt("toolsets");
+        let toolsets = opt("toolsets")?;
         if toolsets.is_object() {
             for set in super::convert::object_keys(&toolsets).map_err(|_| type_error("options.toolsets", "could not be read"))?.iter() {
                 let name = set.as_string().unwrap_or_default();
-                let path = format!("options.toolsets.{name}");
-                tools.extend(parse_tools(&Reflect::get(&toolsets, &set).unwrap_or(JsValue::UNDEFINED), &path, false)?);
+                let path = crate::core::input::join("options.toolsets", name.as_str());
+                tools.extend(parse_tools(&read(&toolsets, &name, "options.toolsets")?, &path, false)?);
             }
         } else if !toolsets.is_undefined() && !toolsets.is_null() {
             return Err(type_error("options.toolsets", &format!("expected an object of toolsets by name, got {}", js_kind(&toolsets))));
         }
-        tools.extend(parse_tools(&opt("clientTools"), "options.clientTools", true)?);
-        let (stop_when, stop_fns) = read_stop_when(&opt("stopWhen"))?;
-        let hooks = opt("hooks");
+        tools.extend(parse_tools(&opt("clientTools")?, "options.clientTools", true)?);
+        let (stop_when, stop_fns) = read_stop_when(&opt("stopWhen")?)?;
+        let hooks = opt("hooks")?;
         if !(hooks.is_undefined() || hooks.is_null() || hooks.is_object()) {
             return Err(type_error("options.hooks", "expected an object like { beforeToolCall, afterToolCall }"));
         }
@@ -467,12 +509,14 @@ impl Agent {
             AgentModel::Http(endpoint) => http_model(endpoint.clone()),
             AgentModel::Object(object) => Rc::new(JsModel { object: object.clone(), abort_signal: tool_signal.clone() }),
         };
-        let memory = self.memory_run(&opt("memory"), &opt("savePerStep"))?;
+        let memory_js = opt("memory")?;
+        let memory = self.memory_run(&memory_js, &opt("savePerStep")?)?;
         let title = match &memory {
-            Some(_) => self.title_job(&opt("memory"), max_retries_of(&opts, &inner.config), &model)?,
+            Some(_) => self.title_job(&memory_js, max_retries_of(&opts, &inner.config), &model)?,
             None => None,
         };
-        let on_title = Reflect::get(&opt("memory"), &"onTitleGenerated".into()).ok().and_then(|f| f.dyn_into::<Function>().ok());
+        let on_title = read(&memory_js, "onTitleGenerated", "options.memory")?;
+        let on_title = optional_function(&on_title, "options.memory.onTitleGenerated")?;
         let input_len = input.len();
         let prompt = build_prompt(&inner.config.instructions, &opts, input);
         let input_start = prompt.len() - input_len;
@@ -495,15 +539,15 @@ impl Agent {
                 thread_id: memory.as_ref().map(|m| m.thread_id.clone()),
                 resource_id: memory.as_ref().map(|m| m.resource_id.clone()),
                 abort_signal: tool_signal,
-                request_context: opt("requestContext"),
+                request_context: opt("requestContext")?,
             },
             &hooks,
-            callback(options, &inner.default_options, "prepareStep"),
+            callback(options, &inner.default_options, "prepareStep")?,
             stop_fns,
-            callback(options, &inner.default_options, "onIterationComplete"),
+            callback(options, &inner.default_options, "onIterationComplete")?,
             max_steps as usize,
             merged.get("modelSettings").cloned().unwrap_or(Value::Null),
-        );
+        )?;
         host.on_title_generated = on_title;
         let background = inner.manager.borrow().clone().map(|manager| BackgroundRun { manager, agent_id: inner.config.id.clone() });
         let memory_options = memory.as_ref().and(inner.memory.as_ref()).map(|m| &m.options_json);
@@ -577,8 +621,8 @@ fn parse_until_idle(v: &JsValue) -> Result<Option<u64>, JsValue> {
     if v.as_bool() == Some(true) {
         return Ok(Some(DEFAULT_MAX_IDLE_MS));
     }
-    if v.is_object() {
-        let ms = Reflect::get(v, &"maxIdleMs".into()).unwrap_or(JsValue::UNDEFINED);
+    if v.is_object() && !js_sys::Array::is_array(v) {
+        let ms = read(v, "maxIdleMs", "options.untilIdle")?;
         if ms.is_undefined() {
             return Ok(Some(DEFAULT_MAX_IDLE_MS));
         }
@@ -590,13 +634,13 @@ fn parse_until_idle(v: &JsValue) -> Result<Option<u64>, JsValue> {
     Err(type_error("options.untilIdle", &format!("expected true or {{ maxIdleMs }}, got {}", js_kind(v))))
 }
 
-fn option_or_default(options: &JsValue, defaults: &JsValue, key: &str) -> JsValue {
-    let get = |o: &JsValue| if o.is_object() { Reflect::get(o, &key.into()).unwrap_or(JsValue::UNDEFINED) } else { JsValue::UNDEFINED };
-    let v = get(options);
+/// The call's option `key`, else `defaultOptions`'; a getter that throws is a TypeError naming it.
+fn option_or_default(options: &JsValue, defaults: &JsValue, key: &str) -> Result<JsValue, JsValue> {
+    let v = read(options, key, "options")?;
     if v.is_undefined() {
-        get(defaults)
+        read(defaults, key, "config.defaultOptions")
     } else {
-        v
+        Ok(v)
     }
 }
 
@@ -612,7 +656,7 @@ fn check_functions(options: &JsValue, path: &str) -> Result<(), JsValue> {
         return Ok(());
     }
     for name in CALLBACKS {
-        let v = Reflect::get(options, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED);
+        let v = read(options, name, path)?;
         if !v.is_undefined() && !v.is_null() && !v.is_function() {
             let got = super::convert::js_kind(&v);
             return Err(type_error(&format!("{path}.{name}"), &format!("expected a function, got {got}")));
@@ -621,9 +665,17 @@ fn check_functions(options: &JsValue, path: &str) -> Result<(), JsValue> {
     Ok(())
 }
 
-pub(crate) fn callback(options: &JsValue, defaults: &JsValue, name: &str) -> Option<Function> {
-    let v = option_or_default(options, defaults, name);
-    v.dyn_into::<Function>().ok()
+/// A function or nothing (`undefined`, `null`); anything else is a TypeError naming `path`.
+pub(crate) fn optional_function(v: &JsValue, path: &str) -> Result<Option<Function>, JsValue> {
+    if v.is_undefined() || v.is_null() {
+        return Ok(None);
+    }
+    let got = js_kind(v);
+    v.clone().dyn_into::<Function>().map(Some).map_err(|_| type_error(path, &format!("expected a function, got {got}")))
+}
+
+pub(crate) fn callback(options: &JsValue, defaults: &JsValue, name: &str) -> Result<Option<Function>, JsValue> {
+    Ok(option_or_default(options, defaults, name)?.dyn_into::<Function>().ok())
 }
 
 /// `api: 'chat' | 'responses'` picks the wire protocol of an OpenAI-compatible provider.
@@ -701,16 +753,30 @@ fn steps_len(arg: &JsValue) -> u32 {
     Reflect::get(arg, &"steps".into()).ok().and_then(|s| Reflect::get(&s, &"length".into()).ok()).and_then(|l| l.as_f64()).unwrap_or(0.0) as u32
 }
 
-/// `stopWhen: stepCountIs(n)`: stop once `n` steps ran.
+/// `stopWhen: stepCountIs(count)`: stop once `count` steps ran.
 #[wasm_bindgen(js_name = stepCountIs, unchecked_return_type = "(options: { steps: StepResult[] }) => boolean")]
-pub fn step_count_is(n: u32) -> Function {
+pub fn step_count_is(#[wasm_bindgen(unchecked_param_type = "number")] count: JsValue) -> Result<Function, JsValue> {
+    let n = match count.as_f64() {
+        Some(n) if n.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&n) => n as u32,
+        _ => {
+            let got = match count.as_f64() {
+                Some(n) => super::convert::number_text(n),
+                None => js_kind(&count).to_string(),
+            };
+            let message = format!("expected a non-negative whole number of steps, got {got}");
+            return Err(type_error("stepCountIs(count)", &message));
+        }
+    };
     let f = Closure::<dyn Fn(JsValue) -> bool>::new(move |arg: JsValue| steps_len(&arg) >= n).into_js_value();
-    marked(f, "stepCount", JsValue::from(n))
+    Ok(marked(f, "stepCount", JsValue::from(n)))
 }
 
 /// `stopWhen: hasToolCall(name)`: stop after a step that called the tool `name`.
 #[wasm_bindgen(js_name = hasToolCall, unchecked_return_type = "(options: { steps: StepResult[] }) => boolean")]
-pub fn has_tool_call(name: String) -> Function {
+pub fn has_tool_call(#[wasm_bindgen(unchecked_param_type = "string")] name: JsValue) -> Result<Function, JsValue> {
+    let Some(name) = name.as_string() else {
+        return Err(type_error("hasToolCall(name)", &format!("expected a tool name string, got {}", js_kind(&name))));
+    };
     let n = name.clone();
     let f = Closure::<dyn Fn(JsValue) -> bool>::new(move |arg: JsValue| {
         let steps = Reflect::get(&arg, &"steps".into()).unwrap_or(JsValue::UNDEFINED);
@@ -720,5 +786,5 @@ pub fn has_tool_call(name: String) -> Function {
             && js_sys::Array::from(&calls).iter().any(|c| Reflect::get(&c, &"toolName".into()).ok().and_then(|t| t.as_string()).as_deref() == Some(n.as_str()))
     })
     .into_js_value();
-    marked(f, "hasToolCall", JsValue::from_str(&name))
+    Ok(marked(f, "hasToolCall", JsValue::from_str(&name)))
 }

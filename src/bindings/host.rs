@@ -7,7 +7,9 @@ use js_sys::{Array, Function, Object, Reflect};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
-use super::convert::{from_json, to_json, to_json_strict};
+use super::agent::optional_function;
+use super::convert::{from_json, read, to_json, to_json_strict, Data};
+use super::report::callback_failed;
 use super::tools::{call_async, execute, needs_approval, standard_validate, thrown_message, JsTool, ToolEnv};
 use crate::core::env::LocalFuture;
 use crate::core::model::{ModelEvent, ModelRequest};
@@ -40,18 +42,14 @@ pub struct JsHost {
 impl JsHost {
     #[allow(clippy::too_many_arguments)]
     pub fn new(tools: Vec<JsTool>, env: ToolEnv, hooks: &JsValue, prepare_step: Option<Function>, stop_fns: Vec<Function>,
-        on_iteration_complete: Option<Function>, max_steps: usize, base_settings: Value) -> Self {
-        let hook = |name: &str| {
-            if !hooks.is_object() {
-                return None;
-            }
-            Reflect::get(hooks, &name.into()).ok().and_then(|f| f.dyn_into::<Function>().ok())
-        };
-        JsHost {
+        on_iteration_complete: Option<Function>, max_steps: usize, base_settings: Value) -> Result<Self, JsValue> {
+        let hook =
+            |name: &str| optional_function(&read(hooks, name, "options.hooks")?, &format!("options.hooks.{name}"));
+        Ok(JsHost {
             tools,
             env,
-            before_tool_call: hook("beforeToolCall"),
-            after_tool_call: hook("afterToolCall"),
+            before_tool_call: hook("beforeToolCall")?,
+            after_tool_call: hook("afterToolCall")?,
             prepare_step,
             stop_fns,
             on_iteration_complete,
@@ -59,7 +57,7 @@ impl JsHost {
             base_settings,
             on_title_generated: None,
             parsed: RefCell::new(Vec::new()),
-        }
+        })
     }
 
     fn tool(&self, name: &str) -> Option<&JsTool> {
@@ -156,7 +154,10 @@ impl ToolHost for JsHost {
                 Outcome::Error(m) => (JsValue::UNDEFINED, js_sys::Error::new(m).into()),
                 Outcome::Denied { .. } | Outcome::Client => (JsValue::UNDEFINED, JsValue::UNDEFINED),
             };
-            let _ = call_async(f, &JsValue::UNDEFINED, &[&obj(&[a, b, c, d, ("result", res), ("error", err)])]).await;
+            let arg = obj(&[a, b, c, d, ("result", res), ("error", err)]);
+            if let Err(e) = call_async(f, &JsValue::UNDEFINED, &[&arg]).await {
+                callback_failed("hooks.afterToolCall", &e);
+            }
         })
     }
 }
@@ -228,7 +229,6 @@ impl Hooks for JsHost {
     fn prepare_step<'a>(&'a self, step: usize, steps: &'a [StepResult]) -> LocalFuture<'a, Result<Option<StepOverrides>, AgentError>> {
         Box::pin(async move {
             let Some(f) = &self.prepare_step else { return Ok(None) };
-            const F: &str = "prepareStep()";
             let arg = obj(&[("stepNumber", JsValue::from(step as u32)), ("steps", steps_js(steps)), ("runId", JsValue::from_str(&self.env.run_id))]);
             let ret = call_async(f, &JsValue::UNDEFINED, &[&arg])
                 .await
@@ -236,23 +236,11 @@ impl Hooks for JsHost {
             if ret.is_undefined() || ret.is_null() {
                 return Ok(None);
             }
-            let v = to_json(&ret, F)?;
-            let mut o = StepOverrides::default();
-            if let Some(ms) = v.get("modelSettings").filter(|m| !m.is_null()) {
-                let merged = merge_options(&serde_json::json!({ "modelSettings": self.base_settings }), &serde_json::json!({ "modelSettings": ms }));
-                o.settings = Some(parse_model_settings(&merged["modelSettings"], &format!("{F}.modelSettings"))?);
-            }
-            if let Some(tc) = v.get("toolChoice").filter(|m| !m.is_null()) {
-                o.tool_choice = Some(parse_tool_choice(tc, &format!("{F}.toolChoice"))?);
-            }
-            if let Some(s) = v.get("system").filter(|m| !m.is_null()) {
-                o.system = Some(parse_instructions(s, &format!("{F}.system"))?);
-            }
-            if let Some(at) = v.get("activeTools").filter(|m| !m.is_null()) {
-                let names = at.as_array().ok_or_else(|| AgentError::invalid(format!("{F}.activeTools"), "expected an array of tool names"))?;
-                o.active_tools = Some(names.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect());
-            }
-            Ok(Some(o))
+            // A bad return value fails the run, inside the stream: a runtime error (SPEC §11)
+            // whose message still names the field.
+            step_overrides(&ret, &self.base_settings)
+                .map(Some)
+                .map_err(|e| AgentError::Validation { message: format!("prepareStep returned an invalid value: {e}") })
         })
     }
 
@@ -260,7 +248,9 @@ impl Hooks for JsHost {
         Box::pin(async move {
             if let Some(f) = &self.on_title_generated {
                 let arg = obj(&[("threadId", JsValue::from_str(thread_id)), ("title", JsValue::from_str(title))]);
-                let _ = call_async(f, &JsValue::UNDEFINED, &[&arg]).await;
+                if let Err(e) = call_async(f, &JsValue::UNDEFINED, &[&arg]).await {
+                    callback_failed("memory.onTitleGenerated", &e);
+                }
             }
         })
     }
@@ -269,7 +259,11 @@ impl Hooks for JsHost {
         Box::pin(async move {
             let Some(f) = self.stop_fns.get(n) else { return false };
             // A throwing predicate stops the loop rather than letting it run on unchecked.
-            call_async(f, &JsValue::UNDEFINED, &[&obj(&[("steps", steps_js(steps))])]).await.map(|v| v.is_truthy()).unwrap_or(true)
+            let arg = obj(&[("steps", steps_js(steps))]);
+            call_async(f, &JsValue::UNDEFINED, &[&arg]).await.map(|v| v.is_truthy()).unwrap_or_else(|e| {
+                callback_failed("stopWhen", &e);
+                true
+            })
         })
     }
 
@@ -289,7 +283,14 @@ impl Hooks for JsHost {
                 ("runId", JsValue::from_str(&self.env.run_id)),
                 ("agentId", JsValue::from_str(&self.env.agent_id)),
             ]);
-            let Ok(ret) = call_async(f, &JsValue::UNDEFINED, &[&arg]).await else { return IterationDecision::default() };
+            let ret = match call_async(f, &JsValue::UNDEFINED, &[&arg]).await {
+                Ok(ret) => ret,
+                Err(e) => {
+                    // Like a callback that returned nothing: the loop goes on as it would have.
+                    callback_failed("onIterationComplete", &e);
+                    return IterationDecision::default();
+                }
+            };
             if !ret.is_object() {
                 return IterationDecision::default();
             }
@@ -298,4 +299,36 @@ impl Hooks for JsHost {
             IterationDecision { stop: cont.as_bool() == Some(false), feedback }
         })
     }
+}
+
+/// What a `prepareStep` return value asks of the next step.
+fn step_overrides(ret: &JsValue, base: &Value) -> Result<StepOverrides, AgentError> {
+    const F: &str = "prepareStep()";
+    let v = Data::of(ret, F)?;
+    let mut o = StepOverrides::default();
+    v.parse(|v| {
+        let got = crate::core::input::kind(v);
+        if got != "an object" {
+            let expected = "expected { toolChoice?, activeTools?, system?, modelSettings? } or undefined";
+            return Err(AgentError::invalid(F, format!("{expected}, got {got}")));
+        }
+        if let Some(ms) = v.get("modelSettings").filter(|m| !m.is_null()) {
+            let (base, ms) = (serde_json::json!({ "modelSettings": base }), serde_json::json!({ "modelSettings": ms }));
+            let merged = merge_options(&base, &ms);
+            o.settings = Some(parse_model_settings(&merged["modelSettings"], &format!("{F}.modelSettings"))?);
+        }
+        if let Some(tc) = v.get("toolChoice").filter(|m| !m.is_null()) {
+            o.tool_choice = Some(parse_tool_choice(tc, &format!("{F}.toolChoice"))?);
+        }
+        if let Some(s) = v.get("system").filter(|m| !m.is_null()) {
+            o.system = Some(parse_instructions(s, &format!("{F}.system"))?);
+        }
+        if let Some(at) = v.get("activeTools").filter(|m| !m.is_null()) {
+            let names = at
+                .as_array()
+                .ok_or_else(|| AgentError::invalid(format!("{F}.activeTools"), "expected an array of tool names"))?;
+            o.active_tools = Some(names.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect());
+        }
+        Ok(o)
+    })
 }

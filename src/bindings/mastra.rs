@@ -8,7 +8,7 @@ use js_sys::{Function, Reflect};
 use wasm_bindgen::prelude::*;
 
 use super::background::JsRuntime;
-use super::convert::{error_to_js, js_kind, object_keys, to_json, type_error};
+use super::convert::{error_to_js, js_kind, object_keys, read, type_error, Data};
 use crate::core::background::{parse_background_config, Manager};
 
 thread_local! {
@@ -35,9 +35,12 @@ impl Mastra {
         if !(config.is_undefined() || config.is_null() || config.is_object()) {
             return Err(type_error("new Mastra(config)", "expected an object like { agents, backgroundTasks }"));
         }
-        let get = |k: &str| if config.is_object() { Reflect::get(&config, &k.into()).unwrap_or(JsValue::UNDEFINED) } else { JsValue::UNDEFINED };
-        let bg = to_json(&get("backgroundTasks"), "new Mastra(config).backgroundTasks").map_err(|e| error_to_js(&e))?;
-        let bg = parse_background_config(&bg, "new Mastra(config).backgroundTasks").map_err(|e| error_to_js(&e))?;
+        const F: &str = "new Mastra(config)";
+        let get = |k: &str| read(&config, k, F);
+        const BG: &str = "new Mastra(config).backgroundTasks";
+        let bg = Data::of(&get("backgroundTasks")?, BG)
+            .and_then(|d| d.parse(|t| parse_background_config(t, BG)))
+            .map_err(|e| error_to_js(&e))?;
         let manager = bg.enabled.then(|| Manager::new(bg, Rc::new(JsRuntime)));
         let id = NEXT.with(|n| {
             let id = n.get();
@@ -51,14 +54,18 @@ impl Mastra {
                 r.push((id, Rc::downgrade(m)));
             });
         }
-        let agents_js = get("agents");
+        let agents_js = get("agents")?;
         let mut agents = Vec::new();
         if !(agents_js.is_undefined() || agents_js.is_null()) {
             let keys = object_keys(&agents_js).map_err(|_| type_error("new Mastra(config).agents", "expected an object of agents by name"))?;
             for k in keys.iter() {
                 let name = k.as_string().unwrap_or_default();
-                let agent = Reflect::get(&agents_js, &k).unwrap_or(JsValue::UNDEFINED);
-                let join = Reflect::get(&agent, &"__joinManager".into()).ok().and_then(|f| f.dyn_into::<Function>().ok());
+                let agent = read(&agents_js, &name, "new Mastra(config).agents")?;
+                let join = match agent.is_object() {
+                    true => Reflect::get(&agent, &"__joinManager".into()).ok(),
+                    false => None,
+                };
+                let join = join.and_then(|f| f.dyn_into::<Function>().ok());
                 let Some(join) = join else {
                     return Err(type_error(&format!("new Mastra(config).agents.{name}"), &format!("expected an Agent, got {}", js_kind(&agent))));
                 };
@@ -73,7 +80,12 @@ impl Mastra {
 
     /// The agent registered under `id` (its key in `agents`, or its own id).
     #[wasm_bindgen(js_name = getAgent, unchecked_return_type = "Agent")]
-    pub fn get_agent(&self, id: &str) -> Result<JsValue, JsValue> {
+    pub fn get_agent(&self, #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue) -> Result<JsValue, JsValue> {
+        let Some(id) = id.as_string() else {
+            let got = js_kind(&id);
+            return Err(type_error("mastra.getAgent(id)", &format!("expected an agent id string, got {got}")));
+        };
+        let id = id.as_str();
         let found = self.agents.iter().find(|(name, agent)| {
             name == id || Reflect::get(agent, &"id".into()).ok().and_then(|v| v.as_string()).as_deref() == Some(id)
         });

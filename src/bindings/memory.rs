@@ -12,7 +12,7 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
-use super::convert::{error_to_js, from_json, js_kind, to_json, type_error};
+use super::convert::{error_to_js, from_json, js_kind, read, to_json, type_error, Data};
 use super::tools::{call_async, thrown_message};
 use crate::core::background::{TaskFilter, TaskRecord, TaskStatus};
 use crate::core::env::LocalFuture;
@@ -89,7 +89,7 @@ impl JsIndexedDbStore {
     #[wasm_bindgen(constructor)]
     pub fn new(#[wasm_bindgen(unchecked_optional_param_type = "{ name?: string }")] options: Option<JsValue>) -> Result<JsIndexedDbStore, JsValue> {
         let options = options.unwrap_or(JsValue::UNDEFINED);
-        let name = if options.is_object() { Reflect::get(&options, &"name".into()).unwrap_or(JsValue::UNDEFINED) } else { JsValue::UNDEFINED };
+        let name = read(&options, "name", "new IndexedDBStore(options)")?;
         let name = match name.as_string() {
             Some(n) if !n.is_empty() => n,
             None if name.is_undefined() || name.is_null() => DEFAULT_DB.to_string(),
@@ -334,8 +334,10 @@ fn arg_str(arg: &JsValue, key: &str, method: &str) -> Result<String, JsValue> {
     if let Some(s) = arg.as_string() {
         return Ok(s);
     }
-    let v = if arg.is_object() { Reflect::get(arg, &key.into()).unwrap_or(JsValue::UNDEFINED) } else { arg.clone() };
-    v.as_string().ok_or_else(|| type_error(&format!("memory.{method}(…).{key}"), &format!("expected a string, got {}", js_kind(&v))))
+    let path = format!("memory.{method}(…)");
+    let v = if arg.is_object() { read(arg, key, &path)? } else { arg.clone() };
+    let got = js_kind(&v);
+    v.as_string().ok_or_else(|| type_error(&format!("{path}.{key}"), &format!("expected a string, got {got}")))
 }
 
 /// One `future_to_promise` for every method: boxing the future keeps a single copy of the
@@ -358,10 +360,13 @@ impl Memory {
         if !(config.is_undefined() || config.is_null() || config.is_object()) {
             return Err(type_error("new Memory(config)", "expected an object like { storage, options } or nothing"));
         }
-        let get = |k: &str| if config.is_object() { Reflect::get(&config, &k.into()).unwrap_or(JsValue::UNDEFINED) } else { JsValue::UNDEFINED };
-        let store = store_from(&get("storage"), "new Memory(config).storage")?;
-        let options_json = to_json(&get("options"), "new Memory(config).options").map_err(|e| error_to_js(&e))?;
-        let options = parse_memory_options(&options_json, &MemoryConfig::default(), "new Memory(config).options").map_err(|e| error_to_js(&e))?;
+        let get = |k: &str| read(&config, k, "new Memory(config)");
+        let store = store_from(&get("storage")?, "new Memory(config).storage")?;
+        const O: &str = "new Memory(config).options";
+        let options_json = Data::of(&get("options")?, O).map_err(|e| error_to_js(&e))?;
+        let options =
+            options_json.parse(|t| parse_memory_options(t, &MemoryConfig::default(), O)).map_err(|e| error_to_js(&e))?;
+        let options_json = options_json.tree;
         let inner = Rc::new(MemoryInner { store, options, options_json });
         let id = NEXT_STORE.with(|n| {
             let id = n.get();
@@ -406,8 +411,12 @@ impl Memory {
     #[wasm_bindgen(js_name = listMessages, unchecked_return_type = "Promise<StorageMessage[] | UIMessage[]>")]
     pub fn list_messages(&self, #[wasm_bindgen(unchecked_param_type = "ListMessagesArgs")] arg: JsValue) -> Result<Promise, JsValue> {
         let thread_id = arg_str(&arg, "threadId", "listMessages")?;
-        let opts = if arg.is_object() { to_json(&arg, "memory.listMessages(…)").map_err(|e| error_to_js(&e))? } else { Value::Null };
         let path = "memory.listMessages(…)";
+        let opts = match arg.is_object() {
+            true => Data::pick(&arg, &["last", "before", "format"], path).and_then(Data::strict),
+            false => Ok(Value::Null),
+        };
+        let opts = opts.map_err(|e| error_to_js(&e))?;
         let last = crate::core::input::opt_u64(&opts, "last", path).map_err(|e| error_to_js(&e))?.map(|n| n as usize);
         let before = crate::core::input::opt_str(&opts, "before", path).map_err(|e| error_to_js(&e))?.map(str::to_owned);
         let ui = match crate::core::input::opt_str(&opts, "format", path).map_err(|e| error_to_js(&e))? {
@@ -430,9 +439,11 @@ impl Memory {
         #[wasm_bindgen(unchecked_param_type = "{ id: string; title?: string; metadata?: Record<string, unknown> }")] arg: JsValue,
     ) -> Result<Promise, JsValue> {
         let id = arg_str(&arg, "id", "updateThread")?;
-        let patch = to_json(&arg, "memory.updateThread(…)").map_err(|e| error_to_js(&e))?;
-        let title = crate::core::input::opt_str(&patch, "title", "memory.updateThread(…)").map_err(|e| error_to_js(&e))?.map(str::to_owned);
-        let metadata = patch.get("metadata").filter(|m| !m.is_null()).cloned();
+        const F: &str = "memory.updateThread(…)";
+        let patch = Data::pick(&arg, &["title", "metadata"], F).and_then(Data::strict).map_err(|e| error_to_js(&e))?;
+        let title = crate::core::input::opt_str(&patch, "title", F).map_err(|e| error_to_js(&e))?.map(str::to_owned);
+        let metadata = crate::core::input::opt_object(&patch, "metadata", F).map_err(|e| error_to_js(&e))?;
+        let metadata = metadata.map(|m| Value::Object(m.clone()));
         let store = self.inner.store.clone();
         Ok(promise(async move {
             let mut t = store.get_thread_by_id(&id).await?.ok_or_else(|| AgentError::storage(format!("There is no thread '{id}' to update")))?;

@@ -9,6 +9,7 @@ pub mod host;
 pub mod mastra;
 pub mod memory;
 pub mod output;
+pub mod report;
 pub mod run;
 pub mod tool_types;
 pub mod tools;

@@ -34,15 +34,15 @@ pub struct Callbacks {
 }
 
 impl Callbacks {
-    pub fn read(options: &JsValue, defaults: &JsValue) -> Self {
+    pub fn read(options: &JsValue, defaults: &JsValue) -> Result<Self, JsValue> {
         let get = |name| callback(options, defaults, name);
-        Callbacks {
-            on_chunk: get("onChunk"),
-            on_step_finish: get("onStepFinish"),
-            on_finish: get("onFinish"),
-            on_error: get("onError"),
-            on_abort: get("onAbort"),
-        }
+        Ok(Callbacks {
+            on_chunk: get("onChunk")?,
+            on_step_finish: get("onStepFinish")?,
+            on_finish: get("onFinish")?,
+            on_error: get("onError")?,
+            on_abort: get("onAbort")?,
+        })
     }
 }
 
@@ -57,7 +57,7 @@ impl Sink for JsSink {
         let js = self.on_chunk.as_ref().map(|f| {
             let js = self.shared.chunk_js(&chunk);
             // A throwing onChunk must not break the run; its result is not awaited.
-            let _ = f.call1(&JsValue::UNDEFINED, &js);
+            super::report::call_observer("onChunk", f, &js);
             js
         });
         self.shared.deliver(chunk, js);
@@ -66,32 +66,42 @@ impl Sink for JsSink {
     fn step_finished<'a>(&'a self, step: &'a StepResult) -> LocalFuture<'a, ()> {
         Box::pin(async move {
             if let Some(f) = &self.on_step_finish {
-                call_and_wait(f, &json_value(&step.to_json())).await;
+                call_and_wait("onStepFinish", f, &json_value(&step.to_json())).await;
             }
         })
     }
 }
 
-/// Calls a user callback and waits for it when it returns a promise. Its failure is ignored:
-/// a callback cannot fail the run it observes.
-async fn call_and_wait(f: &Function, arg: &JsValue) {
-    if let Ok(ret) = f.call1(&JsValue::UNDEFINED, arg) {
-        if ret.has_type::<Promise>() {
-            let _: Result<JsValue, JsValue> = JsFuture::from(Promise::unchecked_from_js(ret)).await;
-        }
+/// Calls a user callback and waits for it when it returns a promise. A callback cannot fail the
+/// run it observes: its throw or rejection is reported on the console, once.
+async fn call_and_wait(name: &str, f: &Function, arg: &JsValue) {
+    if let Err(e) = super::tools::call_async(f, &JsValue::UNDEFINED, &[arg]).await {
+        super::report::callback_failed(name, &e);
     }
 }
 
 /// `call_and_wait` that stops waiting when the run is aborted (a promise that never settles
 /// must not keep the stream open). Returns `false` when an abort cut the wait short.
-async fn call_and_wait_abortable(f: &Function, arg: &JsValue, abort: &AbortFlag) -> bool {
-    let Ok(ret) = f.call1(&JsValue::UNDEFINED, arg) else { return true };
-    if !ret.has_type::<Promise>() || abort.is_aborted() {
+async fn call_and_wait_abortable(name: &str, f: &Function, arg: &JsValue, abort: &AbortFlag) -> bool {
+    let ret = match f.call1(&JsValue::UNDEFINED, arg) {
+        Ok(ret) => ret,
+        Err(e) => {
+            super::report::callback_failed(name, &e);
+            return true;
+        }
+    };
+    let thenable = ret.has_type::<Promise>() || Reflect::get(&ret, &"then".into()).map(|t| t.is_function()).unwrap_or(false);
+    if !thenable || abort.is_aborted() {
         return true;
     }
-    let wait = JsFuture::from(Promise::unchecked_from_js(ret));
-    let waited: Option<Result<JsValue, JsValue>> = abort.race(wait).await;
-    waited.is_some()
+    match abort.race(JsFuture::from(Promise::resolve(&ret))).await {
+        Some(Ok(_)) => true,
+        Some(Err(e)) => {
+            super::report::callback_failed(name, &e);
+            true
+        }
+        None => false,
+    }
 }
 
 /// One turn, ready to run.
@@ -179,17 +189,17 @@ async fn settle_first(
             if let Some(f) = &cb.on_error {
                 let arg = Object::new();
                 let _ = Reflect::set(&arg, &"error".into(), &err);
-                cut_short(call_and_wait_abortable(f, &arg, abort).await);
+                cut_short(call_and_wait_abortable("onError", f, &arg, abort).await);
             }
             Err(err)
         }
         None => {
             if outcome.aborted.is_some() {
                 if let Some(f) = &cb.on_abort {
-                    call_and_wait(f, &full).await;
+                    call_and_wait("onAbort", f, &full).await;
                 }
             } else if let Some(f) = &cb.on_finish {
-                cut_short(call_and_wait_abortable(f, &full, abort).await);
+                cut_short(call_and_wait_abortable("onFinish", f, &full, abort).await);
             }
             Ok(full)
         }

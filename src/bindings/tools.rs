@@ -16,7 +16,7 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
-use super::convert::{from_json, is_array, js_kind, object_keys, to_json, to_json_strict, type_error};
+use super::convert::{from_json, is_array, js_kind, object_keys, read, to_json, to_json_strict, type_error, Data};
 use crate::core::chunk::Chunk;
 use crate::core::input::join;
 use crate::core::schema;
@@ -44,19 +44,27 @@ pub fn parse_tool(name: &str, v: &JsValue, path: &str, client: bool) -> Result<J
     if !v.is_object() || v.is_function() {
         return Err(type_error(path, &format!("expected a tool object like createTool({{ id, description, inputSchema, execute }}), got {}", js_kind(v))));
     }
-    let description = match get(v, "description") {
+    let field = |k: &str| read(v, k, path);
+    let description = match field("description")? {
         d if d.is_undefined() || d.is_null() => None,
         d => Some(d.as_string().ok_or_else(|| type_error(&join(path, "description"), &format!("expected a string, got {}", js_kind(&d))))?),
     };
-    let execute = match get(v, "execute") {
+    let execute = match field("execute")? {
         e if e.is_undefined() || e.is_null() => None,
         e => Some(e.dyn_into::<Function>().map_err(|e| type_error(&join(path, "execute"), &format!("expected a function, got {}", js_kind(&e))))?),
     };
     if execute.is_none() && !client {
         return Err(type_error(&join(path, "execute"), "is required: a function (input, context) => result (a tool without execute belongs in clientTools)"));
     }
-    let (parameters, standard) = input_schema(&get(v, "inputSchema"), &join(path, "inputSchema"))?;
-    let approval_js = get(v, "requireApproval");
+    let (parameters, standard) = input_schema(&field("inputSchema")?, &join(path, "inputSchema"))?;
+    // Not used by this version, but a value that is no schema at all is a mistake worth naming.
+    let output_schema = field("outputSchema")?;
+    if !(output_schema.is_undefined() || output_schema.is_null() || output_schema.is_object()) {
+        let got = js_kind(&output_schema);
+        let message = format!("expected a JSON Schema object or a Standard Schema (such as a zod schema), got {got}");
+        return Err(type_error(&join(path, "outputSchema"), &message));
+    }
+    let approval_js = field("requireApproval")?;
     let (approval, approval_fn) = if approval_js.is_function() {
         (Approval::Host, Some(approval_js.unchecked_into::<Function>()))
     } else if approval_js.is_undefined() || approval_js.is_null() {
@@ -68,8 +76,9 @@ pub fn parse_tool(name: &str, v: &JsValue, path: &str, client: bool) -> Result<J
     };
     let validation = if standard.is_some() { Validation::Host } else { Validation::JsonSchema };
     let bg_path = join(path, "background");
-    let bg_json = to_json(&get(v, "background"), &bg_path).map_err(|e| super::convert::error_to_js(&e))?;
-    let background = crate::core::background::parse_tool_background(&bg_json, &bg_path).map_err(|e| super::convert::error_to_js(&e))?;
+    let background = Data::of(&field("background")?, &bg_path)
+        .and_then(|d| d.parse(|t| crate::core::background::parse_tool_background(t, &bg_path)))
+        .map_err(|e| super::convert::error_to_js(&e))?;
     Ok(JsTool {
         def: ToolDef { name: name.to_string(), description, parameters, validation, approval, client: execute.is_none(), background },
         object: v.clone(),
@@ -113,7 +122,12 @@ fn input_schema(v: &JsValue, path: &str) -> Result<(Value, Option<JsValue>), JsV
 /// returns it, so `tool.execute` stays callable directly.
 #[wasm_bindgen(js_name = createTool, skip_typescript)]
 pub fn create_tool(#[wasm_bindgen(unchecked_param_type = "Tool")] tool: JsValue) -> Result<JsValue, JsValue> {
-    let id = get(&tool, "id");
+    if !tool.is_object() {
+        let got = js_kind(&tool);
+        let message = format!("expected a tool object like {{ id, description, inputSchema, execute }}, got {got}");
+        return Err(type_error("createTool(tool)", &message));
+    }
+    let id = read(&tool, "id", "createTool(tool)")?;
     let Some(name) = id.as_string().filter(|s| !s.is_empty()) else {
         return Err(type_error("createTool(tool).id", &format!("expected a non-empty string, got {}", js_kind(&id))));
     };
@@ -133,7 +147,7 @@ pub fn parse_tools(record: &JsValue, path: &str, client: bool) -> Result<Vec<JsT
     let mut out = Vec::new();
     for k in keys.iter() {
         let name = k.as_string().unwrap_or_default();
-        out.push(parse_tool(&name, &get(record, &name), &join(path, name.as_str()), client)?);
+        out.push(parse_tool(&name, &read(record, &name, path)?, &join(path, name.as_str()), client)?);
     }
     Ok(out)
 }
@@ -188,7 +202,9 @@ fn custom_chunk(v: &JsValue) -> Result<Chunk, JsValue> {
     let kind = get(v, "type").as_string().filter(|t| t.starts_with("data-") && t.len() > 5).ok_or_else(|| {
         type_error("writer.custom(chunk).type", "expected a string starting with 'data-', e.g. 'data-progress'")
     })?;
-    let data = to_json(&get(v, "data"), "writer.custom(chunk).data").map_err(|e| super::convert::error_to_js(&e))?;
+    // Sent on as written, and stored: a function in it would silently vanish.
+    let data = to_json_strict(&get(v, "data"), "writer.custom(chunk).data");
+    let data = data.map_err(|e| super::convert::error_to_js(&e))?;
     let id = get(v, "id").as_string();
     let transient = get(v, "transient").is_truthy();
     Ok(Chunk::Data { kind, data, id, transient })

@@ -174,9 +174,23 @@ pub fn head(text: &str) -> &str {
     }
 }
 
+/// What a panic says on the console: the message and where it happened. The wasm build aborts
+/// on panic (a trap reading only `unreachable`), so this line is all a user gets to report.
+pub fn panic_report(info: &std::panic::PanicHookInfo<'_>) -> String {
+    let payload = info.payload();
+    let message = payload.downcast_ref::<&str>().copied().or_else(|| payload.downcast_ref::<String>().map(String::as_str)).unwrap_or("(no message)");
+    match info.location() {
+        Some(at) => format!("wasm-agent panicked at {}:{}:{}: {message}", at.file(), at.line(), at.column()),
+        None => format!("wasm-agent panicked: {message}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::StorageKind;
+    use std::cell::RefCell;
+    use std::sync::{Arc, Mutex};
+
+    use super::{panic_report, StorageKind};
 
     #[test]
     fn dom_exception_names_map_to_distinct_storage_codes() {
@@ -197,5 +211,33 @@ mod tests {
             assert_eq!(StorageKind::from_code(code), kind, "{code} reads back");
         }
         assert_eq!(StorageKind::from_code("blocked"), StorageKind::Blocked);
+    }
+
+    thread_local! {
+        /// Set while this thread's panics are recorded instead of printed.
+        static RECORD: RefCell<Option<String>> = const { RefCell::new(None) };
+    }
+
+    #[test]
+    fn a_panic_report_names_the_message_and_the_file_and_line() {
+        // The hook is process-wide: panics of other threads (other tests) go to the previous hook.
+        let previous = Arc::new(Mutex::new(Some(std::panic::take_hook())));
+        let prev = previous.clone();
+        std::panic::set_hook(Box::new(move |info| {
+            let mine = RECORD.with(|r| r.borrow().is_some());
+            if mine {
+                RECORD.with(|r| *r.borrow_mut() = Some(panic_report(info)));
+            } else if let Some(p) = prev.lock().unwrap().as_ref() {
+                p(info);
+            }
+        }));
+        RECORD.with(|r| *r.borrow_mut() = Some(String::new()));
+        let line = line!() + 1;
+        let caught = std::panic::catch_unwind(|| panic!("index {} out of range", 7));
+        let report = RECORD.with(|r| r.borrow_mut().take()).unwrap();
+        let p = previous.lock().unwrap().take().unwrap();
+        std::panic::set_hook(p);
+        assert!(caught.is_err());
+        assert_eq!(report, format!("wasm-agent panicked at src/core/error.rs:{line}:50: index 7 out of range"));
     }
 }

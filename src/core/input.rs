@@ -18,7 +18,10 @@ use super::model::{AssistantPart, ModelMessage, ModelSettings, PartMeta, ToolCho
 mod fields;
 mod ui;
 
-pub use fields::{check_header, check_header_value, join, kind, opt_array, opt_bool, opt_f64, opt_i64, opt_object, opt_str, opt_u64, req_str, PathKey};
+pub use fields::{
+    check_header, check_header_value, join, kind, not_json, opt_array, opt_bool, opt_f64, opt_i64, opt_object, opt_str,
+    opt_u64, req_str, PathKey, NOT_JSON,
+};
 use fields::{one_of, opt_integer, present, type_error, unknown_part, value_error};
 
 // ---------------------------------------------------------------------------------------------

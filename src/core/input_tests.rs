@@ -68,6 +68,22 @@ fn kind_names_types_as_javascript_users_do() {
 }
 
 #[test]
+fn a_stand_in_for_what_json_cannot_hold_is_named_for_the_javascript_value() {
+    for what in NOT_JSON {
+        assert_eq!(kind(&not_json(what)), *what);
+    }
+    let o = json!({ "id": not_json("NaN"), "n": not_json("a function") });
+    assert_eq!(opt_str(&o, "id", "config").unwrap_err().to_string(), "config.id: expected a string, got NaN");
+    let err = opt_u64(&o, "n", "config").unwrap_err();
+    assert_eq!(err.to_string(), "config.n: expected a non-negative integer, got a function");
+    // An object that merely has the key among others is an object.
+    let mut merged = not_json("a function");
+    merged["temperature"] = json!(1);
+    assert_eq!(kind(&merged), "an object");
+    assert_eq!(kind(&json!({ "\u{0}not-json": "made up" })), "an object");
+}
+
+#[test]
 fn optional_getters_treat_null_and_absent_as_none() {
     let o = json!({ "n": null });
     assert_eq!(opt_str(&o, "n", "o").unwrap(), None);

@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, T, collect, errorOf, modelFor, noUnhandledRejections, uid, useModelServer } from './helpers.mjs';
+import { Mastra, Memory, InMemoryStore, createTool, hasToolCall, stepCountIs } from '../../pkg/index.node.js';
 
 const server = useModelServer();
 
@@ -70,6 +71,31 @@ const CONSTRUCTOR_CASES = [
   ['defaultOptions string', () => ({ id: 'a', model: goodModel(), defaultOptions: 'x' }), 'config.defaultOptions'],
   ['defaultOptions bad setting', () => ({ id: 'a', model: goodModel(), defaultOptions: { modelSettings: { temperature: 'hot' } } }), 'config.defaultOptions.modelSettings.temperature'],
   ['defaultOptions onChunk 5', () => ({ id: 'a', model: goodModel(), defaultOptions: { onChunk: 5 } }), 'config.defaultOptions.onChunk'],
+  // Functions and other values JSON cannot hold, where data is expected (issue 11, item 3 and 6).
+  ['id NaN', () => ({ id: NaN, model: goodModel() }), 'config.id', /^config\.id: expected a string, got NaN$/],
+  ['id Infinity', () => ({ id: Infinity, model: goodModel() }), 'config.id', /expected a string, got Infinity/],
+  ['name NaN', () => ({ id: 'a', name: NaN, model: goodModel() }), 'config.name', /expected a string, got NaN/],
+  ['maxRetries Infinity', () => ({ id: 'a', model: goodModel(), maxRetries: Infinity }), 'config.maxRetries', /Infinity/],
+  ['model a function', () => ({ id: 'a', model: () => 'openai/x' }), 'config.model', /got a function/],
+  ['model.url a function', () => ({ id: 'a', model: { ...goodModel(), url: () => 'http://127.0.0.1:1' } }), 'config.model.url', /expected a string, got a function/],
+  ['model.url a Symbol', () => ({ id: 'a', model: { ...goodModel(), url: Symbol('u') } }), 'config.model.url', /got a Symbol/],
+  ['model.apiKey a function', () => ({ id: 'a', model: { ...goodModel(), apiKey: () => 'k' } }), 'config.model.apiKey', /got a function/],
+  ['model.apiKey a BigInt', () => ({ id: 'a', model: { ...goodModel(), apiKey: 5n } }), 'config.model.apiKey', /got a BigInt/],
+  ['model.headers a function', () => ({ id: 'a', model: { ...goodModel(), headers: () => ({}) } }), 'config.model.headers', /got a function/],
+  ['model.headers value a function', () => ({ id: 'a', model: { ...goodModel(), headers: { 'x-a': () => 'b' } } }), 'config.model.headers["x-a"]', /got a function/],
+  ['model.id a function', () => ({ id: 'a', model: { ...goodModel(), id: () => 'openai/x' } }), 'config.model.id', /got a function/],
+  ['instructions a function', () => ({ id: 'a', model: goodModel(), instructions: () => 'be nice' }), 'config.instructions', /function/],
+  ['instructions [a function]', () => ({ id: 'a', model: goodModel(), instructions: ['ok', () => 'x'] }), 'config.instructions[1]', /function/],
+  ['defaultOptions a function', () => ({ id: 'a', model: goodModel(), defaultOptions: () => ({}) }), 'config.defaultOptions', /function/],
+  ['defaultOptions.modelSettings.headers value a function', () => ({ id: 'a', model: goodModel(), defaultOptions: { modelSettings: { headers: { 'x-a': () => 'b' } } } }), 'config.defaultOptions.modelSettings.headers["x-a"]', /function/],
+  ['backgroundTasks.globalConcurrency a function', () => ({ id: 'a', model: goodModel(), backgroundTasks: { enabled: true, globalConcurrency: () => 2 } }), 'config.backgroundTasks.globalConcurrency', /function/],
+  // A getter that throws is an error naming the field, never "absent" (item 4).
+  ['a throwing tools getter', () => ({ id: 'a', model: goodModel(), get tools() { throw new Error('tools boom'); } }), 'config.tools', /could not be read.*tools boom/],
+  ['a throwing memory getter', () => ({ id: 'a', model: goodModel(), get memory() { throw new Error('memory boom'); } }), 'config.memory', /could not be read.*memory boom/],
+  ['a throwing backgroundTasks getter', () => ({ id: 'a', model: goodModel(), get backgroundTasks() { throw new Error('bg boom'); } }), 'config.backgroundTasks', /could not be read.*bg boom/],
+  ['a throwing defaultOptions getter', () => ({ id: 'a', model: goodModel(), get defaultOptions() { throw new Error('d boom'); } }), 'config.defaultOptions', /could not be read.*d boom/],
+  ['a throwing model.doStream getter', () => ({ id: 'a', model: { ...goodModel(), get doStream() { throw new Error('ds boom'); } } }), 'config.model.doStream', /could not be read.*ds boom/],
+  ['a throwing tool field getter', () => ({ id: 'a', model: goodModel(), tools: { t: { get execute() { throw new Error('x boom'); } } } }), 'config.tools.t.execute', /could not be read.*x boom/],
 ];
 
 for (const [label, make, field, pattern] of CONSTRUCTOR_CASES) {
@@ -178,7 +204,61 @@ const STREAM_CASES = [
   ['system user message', () => ['hi', { system: { role: 'user', content: 'x' } }], 'options.system'],
   ['context 5', () => ['hi', { context: 5 }], 'options.context'],
   ['context [{ role: "robot" }]', () => ['hi', { context: [{ role: 'robot' }] }], 'options.context[0].role'],
+  // Functions where data is expected (item 3).
+  ['modelSettings.headers a function', () => ['hi', { modelSettings: { headers: () => ({}) } }], 'options.modelSettings.headers'],
+  ['modelSettings.headers value a function', () => ['hi', { modelSettings: { headers: { 'x-a': () => 'b' } } }], 'options.modelSettings.headers["x-a"]'],
+  ['modelSettings.temperature a function', () => ['hi', { modelSettings: { temperature: () => 1 } }], 'options.modelSettings.temperature'],
+  ['providerOptions.openai.user a function', () => ['hi', { providerOptions: { openai: { user: () => 'u' } } }], 'options.providerOptions.openai.user'],
+  ['runId NaN', () => ['hi', { runId: NaN }], 'options.runId'],
+  ['messages [{ role: "user", content: a function }]', () => [[{ role: 'user', content: () => 'x' }]], 'messages[0].content'],
+  ['messages [a function]', () => [['ok', () => 'x']], 'messages[1]'],
+  ['file part: a detached ArrayBuffer', () => [[{ role: 'user', content: [{ type: 'file', data: detachedBuffer(), mediaType: 'application/pdf' }] }]], 'messages[0].content[0].data'],
+  ['image part: a view of a detached ArrayBuffer', () => [[{ role: 'user', content: [{ type: 'image', image: detachedView() }] }]], 'messages[0].content[0].image'],
+  // A getter that throws (item 4).
+  ['a throwing abortSignal getter', () => ['hi', throwing('abortSignal')], 'options.abortSignal'],
+  ['a throwing onChunk getter', () => ['hi', throwing('onChunk')], 'options.onChunk'],
+  ['a throwing onFinish getter', () => ['hi', throwing('onFinish')], 'options.onFinish'],
+  ['a throwing memory getter', () => ['hi', throwing('memory')], 'options.memory'],
+  ['a throwing stopWhen getter', () => ['hi', throwing('stopWhen')], 'options.stopWhen'],
+  ['a throwing hooks getter', () => ['hi', throwing('hooks')], 'options.hooks'],
+  ['a throwing hooks.beforeToolCall getter', () => ['hi', { hooks: throwing('beforeToolCall') }], 'options.hooks.beforeToolCall'],
+  ['a throwing toolsets getter', () => ['hi', throwing('toolsets')], 'options.toolsets'],
+  ['a throwing clientTools getter', () => ['hi', throwing('clientTools')], 'options.clientTools'],
+  ['a throwing savePerStep getter', () => ['hi', throwing('savePerStep')], 'options.savePerStep'],
+  ['a throwing untilIdle getter', () => ['hi', throwing('untilIdle')], 'options.untilIdle'],
+  ['a throwing requestContext getter', () => ['hi', throwing('requestContext')], 'options.requestContext'],
+  ['a throwing modelSettings getter', () => ['hi', throwing('modelSettings')], 'options.modelSettings'],
+  // Wrong types that were accepted silently (item 5).
+  ['savePerStep "yes" (no memory)', () => ['hi', { savePerStep: 'yes' }], 'options.savePerStep'],
+  ['hooks.beforeToolCall 42', () => ['hi', { hooks: { beforeToolCall: 42 } }], 'options.hooks.beforeToolCall'],
+  ['hooks.afterToolCall "x"', () => ['hi', { hooks: { afterToolCall: 'x' } }], 'options.hooks.afterToolCall'],
+  ['untilIdle [1]', () => ['hi', { untilIdle: [1] }], 'options.untilIdle'],
 ];
+
+/** An ArrayBuffer whose memory was transferred away. */
+function detachedBuffer() {
+  const buf = new ArrayBuffer(8);
+  structuredClone(buf, { transfer: [buf] });
+  return buf;
+}
+
+/** A Uint8Array whose buffer was transferred away after the view was made. */
+function detachedView() {
+  const buf = new ArrayBuffer(8);
+  const view = new Uint8Array(buf);
+  structuredClone(buf, { transfer: [buf] });
+  return view;
+}
+
+/** An options object whose `key` getter throws. */
+function throwing(key) {
+  return Object.defineProperty({}, key, {
+    enumerable: true,
+    get() {
+      throw new Error(`${key} getter boom`);
+    },
+  });
+}
 
 test('stream() bad input table: every case rejects with a TypeError naming the field', T, async (t) => {
   shared = new Agent({ id: 'shared', model: modelFor(server.current, 'echo', { headers: { 'x-test-id': uid('bad') } }) });
@@ -194,6 +274,7 @@ test('stream() bad input table: every case rejects with a TypeError naming the f
       const err = await errorOf(() => promise);
       assert.ok(err instanceof TypeError, `a TypeError, got ${err?.constructor?.name}: ${err?.message}`);
       assert.ok(err.message.startsWith(field), `message names ${field}: ${err.message}`);
+      if (/throwing .* getter/.test(label)) assert.match(err.message, /could not be read .*getter boom/);
     });
   }
   assert.equal(server.current.requests.length, before, 'no bad call reached the model');
@@ -211,6 +292,9 @@ test('after the whole table, the SAME agent instance still streams normally (no 
 });
 
 test('unknown options are ignored without error', T, async () => {
+  // Even a function under a key the model object does not have.
+  const withFetch = new Agent({ id: 'lenient-model', model: { ...goodModel(), fetch: () => {}, extra: NaN } });
+  assert.equal(await (await withFetch.stream('hi')).text, 'You said: hi');
   const agent = new Agent({ id: 'lenient', model: goodModel(), someFutureOption: { a: 1 } });
   const out = await agent.stream('hi', { someFutureOption: true, memory: undefined });
   assert.equal(await out.text, 'You said: hi');
@@ -267,6 +351,152 @@ test('stream() never throws synchronously, even for an object whose keys cannot 
   });
   await errorOf(() => promise);
   assert.equal(await (await agent.stream('after')).text, 'You said: after');
+});
+
+
+// ---------------------------------------------------------------------------------------------
+// Exported functions given what wasm-bindgen would not check: no trap, a TypeError naming the
+// parameter, and the instance goes on working (issue 11, items 1 and 5).
+
+/** Asserts `fn()` throws a TypeError whose message starts with `field` (and matches `pattern`). */
+function throwsNaming(fn, field, pattern) {
+  assert.throws(fn, (err) => {
+    assert.ok(err instanceof TypeError, `a TypeError, got ${err?.constructor?.name}: ${err?.message}`);
+    assert.ok(err.message.startsWith(field), `message names ${field}: ${err.message}`);
+    if (pattern) assert.match(err.message, pattern);
+    return true;
+  });
+}
+
+const NOT_A_STRING = [42, {}, null, undefined, [1], true, 5n, Symbol('s'), () => 'x'];
+
+test('hasToolCall(name) with a non-string → TypeError naming name, not a wasm trap', T, async () => {
+  for (const value of NOT_A_STRING) {
+    throwsNaming(() => hasToolCall(value), 'hasToolCall(name): expected a tool name string');
+  }
+  throwsNaming(() => hasToolCall(42), 'hasToolCall(name)', /got a number/);
+  throwsNaming(() => hasToolCall({}), 'hasToolCall(name)', /got an object/);
+  assert.equal(typeof hasToolCall('weather'), 'function');
+  assert.equal(await (await shared.stream('after hasToolCall')).text, 'You said: after hasToolCall');
+});
+
+test('stepCountIs(count) with anything but a whole number of steps → TypeError naming count', T, async () => {
+  for (const value of ['bogus', '3', -1, NaN, Infinity, 1.5, null, undefined, {}, [2], 5n, Symbol('n'), () => 1]) {
+    throwsNaming(() => stepCountIs(value), 'stepCountIs(count): expected a non-negative whole number of steps');
+  }
+  throwsNaming(() => stepCountIs(-1), 'stepCountIs(count)', /got -1$/);
+  throwsNaming(() => stepCountIs(NaN), 'stepCountIs(count)', /got NaN$/);
+  throwsNaming(() => stepCountIs(Symbol('n')), 'stepCountIs(count)', /got a Symbol$/);
+  throwsNaming(() => stepCountIs('bogus'), 'stepCountIs(count)', /got a string$/);
+  const out = await shared.stream('after stepCountIs', { stopWhen: stepCountIs(1) });
+  assert.equal(await out.text, 'You said: after stepCountIs');
+});
+
+test('mastra.getAgent(id) with a non-string → TypeError naming id, not a wasm trap', T, async () => {
+  const mastra = new Mastra({ agents: { shared } });
+  for (const value of NOT_A_STRING) {
+    throwsNaming(() => mastra.getAgent(value), 'mastra.getAgent(id): expected an agent id string');
+  }
+  assert.equal(mastra.getAgent('shared'), shared);
+  throwsNaming(() => new Mastra({ get agents() { throw new Error('agents boom'); } }), 'new Mastra(config).agents', /could not be read.*agents boom/);
+  throwsNaming(() => new Mastra({ backgroundTasks: { enabled: true, globalConcurrency: NaN } }), 'new Mastra(config).backgroundTasks.globalConcurrency', /NaN/);
+  assert.equal(await (await shared.stream('after getAgent')).text, 'You said: after getAgent');
+});
+
+test('createTool: an outputSchema that is no schema, or a throwing getter → TypeError naming the field', T, () => {
+  const base = { id: 't', description: 'd', execute: () => 1 };
+  for (const value of [42, 'x', true, 5n]) {
+    throwsNaming(() => createTool({ ...base, outputSchema: value }), 'createTool(tool).outputSchema');
+  }
+  createTool({ ...base, outputSchema: { type: 'object' } });
+  throwsNaming(() => createTool({ ...base, get inputSchema() { throw new Error('schema boom'); } }), 'createTool(tool).inputSchema', /could not be read.*schema boom/);
+  throwsNaming(() => createTool(5), 'createTool(tool)', /got a number/);
+  throwsNaming(() => createTool({ ...base, background: { enabled: () => true } }), 'createTool(tool).background.enabled', /function/);
+});
+
+test('memory.updateThread({ metadata: 42 }) and functions in stored data → TypeError naming the field', T, async () => {
+  const memory = new Memory({ storage: new InMemoryStore() });
+  const agent = new Agent({ id: 'mem-bad', model: goodModel(), memory });
+  await (await agent.stream('hi', { memory: { thread: 't-bad', resource: 'r' } })).consumeStream();
+  for (const value of [42, 'x', true, [1]]) {
+    const err = await errorOf(() => memory.updateThread({ id: 't-bad', metadata: value }));
+    assert.ok(err instanceof TypeError, `a TypeError, got ${err?.name}: ${err?.message}`);
+    assert.ok(err.message.startsWith('memory.updateThread(…).metadata'), err.message);
+  }
+  const fnErr = await errorOf(() => memory.updateThread({ id: 't-bad', metadata: { note: () => 'x' } }));
+  assert.ok(fnErr.message.startsWith('memory.updateThread(…).metadata.note'), fnErr.message);
+  const thread = await memory.updateThread({ id: 't-bad', metadata: { ok: 1 } });
+  assert.deepEqual(thread.metadata, { ok: 1 });
+  const titleErr = await errorOf(() => agent.stream('hi', { memory: { thread: 't-bad', resource: 'r', onTitleGenerated: 5 } }));
+  assert.ok(titleErr.message.startsWith('options.memory.onTitleGenerated'), titleErr.message);
+  const metaErr = await errorOf(() => agent.stream('hi', { memory: { thread: { id: 't-bad', metadata: { f: () => 1 } }, resource: 'r' } }));
+  assert.ok(metaErr.message.startsWith('options.memory.thread.metadata.f'), metaErr.message);
+  throwsNaming(() => new Memory({ options: { lastMessages: NaN } }), 'new Memory(config).options.lastMessages', /NaN/);
+  throwsNaming(() => new Memory({ get storage() { throw new Error('st boom'); } }), 'new Memory(config).storage', /could not be read.*st boom/);
+});
+
+test('declineToolCall({ reason: {} }) and approveToolCall with bad ids → TypeError naming the field', T, () => {
+  throwsNaming(() => shared.declineToolCall({ runId: 'r', toolCallId: 'c', reason: {} }), 'declineToolCall(args).reason', /got an object/);
+  throwsNaming(() => shared.declineToolCall({ runId: 'r', toolCallId: 'c', reason: 5 }), 'declineToolCall(args).reason', /got a number/);
+  assert.equal(shared.declineToolCall({ runId: 'r', toolCallId: 'c', reason: 'no' }), false);
+  throwsNaming(() => shared.approveToolCall({ runId: 5, toolCallId: 'c' }), 'approveToolCall(args).runId');
+  throwsNaming(
+    () => shared.approveToolCall({ toolCallId: 'c', get runId() { throw new Error('id boom'); } }),
+    'approveToolCall(args).runId',
+    /could not be read.*id boom/,
+  );
+});
+
+test('a prepareStep that returns what is no step settings fails the run with a ValidationError naming prepareStep', T, async () => {
+  for (const value of [5n, 42, 'x', { modelSettings: { temperature: 5n } }, { toolChoice: () => 'auto' }]) {
+    const out = await shared.stream('hi', { prepareStep: () => value });
+    const chunks = await collect(out.fullStream);
+    const error = chunks.find((c) => c.type === 'error');
+    assert.ok(error, `an error chunk for ${String(value)}`);
+    assert.equal(error.payload.error.name, 'ValidationError');
+    assert.match(error.payload.error.message, /prepareStep/);
+    const err = await errorOf(() => out.text);
+    assert.equal(err.name, 'ValidationError');
+  }
+  const bigint = await errorOf(async () => (await shared.stream('hi', { prepareStep: () => 5n })).getFullOutput());
+  assert.match(bigint.message, /prepareStep.*BigInt/);
+  assert.equal(await (await shared.stream('after prepareStep')).text, 'You said: after prepareStep');
+});
+
+test('writer.custom with a function in its data rejects with a TypeError naming it (nothing silently dropped)', T, async () => {
+  const seen = [];
+  const tool = createTool({
+    id: 'weather',
+    description: 'd',
+    inputSchema: { type: 'object', properties: { city: { type: 'string' } } },
+    execute: async (_input, { writer }) => {
+      const err = await writer.custom({ type: 'data-x', data: { ok: 1, f: () => 1 } }).then(() => null, (e) => e);
+      seen.push(err);
+      return 'done';
+    },
+  });
+  const agent = new Agent({ id: 'custom-bad', model: modelFor(server.current, 'tool-call'), tools: { weather: tool } });
+  const chunks = await collect((await agent.stream('weather?')).fullStream);
+  assert.equal(seen.length, 1);
+  assert.ok(seen[0] instanceof TypeError, `a TypeError, got ${seen[0]}`);
+  assert.ok(seen[0].message.startsWith('writer.custom(chunk).data.f'), seen[0].message);
+  assert.equal(chunks.filter((c) => c.type === 'data-x').length, 0, 'no half-written data chunk');
+});
+
+test('streamUntilIdle: options that are no object, or a throwing maxIdleMs getter → a rejected TypeError', T, async () => {
+  const warn = console.warn;
+  console.warn = () => {};
+  try {
+    const bad = await errorOf(() => shared.streamUntilIdle('hi', 5));
+    assert.ok(bad instanceof TypeError && bad.message.startsWith('options'), bad.message);
+    const err = await errorOf(() => shared.streamUntilIdle('hi', throwing('maxIdleMs')));
+    assert.ok(err instanceof TypeError && err.message.startsWith('options.maxIdleMs'), err.message);
+    const other = await errorOf(() => shared.streamUntilIdle('hi', throwing('onChunk')));
+    assert.ok(other instanceof TypeError && other.message.startsWith('options'), other.message);
+    assert.match(other.message, /could not be read .*onChunk getter boom/);
+  } finally {
+    console.warn = warn;
+  }
 });
 
 noUnhandledRejections();

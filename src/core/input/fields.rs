@@ -59,6 +59,7 @@ pub fn join(path: &str, key: impl PathKey) -> String {
 }
 
 /// The JSON type of a value as a JavaScript user would name it: "a string", "an array", "null"…
+/// A [`not_json`] stand-in is named for the JavaScript value it replaced ("a function", "NaN").
 pub fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -66,8 +67,25 @@ pub fn kind(v: &Value) -> &'static str {
         Value::Number(_) => "a number",
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+        Value::Object(m) => match m.get(NOT_JSON_KEY).and_then(Value::as_str) {
+            Some(name) if m.len() == 1 => NOT_JSON.iter().find(|k| **k == name).copied().unwrap_or("an object"),
+            _ => "an object",
+        },
     }
+}
+
+/// The key of a [`not_json`] stand-in: no JavaScript options object has it.
+const NOT_JSON_KEY: &str = "\u{0}not-json";
+/// What a JavaScript value JSON cannot hold may be, as [`kind`] names it.
+pub const NOT_JSON: &[&str] = &["a function", "a Symbol", "a BigInt", "NaN", "Infinity", "-Infinity"];
+
+/// A stand-in for a JavaScript value JSON cannot hold (one of [`NOT_JSON`]): the bindings leave
+/// it in the tree so a parser's "expected a string, got a function" names what the user gave.
+/// A tree that still holds one after parsing is refused by the bindings (nothing sends it on).
+pub fn not_json(what: &'static str) -> Value {
+    let mut m = Map::new();
+    m.insert(NOT_JSON_KEY.to_owned(), Value::String(what.to_owned()));
+    Value::Object(m)
 }
 
 /// A value for the "got …" half of a message about a wrong *value* (not type): strings are
