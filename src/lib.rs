@@ -19,7 +19,7 @@ pub mod bindings;
 /// Runs once when the module is instantiated: a panic then says what and where on the console
 /// before the instance traps (the release build aborts on panic).
 #[cfg(target_arch = "wasm32")]
-#[wasm_bindgen::prelude::wasm_bindgen(start)]
+#[wasm_bindgen::prelude::wasm_bindgen(start, skip_typescript)]
 pub fn start() {
     bindings::report::install_panic_hook();
 }
