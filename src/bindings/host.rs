@@ -7,8 +7,8 @@ use js_sys::{Array, Function, Object, Reflect};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
-use super::agent::optional_function;
-use super::convert::{from_json, read, to_json, to_json_strict, Data};
+use super::options::JsCallbacks;
+use super::convert::{from_json, to_json, to_json_strict, Data};
 use super::report::callback_failed;
 use super::tools::{call_async, execute, needs_approval, standard_validate, thrown_message, JsTool, ToolEnv};
 use crate::core::env::LocalFuture;
@@ -40,24 +40,22 @@ pub struct JsHost {
 }
 
 impl JsHost {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(tools: Vec<JsTool>, env: ToolEnv, hooks: &JsValue, prepare_step: Option<Function>, stop_fns: Vec<Function>,
-        on_iteration_complete: Option<Function>, max_steps: usize, base_settings: Value) -> Result<Self, JsValue> {
-        let hook =
-            |name: &str| optional_function(&read(hooks, name, "options.hooks")?, &format!("options.hooks.{name}"));
-        Ok(JsHost {
+    /// The host of one turn: its tools, the call's callbacks, and the settings `prepareStep`
+    /// merges under.
+    pub(crate) fn new(tools: Vec<JsTool>, env: ToolEnv, js: &JsCallbacks, max_steps: usize, base_settings: Value) -> Self {
+        JsHost {
             tools,
             env,
-            before_tool_call: hook("beforeToolCall")?,
-            after_tool_call: hook("afterToolCall")?,
-            prepare_step,
-            stop_fns,
-            on_iteration_complete,
+            before_tool_call: js.before_tool_call.clone(),
+            after_tool_call: js.after_tool_call.clone(),
+            prepare_step: js.prepare_step.clone(),
+            stop_fns: js.stop_fns.clone(),
+            on_iteration_complete: js.on_iteration_complete.clone(),
             max_steps,
             base_settings,
-            on_title_generated: None,
+            on_title_generated: js.on_title_generated.clone(),
             parsed: RefCell::new(Vec::new()),
-        })
+        }
     }
 
     fn tool(&self, name: &str) -> Option<&JsTool> {

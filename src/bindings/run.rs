@@ -10,7 +10,8 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
-use super::agent::{callback, json_value};
+use super::agent::json_value;
+use super::options::{CallSetup, JsCallbacks};
 use super::convert::error_to_js;
 use super::output::Shared;
 use super::host::JsHost;
@@ -23,28 +24,6 @@ use crate::core::run::{run, RunConfig, RunOutcome, Sink};
 use crate::core::until_idle::{drive, with_task_chunks, Continuations, IdleLoop, IdleWatch};
 use crate::core::step::StepResult;
 use crate::platform::JsEnv;
-
-/// The user's callbacks for one run (the call's, else `defaultOptions`').
-pub struct Callbacks {
-    on_chunk: Option<Function>,
-    on_step_finish: Option<Function>,
-    on_finish: Option<Function>,
-    on_error: Option<Function>,
-    on_abort: Option<Function>,
-}
-
-impl Callbacks {
-    pub fn read(options: &JsValue, defaults: &JsValue) -> Result<Self, JsValue> {
-        let get = |name| callback(options, defaults, name);
-        Ok(Callbacks {
-            on_chunk: get("onChunk")?,
-            on_step_finish: get("onStepFinish")?,
-            on_finish: get("onFinish")?,
-            on_error: get("onError")?,
-            on_abort: get("onAbort")?,
-        })
-    }
-}
 
 struct JsSink {
     pub(crate) shared: Rc<Shared>,
@@ -125,11 +104,12 @@ pub struct IdleSetup {
 }
 
 /// Starts the call on the event loop: its first turn, and with `idle` the continuation turns
-/// until nothing is left to answer.
-pub fn spawn_run(first: Turn, shared: Rc<Shared>, cb: Callbacks, signal: JsValue, idle: Option<IdleSetup>) {
+/// until nothing is left to answer. `call` is the call's parsed options (callbacks, signal).
+pub(crate) fn spawn_run(first: Turn, shared: Rc<Shared>, call: Rc<CallSetup>, idle: Option<IdleSetup>) {
     let outer = first.abort.clone();
-    let listener = listen_abort(&signal, &outer);
+    let listener = listen_abort(&call.signal, &outer);
     wasm_bindgen_futures::spawn_local(async move {
+        let cb = &call.js;
         let sink = JsSink { shared: shared.clone(), on_chunk: cb.on_chunk.clone(), on_step_finish: cb.on_step_finish.clone() };
         let run_id = first.run_id.clone();
         let first_failed;
@@ -144,7 +124,7 @@ pub fn spawn_run(first: Turn, shared: Rc<Shared>, cb: Callbacks, signal: JsValue
             };
             (first.done)();
             first_failed = outcome.error.is_some();
-            settle_first(&outcome, &run_id, &cb, &first.abort, &sink).await
+            settle_first(&outcome, &run_id, cb, &first.abort, &sink).await
         };
         match idle {
             None => shared.finish(result),
@@ -173,7 +153,7 @@ pub fn spawn_run(first: Turn, shared: Rc<Shared>, cb: Callbacks, signal: JsValue
 async fn settle_first(
     outcome: &RunOutcome,
     run_id: &str,
-    cb: &Callbacks,
+    cb: &JsCallbacks,
     abort: &AbortFlag,
     sink: &JsSink,
 ) -> Result<JsValue, JsValue> {

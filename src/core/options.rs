@@ -65,7 +65,7 @@ pub fn parse_agent_config(v: &Value) -> Result<AgentConfig, AgentError> {
     let default_options = match v.get("defaultOptions") {
         None | Some(Value::Null) => Value::Object(Map::new()),
         Some(d @ Value::Object(_)) => {
-            parse_stream_options(d, "config.defaultOptions")?;
+            parse_call_options(d, "config.defaultOptions")?;
             d.clone()
         }
         Some(d) => return Err(AgentError::invalid("config.defaultOptions", format!("expected an object, got {}", kind(d)))),
@@ -116,9 +116,10 @@ pub fn parse_headers(v: Option<&Value>, field: &str) -> Result<Vec<(String, Stri
     }
 }
 
-/// The data options of one `stream()` call (functions are read by the bindings).
+/// The data options of one `stream()` call, typed: `defaultOptions` merged under the call's, read once
+/// by the bindings' options parser (which reads the functions beside them).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct StreamOptions {
+pub struct CallOptions {
     /// Replaces the agent's instructions when set.
     pub instructions: Option<Vec<String>>,
     /// Added after the instructions.
@@ -137,9 +138,9 @@ pub struct StreamOptions {
     pub tool_call_concurrency: Option<usize>,
 }
 
-pub fn parse_stream_options(v: &Value, field: &str) -> Result<StreamOptions, AgentError> {
+pub fn parse_call_options(v: &Value, field: &str) -> Result<CallOptions, AgentError> {
     if v.is_null() {
-        return Ok(StreamOptions::default());
+        return Ok(CallOptions::default());
     }
     if !v.is_object() {
         return Err(AgentError::invalid(field, format!("expected an object, got {}", kind(v))));
@@ -202,7 +203,7 @@ pub fn parse_stream_options(v: &Value, field: &str) -> Result<StreamOptions, Age
         Some(n) => Some(n.min(1000) as usize),
         None => None,
     };
-    Ok(StreamOptions {
+    Ok(CallOptions {
         instructions,
         system,
         context,
@@ -253,7 +254,7 @@ pub fn merge_options(defaults: &Value, options: &Value) -> Value {
 
 /// The prompt of a run: instructions (the call's, else the agent's), then `system`, then
 /// `context`, then the input messages.
-pub fn build_prompt(agent_instructions: &[String], opts: &StreamOptions, input: Vec<ModelMessage>) -> Vec<ModelMessage> {
+pub fn build_prompt(agent_instructions: &[String], opts: &CallOptions, input: Vec<ModelMessage>) -> Vec<ModelMessage> {
     let instructions = opts.instructions.as_deref().unwrap_or(agent_instructions);
     let mut out: Vec<ModelMessage> = instructions.iter().chain(&opts.system).map(|s| ModelMessage::System(s.clone())).collect();
     out.extend(opts.context.iter().cloned());
@@ -262,7 +263,7 @@ pub fn build_prompt(agent_instructions: &[String], opts: &StreamOptions, input: 
 }
 
 /// The request of the first step.
-pub fn build_request(model_name: &str, prompt: Vec<ModelMessage>, opts: &StreamOptions, provider: &str) -> ModelRequest {
+pub fn build_request(model_name: &str, prompt: Vec<ModelMessage>, opts: &CallOptions, provider: &str) -> ModelRequest {
     ModelRequest {
         model_id: model_name.to_string(),
         messages: prompt,

@@ -522,6 +522,31 @@ test('untilIdle in the call and in defaultOptions never recurses; continuation c
   assert.equal(s.log.length, 3, 'nothing ran after the stream closed');
 });
 
+test('the options are read once: a continuation turn reads nothing from them again, and the same callbacks and tools serve it', TB, async () => {
+  const s = bgScript(server.current);
+  const { agent } = bgAgent(s.model, { tools: { research: slowTool({ ms: 300 }) } });
+  const reads = new Map();
+  const seen = [];
+  const given = { untilIdle: true, memory: scope(), onChunk: (c) => seen.push(c.type), maxSteps: 4 };
+  // Every read of an option is counted, whether the key is set or not.
+  const options = new Proxy(given, {
+    get(target, key, receiver) {
+      if (typeof key === 'string') reads.set(key, (reads.get(key) ?? 0) + 1);
+      return Reflect.get(target, key, receiver);
+    },
+  });
+  const out = await agent.stream('Research', options);
+  const afterStart = new Map(reads);
+  const { chunks } = await read(out.fullStream);
+  assert.deepEqual(s.log.map((e) => e.kind), ['user', 'ack', 'continuation'], describe(chunks));
+  assert.deepEqual([...reads], [...afterStart], 'the continuation read no option again');
+  for (const key of ['onChunk', 'memory', 'toolsets', 'stopWhen', 'hooks', 'untilIdle']) {
+    assert.ok(afterStart.get(key) >= 1, `${key} was read when the call started`);
+  }
+  assert.equal(ofType(chunks, 'finish').length, 2, describe(chunks));
+  assert.equal(seen.filter((t) => t === 'finish').length, 2, 'onChunk saw the continuation too');
+});
+
 // ---------------------------------------------------------------------------------------------
 // 12. Aggregates
 

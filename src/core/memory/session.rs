@@ -35,6 +35,7 @@ pub struct WorkingMemory {
 }
 
 /// What a run knows of its memory.
+#[derive(Clone)]
 pub struct MemoryRun {
     pub store: Rc<dyn Store>,
     pub thread_id: String,
