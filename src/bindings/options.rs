@@ -19,7 +19,7 @@ use crate::core::model::Warning;
 use crate::core::model_api::{HttpModel, ModelApi};
 use crate::core::options::{merge_options, parse_call_options, CallOptions};
 use crate::core::run::StopCondition;
-use crate::core::run_memory::{TitleJob, DEFAULT_TITLE_INSTRUCTIONS};
+use crate::core::run::memory::{TitleJob, DEFAULT_TITLE_INSTRUCTIONS};
 use crate::core::transport::{self, Transport};
 use crate::core::until_idle::DEFAULT_MAX_IDLE_MS;
 use crate::core::wire::{Api, Endpoint};

@@ -16,7 +16,6 @@ pub mod model_api;
 pub mod options;
 pub mod retry;
 pub mod run;
-pub mod run_memory;
 pub mod schema;
 pub mod step;
 pub mod tools;

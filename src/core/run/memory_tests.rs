@@ -433,8 +433,8 @@ fn read_only_working_memory_is_shown_but_cannot_be_changed() {
     assert!(r.body(0).get("tools").is_none());
 }
 
-fn title_job() -> crate::core::run_memory::TitleJob {
-    crate::core::run_memory::TitleJob {
+fn title_job() -> crate::core::run::memory::TitleJob {
+    crate::core::run::memory::TitleJob {
         model: config(0, false).model,
         model_id: "title-model".into(),
         instructions: "Title it.".into(),

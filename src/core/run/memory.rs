@@ -6,16 +6,16 @@ use std::cell::RefCell;
 
 use serde_json::{json, Value};
 
-use super::abort::AbortFlag;
-use super::env::{Env, LocalFuture};
-use super::error::AgentError;
-use super::memory::{MemoryRun, Resource, Thread};
-use super::model::{ModelEvent, ModelMessage, ModelRequest, ModelSettings, UserPart};
-use super::run::{Hooks, Stop};
-use super::step::ToolCall;
-use super::tools::{Approval, ToolCtx, ToolDef, ToolHost, ToolResult, Validation};
-use super::model_api::{CallCx, ModelApi};
-use super::transport::Transport;
+use crate::core::abort::AbortFlag;
+use crate::core::env::{Env, LocalFuture};
+use crate::core::error::AgentError;
+use crate::core::memory::{MemoryRun, Resource, Thread};
+use crate::core::model::{ModelEvent, ModelMessage, ModelRequest, ModelSettings, UserPart};
+use super::{Hooks, Stop};
+use crate::core::step::ToolCall;
+use crate::core::tools::{Approval, ToolCtx, ToolDef, ToolHost, ToolResult, Validation};
+use crate::core::model_api::{CallCx, ModelApi};
+use crate::core::transport::Transport;
 
 pub const WORKING_MEMORY_TOOL: &str = "updateWorkingMemory";
 

@@ -568,15 +568,15 @@ fn event_streams_are_read_whatever_the_parameters_of_their_content_type() {
 }
 
 #[cfg(test)]
-#[path = "run_tools_tests.rs"]
+#[path = "tools_tests.rs"]
 mod tools;
 
 #[cfg(test)]
-#[path = "run_memory_tests.rs"]
+#[path = "memory_tests.rs"]
 mod memory;
 
 #[cfg(test)]
-#[path = "run_warnings_tests.rs"]
+#[path = "warnings_tests.rs"]
 mod warnings;
 
 #[test]

@@ -1,0 +1,102 @@
+//! How a run ended (`RunOutcome`): its steps, the step cut short, usage, error or abort, and the
+//! aggregates `getFullOutput()` and the output's promises resolve with.
+
+use crate::core::error::AgentError;
+use crate::core::model::{FinishReason, ModelMessage, Usage};
+use crate::core::step::StepResult;
+
+/// How a run ended.
+#[derive(Debug, Default)]
+pub struct RunOutcome {
+    pub message_id: String,
+    pub steps: Vec<StepResult>,
+    /// The step that was streaming when the run failed or was aborted, as far as it got.
+    pub partial: Option<StepResult>,
+    pub total_usage: Usage,
+    pub error: Option<AgentError>,
+    /// `Some(reason)` when the run was aborted.
+    pub aborted: Option<Option<String>>,
+}
+
+impl RunOutcome {
+    /// A storage write failed (SPEC §7): the reply still streams, and the run ends failed with
+    /// the first such error (SPEC §11: its `error` chunk is the last chunk, `text` rejects,
+    /// `onError` runs). An aborted run stays aborted.
+    pub fn write_failed(&mut self, e: AgentError) {
+        if self.aborted.is_none() {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    pub fn finish_reason(&self) -> FinishReason {
+        if self.aborted.is_some() {
+            FinishReason::Abort
+        } else if self.error.is_some() {
+            FinishReason::Error
+        } else {
+            self.steps.last().map(|s| s.finish_reason).unwrap_or(FinishReason::Other)
+        }
+    }
+
+    /// Text of all complete steps.
+    pub fn text(&self) -> String {
+        self.steps.iter().map(|s| s.text.as_str()).collect()
+    }
+
+    pub fn reasoning_text(&self) -> String {
+        self.steps.iter().map(|s| s.reasoning.as_str()).collect()
+    }
+
+    /// The messages the run added (per step: the assistant message, then the tool results).
+    pub fn response_messages(&self) -> Vec<ModelMessage> {
+        self.steps.iter().flat_map(|s| s.response_messages()).collect()
+    }
+}
+
+impl RunOutcome {
+    /// Everything `getFullOutput()` resolves with, and what the aggregate promises read from.
+    /// On abort, `text` also holds what the interrupted step had streamed: the user saw it.
+    pub fn output_json(&self, run_id: &str) -> serde_json::Value {
+        use crate::core::chunk::{usage_json, warnings_json};
+        use crate::core::step::{messages_json, ToolCall};
+        use serde_json::{json, Value};
+        let mut text = self.text();
+        let mut reasoning = self.reasoning_text();
+        if self.aborted.is_some() {
+            if let Some(p) = &self.partial {
+                text.push_str(&p.text);
+                reasoning.push_str(&p.reasoning);
+            }
+        }
+        let last = self.steps.last();
+        let usage = last.map(|s| s.usage).unwrap_or_default();
+        let warnings: Vec<_> = self.steps.iter().flat_map(|s| s.warnings.iter().cloned()).collect();
+        let messages = messages_json(&self.response_messages());
+        let mut out = json!({
+            "runId": run_id,
+            "text": text,
+            "finishReason": self.finish_reason().as_str(),
+            "usage": usage_json(&usage),
+            "totalUsage": usage_json(&self.total_usage),
+            "steps": self.steps.iter().map(StepResult::to_json).collect::<Vec<_>>(),
+            "toolCalls": self.steps.iter().flat_map(|s| s.tool_calls.iter().map(ToolCall::to_json)).collect::<Vec<_>>(),
+            "toolResults": self.steps.iter().flat_map(|s| s.tool_results.iter().filter_map(crate::core::tools::ToolResult::to_json)).collect::<Vec<_>>(),
+            "warnings": warnings_json(&warnings),
+            "response": {
+                "id": last.and_then(|s| s.response.id.clone()),
+                "modelId": last.and_then(|s| s.response.model_id.clone()),
+                "timestamp": last.map(|s| s.response.timestamp_ms),
+                "messages": messages.clone(),
+            },
+            "messages": messages,
+        });
+        if !reasoning.is_empty() {
+            out["reasoningText"] = Value::String(reasoning);
+        }
+        if let Some(e) = &self.error {
+            out["error"] = crate::core::chunk::error_json(e);
+        }
+        out
+    }
+}
+
