@@ -473,7 +473,3 @@ fn choose_api(default: Api, asked: Option<&str>) -> Result<Api, JsValue> {
         (_, Some(a)) => Err(type_error("config.model.api", &format!("'{a}' applies to OpenAI-compatible providers only; this provider has its own API"))),
     }
 }
-
-pub(crate) fn json_value(v: &Value) -> JsValue {
-    super::convert::from_json(v)
-}

@@ -10,9 +10,8 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
-use super::agent::json_value;
 use super::options::{CallSetup, JsCallbacks};
-use super::convert::error_to_js;
+use super::convert::{error_to_js, from_json};
 use super::output::Shared;
 use super::host::JsHost;
 use crate::core::abort::AbortFlag;
@@ -45,7 +44,7 @@ impl Sink for JsSink {
     fn step_finished<'a>(&'a self, step: &'a StepResult) -> LocalFuture<'a, ()> {
         Box::pin(async move {
             if let Some(f) = &self.on_step_finish {
-                call_and_wait("onStepFinish", f, &json_value(&step.to_json())).await;
+                call_and_wait("onStepFinish", f, &from_json(&step.to_json())).await;
             }
         })
     }
@@ -157,7 +156,7 @@ async fn settle_first(
     abort: &AbortFlag,
     sink: &JsSink,
 ) -> Result<JsValue, JsValue> {
-    let full = json_value(&outcome.output_json(run_id));
+    let full = from_json(&outcome.output_json(run_id));
     let cut_short = |waited: bool| {
         if !waited {
             sink.emit(Chunk::Abort { reason: abort.reason() });

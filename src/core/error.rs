@@ -164,6 +164,12 @@ impl fmt::Display for AgentError {
     }
 }
 
+/// Why a step, a model call or a wait stopped early: the run was aborted, or something failed.
+pub enum Stop {
+    Aborted,
+    Failed(AgentError),
+}
+
 impl std::error::Error for AgentError {}
 
 /// The first 200 characters of a text, for error messages that quote what came back.

@@ -12,7 +12,7 @@ use super::env::{Body, Env, LocalFuture};
 use super::error::AgentError;
 use super::model::{ModelEvent, ModelRequest, Warning};
 use super::retry::{redact, redact_text, secrets, send_with_retries};
-use super::run::Stop;
+use super::error::Stop;
 use super::transport::{socket_request, Transport};
 use super::wire::{Endpoint, HttpRequest, Protocol, StreamDecoder};
 

@@ -7,7 +7,7 @@
 use super::abort::AbortFlag;
 use super::env::{Env, HttpResponse};
 use super::error::AgentError;
-use super::run::Stop;
+use super::error::Stop;
 use super::transport::{SocketError, SocketRequest};
 use super::wire::{Endpoint, HttpRequest};
 

@@ -15,7 +15,7 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 
 use super::config::{Backpressure, BackgroundConfig, TaskLimits};
-use super::placeholder::replace_placeholder;
+use super::placeholder::{replace_placeholder, MemoryTarget};
 use super::task::{chunk, TaskEvent, TaskEventKind, TaskFilter, TaskRecord, TaskStatus};
 use crate::core::abort::AbortFlag;
 use crate::core::chunk::Chunk;
@@ -43,13 +43,6 @@ pub trait TaskRuntime {
 /// Runs a tool for a background task. `Err` is what it threw.
 pub trait TaskRunner {
     fn execute(&self, task: TaskRecord, abort: AbortFlag, emit: Rc<dyn Fn(Value)>) -> LocalFuture<'static, Result<Value, String>>;
-}
-
-/// The conversation a task's result goes back into.
-#[derive(Clone)]
-pub struct MemoryTarget {
-    pub store: Rc<dyn Store>,
-    pub thread_id: String,
 }
 
 /// A call handed to the manager.

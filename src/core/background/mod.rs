@@ -10,8 +10,8 @@ mod placeholder;
 mod task;
 
 pub use config::{parse_background_config, parse_tool_background, Backpressure, BackgroundConfig, TaskLimits, ToolBackground};
-pub use manager::{Dispatch, Dispatched, Manager, MemoryTarget, Scope, Subscription, TaskRunner, TaskRuntime};
-pub use placeholder::{placeholder, replace_placeholder};
+pub use manager::{Dispatch, Dispatched, Manager, Scope, Subscription, TaskRunner, TaskRuntime};
+pub use placeholder::{placeholder, replace_placeholder, MemoryTarget};
 pub use task::{TaskEvent, TaskEventKind, TaskFilter, TaskRecord, TaskStatus};
 
 #[cfg(test)]

@@ -3,8 +3,16 @@
 
 use serde_json::{json, Value};
 
-use super::manager::MemoryTarget;
-use crate::core::memory::MessageQuery;
+use std::rc::Rc;
+
+use crate::core::memory::{MessageQuery, Store};
+
+/// The conversation a task's result goes back into.
+#[derive(Clone)]
+pub struct MemoryTarget {
+    pub store: Rc<dyn Store>,
+    pub thread_id: String,
+}
 
 /// The text the model gets at once for a call that went to the background.
 pub fn placeholder(task_id: &str, tool_name: &str) -> Value {

@@ -10,11 +10,11 @@ pub mod memory;
 mod outcome;
 
 pub use outcome::RunOutcome;
+pub use super::error::Stop;
 
 use super::abort::AbortFlag;
 use super::chunk::Chunk;
 use super::env::{Env, LocalFuture};
-use super::error::AgentError;
 use super::memory::{MemoryRun, Session};
 pub use super::hooks::{Hooks, IterationDecision, NoHooks, StepOverrides, StopCondition};
 pub use super::retry::{parse_retry_after, retry_delay_ms};
@@ -72,12 +72,6 @@ pub trait Sink {
     /// Called after each complete step, after its `step-finish` chunk; the loop waits for it
     /// (this is `onStepFinish`).
     fn step_finished<'a>(&'a self, step: &'a StepResult) -> LocalFuture<'a, ()>;
-}
-
-/// Why a step stopped early.
-pub enum Stop {
-    Aborted,
-    Failed(AgentError),
 }
 
 /// Runs the loop to its end. Every chunk, including the final `finish`, `error` or `abort`,

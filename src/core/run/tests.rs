@@ -9,6 +9,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use super::*;
+use crate::core::error::AgentError;
 use crate::core::env::{Body, Env, HttpResponse, LocalFuture};
 use crate::core::model::{FinishReason, ModelMessage, UserPart};
 use crate::core::tools::Approvals;
