@@ -12,28 +12,7 @@ pub mod registry;
 pub mod sse;
 
 #[cfg(test)]
-mod tests_anthropic;
-#[cfg(test)]
-mod tests_chat_request;
-#[cfg(test)]
-mod tests_chat_stream;
-#[cfg(test)]
-mod tests_fixtures;
-#[cfg(test)]
-mod tests_google;
-#[cfg(test)]
-mod tests_json;
-#[cfg(test)]
-mod tests_recordings;
-#[cfg(test)]
-mod tests_responses;
-// proptest is a native-only dev-dependency (see Cargo.toml).
-#[cfg(all(test, not(target_arch = "wasm32")))]
-mod tests_splits;
-#[cfg(test)]
-mod tests_sse;
-#[cfg(test)]
-mod tests_tool_args;
+mod tests;
 
 use std::borrow::Cow;
 

@@ -3,20 +3,23 @@
 
 use std::collections::BTreeMap;
 
-use super::openai_chat::ChatDecoder;
-use super::tests_fixtures::{self, assert_cut_short, assert_not_json, chat_stream, fixture_lines, CHAT as FIXTURES};
-use super::tests_sse::{random_pieces, Rng};
-use super::StreamDecoder;
+use serde_json::{json, Value};
+
+use super::ChatDecoder;
 use crate::core::error::AgentError;
 use crate::core::model::{FinishReason, ModelEvent, Usage};
-use serde_json::{json, Value};
+use crate::providers::tests::fixtures::{
+    self, assert_cut_short, assert_not_json, chat_stream, fixture_lines, CHAT as FIXTURES,
+};
+use crate::providers::tests::sse::{random_pieces, Rng};
+use crate::providers::StreamDecoder;
 
 fn fixture_stream(name: &str) -> Vec<u8> {
     chat_stream(&fixture_lines(name))
 }
 
 fn decode_pieces(pieces: &[&[u8]], include_raw: bool) -> Result<Vec<ModelEvent>, AgentError> {
-    tests_fixtures::decode_pieces(ChatDecoder::new(include_raw), pieces)
+    fixtures::decode_pieces(ChatDecoder::new(include_raw), pieces)
 }
 
 fn decode(body: &str) -> Result<Vec<ModelEvent>, AgentError> {
@@ -225,7 +228,7 @@ fn mistral_reasoning_parts_become_reasoning_then_text() {
             ("text", "!"),
         ]
     );
-    let step = super::step_of(events.clone());
+    let step = crate::providers::step_of(events.clone());
     assert_eq!(step.reasoning, "The user greets me \u{2014} answer kindly.");
     assert_eq!(step.text, "Hello there!");
     assert_eq!(step.finish_reason, FinishReason::Stop);

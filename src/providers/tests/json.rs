@@ -6,12 +6,12 @@ use std::borrow::Cow;
 
 use serde_json::{json, Map, Value};
 
-use super::json::{validate, Error, Reader, Result};
-use super::openai_chat::ChatDecoder;
-use super::tests_fixtures::FIXTURE_DIR;
-use super::tests_sse::Rng;
-use super::StreamDecoder;
+use super::fixtures::FIXTURE_DIR;
+use super::sse::Rng;
 use crate::core::model::{FinishReason, ModelEvent, Usage};
+use crate::providers::StreamDecoder;
+use crate::providers::json::{validate, Error, Reader, Result};
+use crate::providers::openai_chat::ChatDecoder;
 
 /// Builds a `Value` from the reader alone, trying each kind in turn: a kind that is not next is a
 /// shape error, which consumes nothing. Numbers go through `raw` (the reader does not convert

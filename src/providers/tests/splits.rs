@@ -11,20 +11,19 @@
 
 use std::fmt::Debug;
 
+use super::fixtures::{
+    chat_stream, data_stream, decode_until_error, fixture_lines, response_bodies, typed_stream, ANTHROPIC, CHAT, GOOGLE,
+    PARALLEL_WRAPPER,
+};
+use super::sse;
+use crate::providers::anthropic::AnthropicDecoder;
+use crate::providers::google::GoogleDecoder;
+use crate::providers::openai_chat::ChatDecoder;
+use crate::providers::openai_responses::ResponsesDecoder;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
-
-use super::anthropic::AnthropicDecoder;
-use super::google::GoogleDecoder;
-use super::openai_chat::ChatDecoder;
-use super::openai_responses::ResponsesDecoder;
-use super::tests_fixtures::{
-    chat_stream, data_stream, decode_until_error, fixture_lines, response_bodies, typed_stream, ANTHROPIC, CHAT,
-    GOOGLE, PARALLEL_WRAPPER,
-};
-use super::tests_sse;
 
 /// Cases per decoder, spread evenly over its bodies and rounded up (at least two each): 128 to
 /// 156 a decoder, 680 in all, about half a second in a debug build though Chat bodies reach 300 KB.
@@ -151,7 +150,7 @@ fn sse_framing_of_every_recording_cut_at_random() {
     all.extend(bodies(ANTHROPIC, typed_stream));
     all.extend(bodies(GOOGLE, data_stream));
     all.extend(responses_bodies());
-    check_random_cuts(&all, tests_sse::decode);
+    check_random_cuts(&all, sse::decode);
 }
 
 #[test]

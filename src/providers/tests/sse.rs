@@ -1,18 +1,18 @@
 //! Tests of the SSE decoder: every stream must decode the same whatever way it is cut.
 
-use super::sse::{SseDecoder, SseEvent};
+use crate::providers::sse::{SseDecoder, SseEvent};
 
 /// A tiny deterministic pseudo-random generator (xorshift64*), so "random" splits are the same
 /// on every run and a failure can be replayed.
-pub(super) struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    pub(super) fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
 
     /// A number in `1..=max`.
-    pub(super) fn piece(&mut self, max: usize) -> usize {
+    pub(crate) fn piece(&mut self, max: usize) -> usize {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -22,7 +22,7 @@ impl Rng {
 }
 
 /// Cuts `bytes` into random pieces of 1..=max bytes.
-pub(super) fn random_pieces<'a>(bytes: &'a [u8], rng: &mut Rng, max: usize) -> Vec<&'a [u8]> {
+pub(crate) fn random_pieces<'a>(bytes: &'a [u8], rng: &mut Rng, max: usize) -> Vec<&'a [u8]> {
     let mut pieces = Vec::new();
     let mut at = 0;
     while at < bytes.len() {
@@ -34,7 +34,7 @@ pub(super) fn random_pieces<'a>(bytes: &'a [u8], rng: &mut Rng, max: usize) -> V
 }
 
 /// The events of a body and whether it ended cut short.
-pub(super) fn decode(pieces: &[&[u8]]) -> (Vec<SseEvent>, bool) {
+pub(crate) fn decode(pieces: &[&[u8]]) -> (Vec<SseEvent>, bool) {
     let mut decoder = SseDecoder::new();
     let mut out = Vec::new();
     for piece in pieces {

@@ -1,14 +1,16 @@
 //! Tests of the Chat Completions request builder: URL, headers, body fields, messages.
 
+use std::borrow::Cow;
+
 use serde_json::{json, Map, Value};
 
-use super::openai_chat::build_request;
-use super::tests_fixtures::{endpoint_at, pairs};
-use super::{Endpoint, HttpRequest};
+use super::build_request;
 use crate::core::error::AgentError;
 use crate::core::model::{
     AssistantPart, ModelMessage, ModelRequest, ModelSettings, ToolChoice, ToolResultPart, ToolSpec, UserPart, Warning,
 };
+use crate::providers::tests::fixtures::{endpoint_at, pairs};
+use crate::providers::{snake_case, Endpoint, HttpRequest};
 
 fn endpoint(key: Option<&str>) -> Endpoint {
     endpoint_at("openai", "https://api.openai.com/v1", key)
@@ -351,3 +353,12 @@ fn the_body_is_byte_for_byte_stable() {
     // serde_json keeps insertion order (preserve_order): the body reads in a natural order.
     assert!(first.starts_with("{\"model\":\"gpt-4o-mini\",\"messages\":"), "key order: {first}");
 }
+
+#[test]
+fn snake_case_keys() {
+    assert_eq!(snake_case("reasoningEffort"), "reasoning_effort");
+    assert_eq!(snake_case("maxCompletionTokens"), "max_completion_tokens");
+    assert!(matches!(snake_case("already_snake"), Cow::Borrowed("already_snake")));
+    assert_eq!(snake_case("User"), "user");
+}
+

@@ -5,14 +5,14 @@
 
 use serde_json::{json, Value};
 
-use super::anthropic::AnthropicDecoder;
-use super::google::GoogleDecoder;
-use super::openai_chat::ChatDecoder;
-use super::openai_responses::ResponsesDecoder;
-use super::tests_fixtures::decode_pieces;
-use super::{step_of, StreamDecoder};
+use super::fixtures::decode_pieces;
 use crate::core::error::AgentError;
 use crate::core::model::{FinishReason, ModelEvent};
+use crate::providers::anthropic::AnthropicDecoder;
+use crate::providers::google::GoogleDecoder;
+use crate::providers::openai_chat::ChatDecoder;
+use crate::providers::openai_responses::ResponsesDecoder;
+use crate::providers::{step_of, StreamDecoder};
 
 /// One reply calling `echo` with `args` (the arguments' JSON text), as each API streams it.
 fn replies(args: &str) -> Vec<(&'static str, Box<dyn StreamDecoder>, String)> {

@@ -2,20 +2,18 @@
 //! README), as its API sends it, through its decoder cut every way: split in two at every position,
 //! in 1-byte and random pieces, and with CR LF line ends. However the bytes arrive, the events and
 //! how the body ends are the same, raw events included. (What the events say is checked per API,
-//! in `tests_chat_stream`, `tests_responses`, `tests_anthropic` and `tests_google`.)
+//! in each API's `tests_stream`: `openai_chat`, `openai_responses`, `anthropic` and `google`.)
 
-use super::anthropic::AnthropicDecoder;
-use super::google::GoogleDecoder;
-use super::openai_chat::ChatDecoder;
-use super::openai_responses::ResponsesDecoder;
-use super::tests_fixtures::{
-    chat_stream, data_stream, fixture_lines, response_bodies, typed_stream, ANTHROPIC, CHAT, GOOGLE,
-};
-use super::sse::SseDecoder;
-use super::tests_sse::{random_pieces, Rng};
-use super::StreamDecoder;
+use super::fixtures::{chat_stream, data_stream, fixture_lines, response_bodies, typed_stream, ANTHROPIC, CHAT, GOOGLE};
+use super::sse::{random_pieces, Rng};
 use crate::core::error::AgentError;
 use crate::core::model::ModelEvent;
+use crate::providers::StreamDecoder;
+use crate::providers::anthropic::AnthropicDecoder;
+use crate::providers::google::GoogleDecoder;
+use crate::providers::openai_chat::ChatDecoder;
+use crate::providers::openai_responses::ResponsesDecoder;
+use crate::providers::sse::SseDecoder;
 
 /// A decoder of any of the four APIs: one table holds them all, and a decoder can still be copied
 /// and compared (the split check takes snapshots).

@@ -1,0 +1,76 @@
+//! The call options of `doStream`, built from a `ModelRequest`.
+
+use serde_json::{json, Map, Value};
+
+use crate::core::model::{ModelMessage, ModelRequest, ToolChoice, UserPart};
+use crate::core::step::assistant_part_json;
+
+/// `LanguageModelV2CallOptions` (without `abortSignal`, which the bindings add).
+pub fn call_options(req: &ModelRequest) -> Value {
+    let prompt: Vec<Value> = req
+        .messages
+        .iter()
+        .map(|m| match m {
+            ModelMessage::System(t) => json!({ "role": "system", "content": t }),
+            ModelMessage::User(parts) => json!({ "role": "user", "content": parts.iter().map(|p| match p {
+                UserPart::Text(t) => json!({ "type": "text", "text": t }),
+                UserPart::File { data, media_type, filename } => {
+                    let mut f = json!({ "type": "file", "data": data, "mediaType": media_type });
+                    if let Some(n) = filename {
+                        f["filename"] = n.as_str().into();
+                    }
+                    f
+                }
+            }).collect::<Vec<_>>() }),
+            ModelMessage::Assistant(parts) => {
+                json!({ "role": "assistant", "content": parts.iter().map(assistant_part_json).collect::<Vec<_>>() })
+            }
+            ModelMessage::Tool(results) => json!({ "role": "tool", "content": results.iter().map(|r| {
+                let output = match (&r.result, r.is_error) {
+                    (Value::String(s), true) => json!({ "type": "error-text", "value": s }),
+                    (v, true) => json!({ "type": "error-json", "value": v }),
+                    (Value::String(s), false) => json!({ "type": "text", "value": s }),
+                    (v, false) => json!({ "type": "json", "value": v }),
+                };
+                json!({ "type": "tool-result", "toolCallId": r.tool_call_id, "toolName": r.tool_name, "output": output })
+            }).collect::<Vec<_>>() }),
+        })
+        .collect();
+    let s = &req.settings;
+    let mut o = Map::new();
+    o.insert("prompt".into(), Value::Array(prompt));
+    let mut put = |k: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            o.insert(k.into(), v);
+        }
+    };
+    put("maxOutputTokens", s.max_output_tokens.map(Value::from));
+    put("temperature", s.temperature.map(Value::from));
+    put("topP", s.top_p.map(Value::from));
+    put("topK", s.top_k.map(Value::from));
+    put("presencePenalty", s.presence_penalty.map(Value::from));
+    put("frequencyPenalty", s.frequency_penalty.map(Value::from));
+    put("seed", s.seed.map(Value::from));
+    put("stopSequences", (!s.stop_sequences.is_empty()).then(|| json!(s.stop_sequences)));
+    let headers: Map<String, Value> = s.headers.iter().map(|(k, v)| (k.clone(), v.as_str().into())).collect();
+    put("headers", (!headers.is_empty()).then_some(Value::Object(headers)));
+    if !req.tools.is_empty() {
+        let tools: Vec<Value> = req
+            .tools
+            .iter()
+            .map(|t| json!({ "type": "function", "name": t.name, "description": t.description, "inputSchema": t.parameters }))
+            .collect();
+        put("tools", Some(Value::Array(tools)));
+        put(
+            "toolChoice",
+            req.tool_choice.as_ref().map(|c| match c {
+                ToolChoice::Auto => json!({ "type": "auto" }),
+                ToolChoice::None => json!({ "type": "none" }),
+                ToolChoice::Required => json!({ "type": "required" }),
+                ToolChoice::Tool(name) => json!({ "type": "tool", "toolName": name }),
+            }),
+        );
+    }
+    put("providerOptions", req.provider_options.clone().map(Value::Object));
+    Value::Object(o)
+}
