@@ -118,6 +118,7 @@ impl Agent {
                 let (mut endpoint, name) = registry::resolve(&m.id, m.url.clone(), m.api_key.clone(), m.headers.clone(), &crate::platform::env_var, "config.model")
                     .map_err(|e| error_to_js(&e))?;
                 endpoint.api = choose_api(endpoint.api, m.api.as_deref())?;
+                crate::providers::check_available(endpoint.api, "config.model").map_err(|e| error_to_js(&e))?;
                 browser_headers(&mut endpoint);
                 let provider = endpoint.provider.clone();
                 (AgentModel::Http(endpoint), provider, name)

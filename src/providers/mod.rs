@@ -2,11 +2,19 @@
 //! stream decoder (response bytes → `ModelEvent`s). Pure Rust, bytes in and events out: no I/O,
 //! no JavaScript. The provider table (`registry`) maps `'provider/model'` strings to an API, a
 //! base URL and the environment variables that hold its key and URL.
+//!
+//! Each API is a cargo feature (`chat`, `responses`, `anthropic`, `google`; all on by default).
+// A build that leaves some APIs out leaves some shared helpers unused.
+#![cfg_attr(not(all(feature = "chat", feature = "responses", feature = "anthropic", feature = "google")), allow(dead_code, unused_imports))]
 
 pub mod ai_sdk_model;
+#[cfg(feature = "anthropic")]
 pub mod anthropic;
+#[cfg(feature = "google")]
 pub mod google;
+#[cfg(feature = "chat")]
 pub mod openai_chat;
+#[cfg(feature = "responses")]
 pub mod openai_responses;
 pub mod registry;
 pub mod sse;
@@ -47,18 +55,96 @@ pub(crate) fn key_header(endpoint: &Endpoint) -> Option<(String, String)> {
 /// The wire protocol of `api`, for the core's `HttpModel`.
 pub fn protocol(api: Api) -> &'static dyn Protocol {
     match api {
+        #[cfg(feature = "chat")]
         Api::Chat => &Chat,
+        #[cfg(feature = "responses")]
         Api::Responses => &Responses,
+        #[cfg(feature = "anthropic")]
         Api::Anthropic => &Anthropic,
+        #[cfg(feature = "google")]
         Api::Google => &Google,
+        #[allow(unreachable_patterns)]
+        _ => &Missing,
     }
 }
 
+/// Whether this build speaks `api`: a build that left it out says which cargo feature to turn on
+/// (`field` names the model in the error).
+pub fn check_available(api: Api, field: &str) -> Result<(), AgentError> {
+    let (name, feature, built) = match api {
+        Api::Chat => ("OpenAI Chat Completions", "chat", cfg!(feature = "chat")),
+        Api::Responses => ("the OpenAI Responses API", "responses", cfg!(feature = "responses")),
+        Api::Anthropic => ("Anthropic Messages", "anthropic", cfg!(feature = "anthropic")),
+        Api::Google => ("Google Gemini", "google", cfg!(feature = "google")),
+    };
+    if built {
+        return Ok(());
+    }
+    Err(AgentError::invalid(field, format!("this build of wasm-agent leaves out {name} (build it with the cargo feature `{feature}`)")))
+}
+
+#[cfg(test)]
+mod available {
+    use super::*;
+
+    #[test]
+    fn an_api_left_out_of_the_build_is_refused_naming_its_feature() {
+        let apis = [
+            (Api::Chat, cfg!(feature = "chat"), "`chat`"),
+            (Api::Responses, cfg!(feature = "responses"), "`responses`"),
+            (Api::Anthropic, cfg!(feature = "anthropic"), "`anthropic`"),
+            (Api::Google, cfg!(feature = "google"), "`google`"),
+        ];
+        for (api, built, feature) in apis {
+            match check_available(api, "config.model") {
+                Ok(()) => assert!(built, "{api:?} is not built in"),
+                Err(e) => {
+                    assert!(!built, "{api:?} is built in");
+                    let text = e.to_string();
+                    assert!(text.starts_with("config.model: this build of wasm-agent leaves out") && text.contains(feature), "{text}");
+                    let endpoint = Endpoint { provider: "p".into(), api, base_url: String::new(), api_key: None, headers: vec![] };
+                    let built = protocol(api).build_request(&endpoint, &ModelRequest::default());
+                    assert!(built.is_err_and(|e| e.to_string().contains(feature)), "a call is never built for it");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(feature = "chat")]
 struct Chat;
+#[cfg(feature = "responses")]
 struct Responses;
+#[cfg(feature = "anthropic")]
 struct Anthropic;
+#[cfg(feature = "google")]
 struct Google;
 
+/// An API this build left out; `check_available` refuses its models before a call is built.
+struct Missing;
+
+impl Protocol for Missing {
+    fn build_request(&self, endpoint: &Endpoint, _req: &ModelRequest) -> Result<(HttpRequest, Vec<Warning>), AgentError> {
+        Err(check_available(endpoint.api, "model").err().unwrap_or_else(|| AgentError::api("this API is not built in", false)))
+    }
+    fn decoder(&self, _include_raw: bool) -> Box<dyn StreamDecoder> {
+        Box::new(Refuses)
+    }
+}
+
+/// The decoder of a left-out API: never reached, since its requests are never built.
+struct Refuses;
+
+impl StreamDecoder for Refuses {
+    fn push(&mut self, _bytes: &[u8], _out: &mut Vec<ModelEvent>) -> Result<(), AgentError> {
+        Err(AgentError::api("this build of wasm-agent cannot read this API's stream", false))
+    }
+    fn end(&mut self, _out: &mut Vec<ModelEvent>) -> Result<(), AgentError> {
+        Err(AgentError::api("this build of wasm-agent cannot read this API's stream", false))
+    }
+}
+
+#[cfg(feature = "chat")]
 impl Protocol for Chat {
     fn build_request(&self, endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpRequest, Vec<Warning>), AgentError> {
         openai_chat::build_request(endpoint, req)
@@ -68,6 +154,7 @@ impl Protocol for Chat {
     }
 }
 
+#[cfg(feature = "responses")]
 impl Protocol for Responses {
     fn build_request(&self, endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpRequest, Vec<Warning>), AgentError> {
         openai_responses::build_request(endpoint, req)
@@ -77,6 +164,7 @@ impl Protocol for Responses {
     }
 }
 
+#[cfg(feature = "anthropic")]
 impl Protocol for Anthropic {
     fn build_request(&self, endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpRequest, Vec<Warning>), AgentError> {
         // The browser-access header is part of `endpoint.headers` when the agent runs in a page.
@@ -87,6 +175,7 @@ impl Protocol for Anthropic {
     }
 }
 
+#[cfg(feature = "google")]
 impl Protocol for Google {
     fn build_request(&self, endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpRequest, Vec<Warning>), AgentError> {
         google::build_request(endpoint, req)
