@@ -83,34 +83,6 @@ pub fn check_available(api: Api, field: &str) -> Result<(), AgentError> {
     Err(AgentError::invalid(field, format!("this build of wasm-agent leaves out {name} (build it with the cargo feature `{feature}`)")))
 }
 
-#[cfg(test)]
-mod available {
-    use super::*;
-
-    #[test]
-    fn an_api_left_out_of_the_build_is_refused_naming_its_feature() {
-        let apis = [
-            (Api::Chat, cfg!(feature = "chat"), "`chat`"),
-            (Api::Responses, cfg!(feature = "responses"), "`responses`"),
-            (Api::Anthropic, cfg!(feature = "anthropic"), "`anthropic`"),
-            (Api::Google, cfg!(feature = "google"), "`google`"),
-        ];
-        for (api, built, feature) in apis {
-            match check_available(api, "config.model") {
-                Ok(()) => assert!(built, "{api:?} is not built in"),
-                Err(e) => {
-                    assert!(!built, "{api:?} is built in");
-                    let text = e.to_string();
-                    assert!(text.starts_with("config.model: this build of wasm-agent leaves out") && text.contains(feature), "{text}");
-                    let endpoint = Endpoint { provider: "p".into(), api, base_url: String::new(), api_key: None, headers: vec![] };
-                    let built = protocol(api).build_request(&endpoint, &ModelRequest::default());
-                    assert!(built.is_err_and(|e| e.to_string().contains(feature)), "a call is never built for it");
-                }
-            }
-        }
-    }
-}
-
 #[cfg(feature = "chat")]
 struct Chat;
 #[cfg(feature = "responses")]
@@ -355,4 +327,32 @@ pub(crate) struct UsageKeys {
     pub output: &'static str,
     pub input_details: &'static str,
     pub output_details: &'static str,
+}
+
+#[cfg(test)]
+mod available {
+    use super::*;
+
+    #[test]
+    fn an_api_left_out_of_the_build_is_refused_naming_its_feature() {
+        let apis = [
+            (Api::Chat, cfg!(feature = "chat"), "`chat`"),
+            (Api::Responses, cfg!(feature = "responses"), "`responses`"),
+            (Api::Anthropic, cfg!(feature = "anthropic"), "`anthropic`"),
+            (Api::Google, cfg!(feature = "google"), "`google`"),
+        ];
+        for (api, built, feature) in apis {
+            match check_available(api, "config.model") {
+                Ok(()) => assert!(built, "{api:?} is not built in"),
+                Err(e) => {
+                    assert!(!built, "{api:?} is built in");
+                    let text = e.to_string();
+                    assert!(text.starts_with("config.model: this build of wasm-agent leaves out") && text.contains(feature), "{text}");
+                    let endpoint = Endpoint { provider: "p".into(), api, base_url: String::new(), api_key: None, headers: vec![] };
+                    let built = protocol(api).build_request(&endpoint, &ModelRequest::default());
+                    assert!(built.is_err_and(|e| e.to_string().contains(feature)), "a call is never built for it");
+                }
+            }
+        }
+    }
 }
