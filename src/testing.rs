@@ -2,15 +2,9 @@
 //! protocols behind the core's own `ModelApi`, the way the bindings inject them. The core itself
 //! never names a provider.
 
-use std::rc::Rc;
-
-use crate::core::model_api::{HttpModel, ModelApi};
 use crate::core::wire::{Api, Endpoint};
 
-/// The model at `endpoint`, spoken with its API's protocol.
-pub fn http_model(endpoint: Endpoint) -> Rc<dyn ModelApi> {
-    Rc::new(HttpModel { protocol: crate::providers::protocol(endpoint.api), endpoint })
-}
+pub use crate::providers::http_model;
 
 /// An `openai` endpoint of `api` on a closed local port, with the key `sk-secret`.
 pub fn endpoint(api: Api) -> Endpoint {

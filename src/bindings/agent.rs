@@ -12,7 +12,7 @@ use super::background::JsRuntime;
 use super::convert::{error_to_js, js_kind, read, to_json, type_error, Data};
 use super::host::{JsHost, JsModel};
 use super::memory::{lookup_memory, MemoryInner};
-use super::options::{self, http_model, browser_headers, AgentDefaults, CallSetup};
+use super::options::{self, browser_headers, AgentDefaults, CallSetup};
 use super::output::{AgentStreamOutput, Shared};
 use super::run::{spawn_run, IdleSetup, Turn};
 use super::tools::{parse_tools, JsTool, ToolEnv};
@@ -28,7 +28,7 @@ use crate::core::transport::Transport;
 use crate::core::until_idle::IdleWatch;
 use crate::core::error::AgentError;
 use crate::core::wire::{Api, Endpoint};
-use crate::providers::registry;
+use crate::providers::{http_model, registry};
 
 /// The data keys of `new Agent(config)` besides `model` and `defaultOptions`; functions and objects
 /// such as tools are read apart.

@@ -16,14 +16,14 @@ use super::stop::read_stop_when;
 use super::tools::{parse_tools, JsTool};
 use crate::core::memory::{parse_memory_options, MemoryRun};
 use crate::core::model::Warning;
-use crate::core::model_api::{HttpModel, ModelApi};
+use crate::core::model_api::ModelApi;
 use crate::core::options::{merge_options, parse_call_options, CallOptions};
 use crate::core::run::StopCondition;
 use crate::core::run::memory::{TitleJob, DEFAULT_TITLE_INSTRUCTIONS};
 use crate::core::transport::{self, Transport};
 use crate::core::until_idle::DEFAULT_MAX_IDLE_MS;
 use crate::core::wire::{Api, Endpoint};
-use crate::providers::registry;
+use crate::providers::{http_model, registry};
 
 /// The data keys of `stream()` options read into `CallOptions`.
 pub(crate) const OPTION_KEYS: &[&str] = &[
@@ -354,9 +354,4 @@ pub(crate) fn browser_headers(endpoint: &mut Endpoint) {
     if in_page && endpoint.api == Api::Anthropic {
         endpoint.headers.insert(0, ("anthropic-dangerous-direct-browser-access".into(), "true".into()));
     }
-}
-
-/// The model at `endpoint`, spoken with its API's protocol.
-pub(crate) fn http_model(endpoint: Endpoint) -> Rc<dyn ModelApi> {
-    Rc::new(HttpModel { protocol: crate::providers::protocol(endpoint.api), endpoint })
 }

@@ -68,6 +68,12 @@ pub fn protocol(api: Api) -> &'static dyn Protocol {
     }
 }
 
+/// The model at `endpoint`, spoken with its API's protocol (what the bindings and the core's
+/// native tests hand a run).
+pub fn http_model(endpoint: Endpoint) -> std::rc::Rc<dyn crate::core::model_api::ModelApi> {
+    std::rc::Rc::new(crate::core::model_api::HttpModel { protocol: protocol(endpoint.api), endpoint })
+}
+
 /// Whether this build speaks `api`: a build that left it out says which cargo feature to turn on
 /// (`field` names the model in the error).
 pub fn check_available(api: Api, field: &str) -> Result<(), AgentError> {

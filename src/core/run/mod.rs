@@ -276,8 +276,9 @@ async fn run_steps(
         if step_number == 0 {
             call.warnings.splice(0..0, cfg.setting_warnings.iter().cloned());
         }
-        sink.emit(Chunk::StepStart { message_id: message_id.clone(), request_body: call.body.clone(), warnings: call.warnings.clone() });
-        let mut step = StepBuilder::new(ids, message_id.clone(), call.body.clone(), call.warnings.clone(), env.now_ms());
+        let warnings = std::mem::take(&mut call.warnings);
+        sink.emit(Chunk::StepStart { message_id: message_id.clone(), request_body: call.body.clone(), warnings: warnings.clone() });
+        let mut step = StepBuilder::new(ids, message_id.clone(), call.body.clone(), warnings, env.now_ms());
         let streamed = stream_step(&*cfg.model, &call, &cx, sink, &mut step).await;
         let mut out = Vec::new();
         step.close(&mut out, streamed.is_ok());
