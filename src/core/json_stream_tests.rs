@@ -420,3 +420,8 @@ newline","tags":["a","b",{"deep":[1.5e3,true,null]}],"n":-1.25}"#;
     assert!(work >= len, "the counter counts: {work} for {len} bytes");
     assert!(work <= 8 * len, "work {work} for {len} bytes is more than 8 per byte");
 }
+
+// proptest is a native-only dev-dependency (see Cargo.toml).
+#[cfg(not(target_arch = "wasm32"))]
+#[path = "json_stream_props.rs"]
+mod properties;
