@@ -16,8 +16,8 @@
 //! ```
 //!
 //! Contract:
-//! - A resumable state machine: each byte is examined once, whatever the deltas are; nothing is
-//!   re-parsed. The partial value is kept as a tree that grows in place (a partial string is
+//! - A resumable state machine: each byte is examined a bounded number of times (a number's token
+//!   once more when it ends), however the text is cut; nothing is re-parsed. The partial value is kept as a tree that grows in place (a partial string is
 //!   appended to, a completed element is pushed), so the parser's work is O(total length) (times
 //!   the nesting depth, at most 127, for reaching the open container). `push` clones the partial
 //!   tree only when it changed, which costs O(size of the value so far) per change; `feed` +
@@ -37,8 +37,16 @@
 //!   elements once complete, and the last one while in progress only if it is an object with a
 //!   member shown. A duplicate key replaces the member's value (as in `serde_json`), the one case
 //!   where a partial is not a prefix of the next.
+//! - `finish` wants one complete value; what follows it is ignored, nothing before it counts but
+//!   the skipped prefix. Empty text, text without JSON and a value cut short are errors that say
+//!   what is missing (``incomplete JSON at byte 10: missing `"` (string from byte 6), `}` (object
+//!   from byte 0)``); a syntax error says what was expected and where (``expected `:` at byte 5``).
 //! - Never panics; after a syntax error the parser ignores further input and `finish` returns the
 //!   error.
+//!
+//! This file is the lexer (one state machine over bytes); the partial tree and what it shows
+//! when are in `json_stream_tree.rs`, the decoding of string text cut across deltas in
+//! `json_stream_string.rs`.
 
 use std::fmt;
 use std::mem;
