@@ -287,9 +287,30 @@ impl Agent {
             Err(e) => Promise::reject(&e),
         }
     }
+
+    /// Runs the agent to the end of its reply and resolves to what `getFullOutput()` gives
+    /// (`text`, `toolCalls`, `usage`, `steps`, …). Takes the options of `stream()`, whose
+    /// callbacks fire as they do there; rejects with the run's error, or with a `TypeError`
+    /// for bad messages or options. With `untilIdle`, resolves with the first turn.
+    #[wasm_bindgen(unchecked_return_type = "Promise<FullOutput>")]
+    pub fn generate(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "MessageInput")] messages: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "StreamOptions")] options: Option<JsValue>,
+    ) -> Promise {
+        self.generate_output(messages, options.unwrap_or(JsValue::UNDEFINED)).unwrap_or_else(|e| Promise::reject(&e))
+    }
 }
 
 impl Agent {
+    /// `generate()`: the call `stream()` makes, with no stream handed out (so no chunk is kept
+    /// for a reader), resolving to what `getFullOutput()` gives.
+    fn generate_output(&self, messages: JsValue, options: JsValue) -> Result<Promise, JsValue> {
+        let out = self.start(messages, options)?;
+        out.unread();
+        Ok(out.get_full_output())
+    }
+
     fn decide(&self, args: &JsValue, method: &str, decision: Decision) -> Result<bool, JsValue> {
         let path = format!("{method}(args)");
         let string = |k: &str| {

@@ -481,6 +481,12 @@ async function outputs() {
   void [runId, text, reasoning, reason, usage, total, steps, object, warnings];
   void [calls[0]?.toolName, results[0]?.result, response.messages.length];
 
+  // generate(): the same options, the getFullOutput() shape.
+  const generated = await agent.generate('What is WebAssembly?', { maxSteps: 2, onFinish: (o) => void o.text });
+  check<Equal<typeof generated, FullOutput>>();
+  // @ts-expect-error generate() resolves to the output's data, not to streams
+  void generated.fullStream;
+
   const full: FullOutput = await out.getFullOutput();
   const failed: string | undefined = full.error?.message;
   void failed;
