@@ -18,7 +18,7 @@ use super::run::{spawn_run, IdleSetup, Turn};
 use super::tools::{parse_tools, JsTool, ToolEnv};
 use crate::core::abort::AbortFlag;
 use crate::core::background::{parse_background_config, Manager, Scope, TaskStatus};
-use crate::core::input::parse_messages;
+use crate::core::input::parse_messages_with_ids;
 use crate::core::model::ModelMessage;
 use crate::core::model_api::ModelApi;
 use crate::core::options::{build_prompt, build_request, parse_agent_config, AgentConfig};
@@ -329,8 +329,8 @@ impl Agent {
             let got = js_kind(&messages);
             return Err(type_error("messages", &format!("expected a string, an array of strings, or an array of messages, got {got}")));
         }
-        let input = Data::of(&messages, "messages")
-            .and_then(|d| d.parse(|t| parse_messages(t, "messages")))
+        let (input, input_ids) = Data::of(&messages, "messages")
+            .and_then(|d| d.parse(|t| parse_messages_with_ids(t, "messages")))
             .map_err(|e| error_to_js(&e))?;
         let api = match &inner.model {
             AgentModel::Http(endpoint) => Some(endpoint.api),
@@ -346,7 +346,8 @@ impl Agent {
             api,
         };
         let call = Rc::new(options::parse(&options, &defaults)?);
-        let turn = self.turn(input, &call, None)?;
+        let mut turn = self.turn(input, &call, None)?;
+        turn.cfg.input_ids = input_ids;
         let idle = self.idle_setup(&call, &turn);
         let shared = Shared::new(turn.run_id.clone(), turn.abort.clone());
         if turn.cfg.transport != Transport::Fetch {
@@ -442,6 +443,7 @@ impl Agent {
             tool_call_concurrency: opts.tool_call_concurrency.unwrap_or(10),
             stop_when: call.stop_when.clone(),
             input_start,
+            input_ids: Vec::new(),
             memory,
             title,
             background,

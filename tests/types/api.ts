@@ -618,7 +618,12 @@ async function aiSdk() {
   for (let r = await reader.read(); !r.done; r = await reader.read()) {
     if (r.value.type === 'text-delta') render(r.value.delta);
     if (r.value.type === 'tool-output-error') render(r.value.errorText);
+    if (r.value.type === 'tool-input-error') render(`${r.value.toolName}: ${r.value.errorText}`);
+    if (r.value.type === 'finish' && r.value.finishReason === 'length') render('(cut short)');
   }
+  toAISdkStream(await agent.stream('Hi'), { sendFinishReason: false });
+  // @ts-expect-error sendFinishReason is a boolean
+  toAISdkStream(out, { sendFinishReason: 'no' });
   // Options are optional; a fullStream works as well.
   toAISdkStream(await agent.stream('Hi'));
   toAISdkV5Stream((await agent.stream('Hi')).fullStream);

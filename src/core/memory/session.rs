@@ -125,15 +125,17 @@ impl MemoryRun {
     /// Saves the caller's new messages (before the model is called). A tool result that
     /// answers a call of the loaded history (a client tool's call from the previous turn)
     /// completes that call in place; returns the ids of those calls, whose results the prompt
-    /// then takes from the history.
-    pub async fn save_input(&self, session: &mut Session, input: &[ModelMessage], now_ms: f64, new_id: &mut dyn FnMut() -> String) -> Result<Vec<String>, AgentError> {
+    /// then takes from the history. `ids[i]` is the id `input[i]` keeps, when it has one.
+    pub async fn save_input(&self, session: &mut Session, input: &[ModelMessage], ids: &[Option<String>], now_ms: f64, new_id: &mut dyn FnMut() -> String) -> Result<Vec<String>, AgentError> {
         let thread = session.thread.clone();
         let mut folded = Vec::new();
         let mut changed: Vec<usize> = Vec::new();
         let mut rest: Vec<ModelMessage> = Vec::new();
-        for m in input {
+        let mut rest_ids: Vec<Option<String>> = Vec::new();
+        for (i, m) in input.iter().enumerate() {
             let ModelMessage::Tool(results) = m else {
                 rest.push(m.clone());
+                rest_ids.push(ids.get(i).cloned().flatten());
                 continue;
             };
             let mut unanswered = Vec::new();
@@ -150,13 +152,14 @@ impl MemoryRun {
             }
             if !unanswered.is_empty() {
                 rest.push(ModelMessage::Tool(unanswered));
+                rest_ids.push(None);
             }
         }
         if !self.writes() {
             return Ok(folded);
         }
         let mut next = || (new_id(), session.next_time(now_ms));
-        let mut msgs = input_messages(&rest, &thread, &mut next);
+        let mut msgs = input_messages(&rest, &rest_ids, &thread, &mut next);
         msgs.extend(changed.iter().filter_map(|&i| session.history.get(i).cloned()));
         if msgs.is_empty() {
             return Ok(folded);

@@ -56,6 +56,28 @@ fn go(replies: Vec<Reply>, cfg: RunConfig) -> Run {
 }
 
 #[test]
+fn a_user_message_with_its_own_id_is_stored_under_it() {
+    let store = Rc::new(InMemoryStore::new());
+    let (input, ids) = crate::core::input::parse_messages_with_ids(
+        &json!(["first", { "id": "ui-42", "role": "user", "parts": [{ "type": "text", "text": "hi" }] }]),
+        "messages",
+    )
+    .unwrap();
+    assert_eq!(ids, vec![None, Some("ui-42".to_string())]);
+    let mut cfg = cfg_with(mem(&store, "t1", "u1"), "unused");
+    cfg.request.messages.truncate(1);
+    cfg.request.messages.extend(input);
+    cfg.input_ids = ids;
+    let out = go(vec![text_reply("Hello!")], cfg);
+    assert!(out.out.error.is_none());
+    let msgs = stored(&store, "t1");
+    assert_eq!(msgs.len(), 3);
+    assert_eq!(msgs[1].id, "ui-42");
+    assert_eq!(msgs[1].parts, vec![json!({ "type": "text", "text": "hi" })]);
+    assert!(msgs[0].id != "ui-42" && !msgs[0].id.is_empty(), "a message without an id gets a new one");
+}
+
+#[test]
 fn a_first_turn_creates_the_thread_and_stores_both_messages() {
     let store = Rc::new(InMemoryStore::new());
     let seen = Rc::new(RefCell::new(0usize));

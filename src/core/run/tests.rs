@@ -213,6 +213,7 @@ fn config(max_retries: u32, include_raw: bool) -> RunConfig {
         tool_call_concurrency: 10,
         stop_when: vec![],
         input_start: 0,
+        input_ids: vec![],
         memory: None,
         transport: Transport::Fetch,
         title: None,
