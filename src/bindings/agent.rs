@@ -33,6 +33,14 @@ use crate::providers::{http_model, registry};
 /// The data keys of `new Agent(config)` besides `model` and `defaultOptions`; functions and objects
 /// such as tools are read apart.
 const CONFIG_KEYS: &[&str] = &["id", "name", "description", "instructions", "maxRetries"];
+/// Every key of the config this version reads, and the reference's (agents, workflows,
+/// processors, …) that it ignores: a key near one of them is a likely misspelling.
+const KNOWN_CONFIG_KEYS: &[&str] = &[
+    "id", "name", "description", "instructions", "maxRetries", "model", "defaultOptions", "tools", "memory",
+    "backgroundTasks", "agents", "workflows", "scorers", "evals", "voice", "inputProcessors", "outputProcessors",
+    "maxProcessorRetries", "defaultGenerateOptions", "defaultStreamOptions", "requestContextSchema", "workspace",
+    "mastra",
+];
 /// The keys of a `{ id, url, apiKey, headers, api }` model.
 const MODEL_KEYS: &[&str] = &["id", "url", "apiKey", "headers", "api"];
 struct Inner {
@@ -77,6 +85,8 @@ impl Agent {
             return Err(type_error("config", "expected an object like { id, instructions, model }"));
         }
         let js = |e: AgentError| error_to_js(&e);
+        let stream_keys = options::stream_keys();
+        super::unsupported::warn_unknown_keys(&config, KNOWN_CONFIG_KEYS, "new Agent(config)", Some(&stream_keys));
         let model_js = read(&config, "model", "config")?;
         let is_model_object = model_js.is_object() && read(&model_js, "doStream", "config.model")?.is_function();
         let model_object = is_model_object.then(|| model_js.clone());
@@ -98,6 +108,7 @@ impl Agent {
             data.insert("model", Data::of(&model_js, "config.model").map_err(js)?);
         }
         let default_options = read(&config, "defaultOptions", "config")?;
+        super::unsupported::warn_unknown_keys(&default_options, &stream_keys, "new Agent(config).defaultOptions", None);
         if default_options.is_object() {
             // Only the data options: callbacks, tools and signals are read apart at each call.
             let picked = Data::pick(&default_options, options::OPTION_KEYS, "config.defaultOptions").map_err(js)?;

@@ -367,6 +367,19 @@ fn retry_after_is_honoured_and_capped() {
 }
 
 #[test]
+fn a_500_whose_body_is_an_event_stream_quotes_the_servers_message() {
+    let body = "data: {\"error\": {\"message\": \"Error processing stream start\", \"type\": \"None\", \"code\": \"500\"}}\n\ndata: [DONE]\n\n";
+    let (_, _, out) = run_script(vec![status(500, &[("content-type", "text/event-stream")], body)], config(0, false));
+    let err = out.error.unwrap();
+    assert_eq!(err.status(), Some(500));
+    assert_eq!(err.body(), Some(body));
+    assert!(err.to_string().starts_with("The model API answered 500: Error processing stream start ("), "{err}");
+    // A body that is neither JSON nor events with an error is not quoted.
+    let (_, _, plain) = run_script(vec![status(500, &[], "data: [DONE]\n")], config(0, false));
+    assert!(plain.error.unwrap().to_string().starts_with("The model API answered 500 (the provider failed"));
+}
+
+#[test]
 fn client_errors_are_not_retried_and_say_what_the_server_said() {
     let body = r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#;
     let (script, sink, out) = run_script(vec![status(401, &[], body)], config(5, false));
