@@ -126,7 +126,7 @@ impl Agent {
                 (AgentModel::Object(obj), provider, name)
             }
             None => {
-                let (mut endpoint, name) = registry::resolve(&m.id, m.url.clone(), m.api_key.clone(), m.headers.clone(), &crate::platform::env_var, "config.model")
+                let (mut endpoint, name) = registry::resolve_in(&m.id, m.url.clone(), m.api_key.clone(), m.headers.clone(), &crate::platform::env_var, "config.model", crate::platform::in_workerd())
                     .map_err(|e| error_to_js(&e))?;
                 endpoint.api = choose_api(endpoint.api, m.api.as_deref())?;
                 crate::providers::check_available(endpoint.api, "config.model").map_err(|e| error_to_js(&e))?;

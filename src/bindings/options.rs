@@ -300,7 +300,7 @@ fn title_setting(memory_opt: &JsValue, mem: &MemoryInner) -> Result<Option<Title
             let path = format!("{field}.model");
             let mc = crate::core::options::parse_model_config(&m, &path).map_err(|e| error_to_js(&e))?;
             let (mut endpoint, model) =
-                registry::resolve(&mc.id, mc.url, mc.api_key, mc.headers, &crate::platform::env_var, &path).map_err(|e| error_to_js(&e))?;
+                registry::resolve_in(&mc.id, mc.url, mc.api_key, mc.headers, &crate::platform::env_var, &path, crate::platform::in_workerd()).map_err(|e| error_to_js(&e))?;
             crate::providers::check_available(endpoint.api, &path).map_err(|e| error_to_js(&e))?;
             browser_headers(&mut endpoint);
             Some((http_model(endpoint), model))
