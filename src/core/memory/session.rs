@@ -59,6 +59,8 @@ pub struct Session {
     assistant_at: Option<String>,
     /// The stored messages loaded as history, oldest first.
     pub history: Vec<StoredMessage>,
+    /// The thread was deleted while the run went on: nothing more is saved into it.
+    deleted: bool,
 }
 
 impl MemoryRun {
@@ -93,7 +95,7 @@ impl MemoryRun {
                 (t, true)
             }
         };
-        Ok(Session { thread, created, last_time: 0.0, assistant_id, assistant_at: None, history: Vec::new() })
+        Ok(Session { thread, created, last_time: 0.0, assistant_id, assistant_at: None, history: Vec::new(), deleted: false })
     }
 
     /// Loads the last `lastMessages` messages into the session (see `Session::history`). The
@@ -169,9 +171,22 @@ impl MemoryRun {
         Ok(folded)
     }
 
-    /// Saves the run's assistant message as it stands (replacing the earlier save of this run).
+    /// Whether the thread is still stored. One deleted while the run went on (the page or a
+    /// client deleted the conversation while the reply streamed or was being saved) stays
+    /// deleted: the run saves nothing more into it, since a save would bring it back. Asked
+    /// before each later write, so a deletion from anywhere (another `Memory`, the storage
+    /// itself) is seen.
+    pub async fn still_there(&self, session: &mut Session) -> Result<bool, AgentError> {
+        if !session.deleted {
+            session.deleted = self.store.get_thread_by_id(&self.thread_id).await?.is_none();
+        }
+        Ok(!session.deleted)
+    }
+
+    /// Saves the run's assistant message as it stands (replacing the earlier save of this run),
+    /// unless the thread was deleted meanwhile.
     pub async fn save_assistant(&self, session: &mut Session, steps: &[StepResult], partial: Option<&StepResult>, now_ms: f64) -> Result<(), AgentError> {
-        if !self.writes() {
+        if !self.writes() || !self.still_there(session).await? {
             return Ok(());
         }
         let at = session.assistant_time(now_ms);

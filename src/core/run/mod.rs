@@ -135,6 +135,8 @@ pub async fn run(
     if let (Some(mem), Some(s), Some(job), Some(first), true) = (&cfg.memory, session.as_mut(), &cfg.title, first_user, done_well) {
         if s.created && !mem.config.read_only {
             match generate_title(job, &first, env, abort).await {
+                // A thread deleted meanwhile is not brought back by its title.
+                Ok(Some(_)) if !matches!(mem.still_there(s).await, Ok(true)) => {}
                 Ok(Some(title)) => {
                     s.thread.title = Some(title.clone());
                     match mem.store.save_thread(&s.thread).await {
