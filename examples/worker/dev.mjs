@@ -9,9 +9,11 @@
 //
 // 'wasm-agent' and 'wasm-agent/durable-object-store' are resolved from ../../pkg through its
 // package.json `exports` (the `workerd` condition), as a bundler would. Durable Object storage
-// is kept in memory: it is gone when this stops (PERSIST=dir keeps it on disk).
+// is kept in memory: it is gone when this stops (PERSIST=dir keeps it on disk). PORT picks the
+// port (default 8787); when it is taken, a free one is used instead, as ./x demo does.
 
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Miniflare } from 'miniflare';
@@ -20,6 +22,26 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../..');
 const PKG = path.join(ROOT, 'pkg');
 const PORT = Number(process.env.PORT ?? 8787);
+
+/** `wanted` when it is free on 127.0.0.1, else a free port the system picks. */
+async function freePort(wanted) {
+  const probe = (port) =>
+    new Promise((resolve, reject) => {
+      const server = net.createServer();
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        const { port: got } = server.address();
+        server.close(() => resolve(got));
+      });
+    });
+  try {
+    return await probe(wanted);
+  } catch (err) {
+    if (err.code !== 'EADDRINUSE' || wanted === 0) throw err;
+    console.log(`port ${wanted} is busy, using a free port instead`);
+    return probe(0);
+  }
+}
 
 /** The file a 'wasm-agent…' specifier resolves to under the `workerd` condition. */
 function resolvePackage(specifier) {
@@ -49,7 +71,7 @@ if (!env.MODEL_ID) {
 
 const mf = new Miniflare({
   host: '127.0.0.1',
-  port: PORT,
+  port: await freePort(PORT),
   modules,
   modulesRoot: ROOT,
   compatibilityDate: '2025-01-01',

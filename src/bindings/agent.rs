@@ -18,7 +18,7 @@ use super::run::{spawn_run, IdleSetup, Turn};
 use super::tools::{parse_tools, JsTool, ToolEnv};
 use crate::core::abort::AbortFlag;
 use crate::core::background::{parse_background_config, Manager, Scope, TaskStatus};
-use crate::core::input::parse_messages;
+use crate::core::input::parse_messages_with_ids;
 use crate::core::model::ModelMessage;
 use crate::core::model_api::ModelApi;
 use crate::core::options::{build_prompt, build_request, parse_agent_config, AgentConfig};
@@ -33,6 +33,14 @@ use crate::providers::{http_model, registry};
 /// The data keys of `new Agent(config)` besides `model` and `defaultOptions`; functions and objects
 /// such as tools are read apart.
 const CONFIG_KEYS: &[&str] = &["id", "name", "description", "instructions", "maxRetries"];
+/// Every key of the config this version reads, and the reference's (agents, workflows,
+/// processors, …) that it ignores: a key near one of them is a likely misspelling.
+const KNOWN_CONFIG_KEYS: &[&str] = &[
+    "id", "name", "description", "instructions", "maxRetries", "model", "defaultOptions", "tools", "memory",
+    "backgroundTasks", "agents", "workflows", "scorers", "evals", "voice", "inputProcessors", "outputProcessors",
+    "maxProcessorRetries", "defaultGenerateOptions", "defaultStreamOptions", "requestContextSchema", "workspace",
+    "mastra",
+];
 /// The keys of a `{ id, url, apiKey, headers, api }` model.
 const MODEL_KEYS: &[&str] = &["id", "url", "apiKey", "headers", "api"];
 struct Inner {
@@ -77,6 +85,8 @@ impl Agent {
             return Err(type_error("config", "expected an object like { id, instructions, model }"));
         }
         let js = |e: AgentError| error_to_js(&e);
+        let stream_keys = options::stream_keys();
+        super::unsupported::warn_unknown_keys(&config, KNOWN_CONFIG_KEYS, "new Agent(config)", Some(&stream_keys));
         let model_js = read(&config, "model", "config")?;
         let is_model_object = model_js.is_object() && read(&model_js, "doStream", "config.model")?.is_function();
         let model_object = is_model_object.then(|| model_js.clone());
@@ -98,6 +108,7 @@ impl Agent {
             data.insert("model", Data::of(&model_js, "config.model").map_err(js)?);
         }
         let default_options = read(&config, "defaultOptions", "config")?;
+        super::unsupported::warn_unknown_keys(&default_options, &stream_keys, "new Agent(config).defaultOptions", None);
         if default_options.is_object() {
             // Only the data options: callbacks, tools and signals are read apart at each call.
             let picked = Data::pick(&default_options, options::OPTION_KEYS, "config.defaultOptions").map_err(js)?;
@@ -115,7 +126,7 @@ impl Agent {
                 (AgentModel::Object(obj), provider, name)
             }
             None => {
-                let (mut endpoint, name) = registry::resolve(&m.id, m.url.clone(), m.api_key.clone(), m.headers.clone(), &crate::platform::env_var, "config.model")
+                let (mut endpoint, name) = registry::resolve_in(&m.id, m.url.clone(), m.api_key.clone(), m.headers.clone(), &crate::platform::env_var, "config.model", crate::platform::in_workerd())
                     .map_err(|e| error_to_js(&e))?;
                 endpoint.api = choose_api(endpoint.api, m.api.as_deref())?;
                 crate::providers::check_available(endpoint.api, "config.model").map_err(|e| error_to_js(&e))?;
@@ -287,9 +298,30 @@ impl Agent {
             Err(e) => Promise::reject(&e),
         }
     }
+
+    /// Runs the agent to the end of its reply and resolves to what `getFullOutput()` gives
+    /// (`text`, `toolCalls`, `usage`, `steps`, …). Takes the options of `stream()`, whose
+    /// callbacks fire as they do there; rejects with the run's error, or with a `TypeError`
+    /// for bad messages or options. With `untilIdle`, resolves with the first turn.
+    #[wasm_bindgen(unchecked_return_type = "Promise<FullOutput>")]
+    pub fn generate(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "MessageInput")] messages: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "StreamOptions")] options: Option<JsValue>,
+    ) -> Promise {
+        self.generate_output(messages, options.unwrap_or(JsValue::UNDEFINED)).unwrap_or_else(|e| Promise::reject(&e))
+    }
 }
 
 impl Agent {
+    /// `generate()`: the call `stream()` makes, with no stream handed out (so no chunk is kept
+    /// for a reader), resolving to what `getFullOutput()` gives.
+    fn generate_output(&self, messages: JsValue, options: JsValue) -> Result<Promise, JsValue> {
+        let out = self.start(messages, options)?;
+        out.unread();
+        Ok(out.get_full_output())
+    }
+
     fn decide(&self, args: &JsValue, method: &str, decision: Decision) -> Result<bool, JsValue> {
         let path = format!("{method}(args)");
         let string = |k: &str| {
@@ -308,8 +340,8 @@ impl Agent {
             let got = js_kind(&messages);
             return Err(type_error("messages", &format!("expected a string, an array of strings, or an array of messages, got {got}")));
         }
-        let input = Data::of(&messages, "messages")
-            .and_then(|d| d.parse(|t| parse_messages(t, "messages")))
+        let (input, input_ids) = Data::of(&messages, "messages")
+            .and_then(|d| d.parse(|t| parse_messages_with_ids(t, "messages")))
             .map_err(|e| error_to_js(&e))?;
         let api = match &inner.model {
             AgentModel::Http(endpoint) => Some(endpoint.api),
@@ -325,7 +357,8 @@ impl Agent {
             api,
         };
         let call = Rc::new(options::parse(&options, &defaults)?);
-        let turn = self.turn(input, &call, None)?;
+        let mut turn = self.turn(input, &call, None)?;
+        turn.cfg.input_ids = input_ids;
         let idle = self.idle_setup(&call, &turn);
         let shared = Shared::new(turn.run_id.clone(), turn.abort.clone());
         if turn.cfg.transport != Transport::Fetch {
@@ -421,6 +454,7 @@ impl Agent {
             tool_call_concurrency: opts.tool_call_concurrency.unwrap_or(10),
             stop_when: call.stop_when.clone(),
             input_start,
+            input_ids: Vec::new(),
             memory,
             title,
             background,

@@ -27,17 +27,25 @@ const TS_AI_SDK: &'static str = r#"
 export interface AISdkStreamOptions {
   /** What `output` is; `'agent'`, the output of `agent.stream()`, is the only source so far. */
   from?: 'agent';
+  /**
+   * Send the run's `finishReason` on the `finish` part, as `ai`'s own `toUIMessageStream()` does
+   * (default `true`; `useChat` hands it to `onFinish`). `false` for a reader whose schema
+   * predates the field and refuses it.
+   */
+  sendFinishReason?: boolean;
 }
 
 /** One part of the AI SDK 5 UI message stream (the `ai` package's `UIMessageChunk`). */
 export type AISdkUIMessageChunk =
   | { type: 'start'; messageId?: string }
-  | { type: 'start-step' | 'finish-step' | 'finish' | 'abort' }
+  | { type: 'start-step' | 'finish-step' | 'abort' }
+  | { type: 'finish'; finishReason?: 'stop' | 'length' | 'content-filter' | 'tool-calls' | 'error' | 'other' | 'unknown' }
   | { type: 'text-start' | 'text-end' | 'reasoning-start' | 'reasoning-end'; id: string }
   | { type: 'text-delta' | 'reasoning-delta'; id: string; delta: string }
   | { type: 'tool-input-start'; toolCallId: string; toolName: string }
   | { type: 'tool-input-delta'; toolCallId: string; inputTextDelta: string }
   | { type: 'tool-input-available'; toolCallId: string; toolName: string; input: unknown }
+  | { type: 'tool-input-error'; toolCallId: string; toolName: string; input: unknown; errorText: string }
   | { type: 'tool-output-available'; toolCallId: string; output: unknown }
   | { type: 'tool-output-error'; toolCallId: string; errorText: string }
   | { type: 'error'; errorText: string }
@@ -114,12 +122,12 @@ pub fn to_ai_sdk_stream(
     #[wasm_bindgen(unchecked_param_type = "AgentStreamOutput | ReadableStream<ChunkType>")] output: JsValue,
     #[wasm_bindgen(unchecked_optional_param_type = "AISdkStreamOptions")] options: Option<JsValue>,
 ) -> Result<ReadableStream, JsValue> {
-    check_options(&options.unwrap_or(JsValue::UNDEFINED))?;
+    let omit_finish_reason = check_options(&options.unwrap_or(JsValue::UNDEFINED))?;
     let source = source_stream(&output)?;
     let get_reader: Function = Reflect::get(&source, &"getReader".into())?.unchecked_into();
     // Throws for a stream that is locked (already being read).
     let reader: ReadableStreamDefaultReader = get_reader.call0(&source)?.unchecked_into();
-    let slot: Slot = Rc::new(RefCell::new(Some(Rc::new(Pump { reader, state: RefCell::new(UiState::default()) }))));
+    let slot: Slot = Rc::new(RefCell::new(Some(Rc::new(Pump { reader, state: RefCell::new(UiState::new(omit_finish_reason)) }))));
     ui_stream(slot)
 }
 
@@ -144,9 +152,10 @@ fn chunk_json(value: &JsValue) -> Result<serde_json::Value, AgentError> {
     }
 }
 
-fn check_options(options: &JsValue) -> Result<(), JsValue> {
+/// Checks the options; returns whether `finishReason` is left out (`sendFinishReason: false`).
+fn check_options(options: &JsValue) -> Result<bool, JsValue> {
     if options.is_undefined() || options.is_null() {
-        return Ok(());
+        return Ok(false);
     }
     if !options.is_object() {
         return Err(type_error(
@@ -154,11 +163,17 @@ fn check_options(options: &JsValue) -> Result<(), JsValue> {
             &format!("expected an object like {{ from: 'agent' }}, got {}", js_kind(options)),
         ));
     }
+    let send = Reflect::get(options, &"sendFinishReason".into())
+        .map_err(|e| type_error("options.sendFinishReason", &format!("could not be read ({})", thrown_message(&e))))?;
+    if !(send.is_undefined() || send.as_bool().is_some()) {
+        return Err(type_error("options.sendFinishReason", &format!("expected a boolean, got {}", js_kind(&send))));
+    }
+    let omit = send.as_bool() == Some(false);
     let from = Reflect::get(options, &"from".into())
         .map_err(|e| type_error("options.from", &format!("could not be read ({})", thrown_message(&e))))?;
     match from.as_string() {
-        _ if from.is_undefined() => Ok(()),
-        Some(s) if s == "agent" => Ok(()),
+        _ if from.is_undefined() => Ok(omit),
+        Some(s) if s == "agent" => Ok(omit),
         Some(s) => Err(type_error("options.from", &format!("expected 'agent' (the only source so far), got '{s}'"))),
         None => Err(type_error(
             "options.from",

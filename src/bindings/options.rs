@@ -45,6 +45,30 @@ pub(crate) const OPTION_KEYS: &[&str] = &[
 const CALLBACKS: &[&str] =
     &["onChunk", "onStepFinish", "onFinish", "onError", "onAbort", "prepareStep", "onIterationComplete"];
 
+/// The other keys `parse` reads (JavaScript values: tools, functions, the signal), and the
+/// reference's structured output options.
+const OTHER_KEYS: &[&str] = &[
+    "toolsets",
+    "clientTools",
+    "stopWhen",
+    "hooks",
+    "memory",
+    "savePerStep",
+    "requestContext",
+    "abortSignal",
+    "untilIdle",
+    "structuredOutput",
+    "output",
+];
+
+/// Every key of `stream()` options this version knows: the ones it reads and the reference's
+/// that it warns about (`core::unsupported`). A key near one of them is reported as a likely
+/// misspelling (`bindings::unsupported::warn_unknown_keys`).
+pub(crate) fn stream_keys() -> Vec<&'static str> {
+    let unsupported = crate::core::unsupported::UNSUPPORTED.iter().map(|(name, _)| name.split('.').next().unwrap_or(name));
+    OPTION_KEYS.iter().chain(CALLBACKS).chain(OTHER_KEYS).copied().chain(unsupported).collect()
+}
+
 /// What of the agent the parser reads.
 pub(crate) struct AgentDefaults<'a> {
     /// `defaultOptions` as given (its functions), and its data as read at construction.
@@ -124,6 +148,7 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
         return Err(type_error("options", "expected an object or undefined"));
     }
     check_functions(options, "options")?;
+    super::unsupported::warn_unknown_keys(options, &stream_keys(), "agent.stream() options", None);
     let call = Data::pick(options, OPTION_KEYS, "options").map_err(js_err)?;
     let merged = merge_options(agent.data, &call.tree);
     let opts = call.parse(|_| parse_call_options(&merged, "options")).map_err(js_err)?;
@@ -275,7 +300,7 @@ fn title_setting(memory_opt: &JsValue, mem: &MemoryInner) -> Result<Option<Title
             let path = format!("{field}.model");
             let mc = crate::core::options::parse_model_config(&m, &path).map_err(|e| error_to_js(&e))?;
             let (mut endpoint, model) =
-                registry::resolve(&mc.id, mc.url, mc.api_key, mc.headers, &crate::platform::env_var, &path).map_err(|e| error_to_js(&e))?;
+                registry::resolve_in(&mc.id, mc.url, mc.api_key, mc.headers, &crate::platform::env_var, &path, crate::platform::in_workerd()).map_err(|e| error_to_js(&e))?;
             crate::providers::check_available(endpoint.api, &path).map_err(|e| error_to_js(&e))?;
             browser_headers(&mut endpoint);
             Some((http_model(endpoint), model))

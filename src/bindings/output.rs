@@ -292,6 +292,15 @@ impl AgentStreamOutput {
     pub fn new(shared: Rc<Shared>) -> Self {
         AgentStreamOutput { shared }
     }
+
+    /// Nobody will read the streams (`generate()`): chunks are no longer kept for them.
+    pub fn unread(&self) {
+        let mut st = self.shared.st.borrow_mut();
+        st.full.closed = true;
+        st.text.closed = true;
+        st.full_pending.clear();
+        st.text_pending.clear();
+    }
 }
 
 #[wasm_bindgen]

@@ -7,8 +7,9 @@ use js_sys::{Array, Function, Reflect};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
-use super::convert::type_error;
+use super::convert::{object_keys, type_error};
 use crate::core::model::Warning;
+use crate::core::option_names::{nearest, stream_option_on_agent_line, unknown_option_line};
 use crate::core::unsupported::{console_lines, setting_warnings};
 
 // The reference's options of `core::unsupported::UNSUPPORTED`, so code written for it compiles;
@@ -84,6 +85,52 @@ export interface MemoryOptions {
 thread_local! {
     /// The setting names already told to the console by this process.
     static TOLD: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    /// The unknown-option lines already told.
+    static TOLD_KEYS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `console.warn`s, once per process each, the keys of `obj` (the options of `place`) that are
+/// not in `known` but look like a misspelling of a name in it. With `stream_keys` (the agent's
+/// config), a `stream()` option there is told to go into `defaultOptions`. Other unknown keys
+/// stay silently ignored, as in the reference.
+pub fn warn_unknown_keys(obj: &JsValue, known: &[&str], place: &str, stream_keys: Option<&[&str]>) {
+    let Some(keys) = obj.is_object().then(|| object_keys(obj).ok()).flatten() else { return };
+    let mut lines = Vec::new();
+    for key in keys.iter().filter_map(|k| k.as_string()) {
+        if known.contains(&key.as_str()) {
+            continue;
+        }
+        if stream_keys.is_some_and(|s| s.contains(&key.as_str())) {
+            lines.push(stream_option_on_agent_line(&key));
+        } else if let Some(near) = nearest(&key, known) {
+            lines.push(unknown_option_line(&key, near, place));
+        }
+    }
+    let lines: Vec<String> = TOLD_KEYS.with(|told| {
+        let mut told = told.borrow_mut();
+        let mut fresh = Vec::new();
+        for line in lines {
+            if !told.contains(&line) {
+                told.push(line.clone());
+                fresh.push(line);
+            }
+        }
+        fresh
+    });
+    console_warn(lines);
+}
+
+/// `console.warn(line)` for each line; nothing where there is no console.
+fn console_warn(lines: Vec<String>) {
+    if lines.is_empty() {
+        return;
+    }
+    let console = Reflect::get(&js_sys::global(), &"console".into()).unwrap_or(JsValue::UNDEFINED);
+    if let Ok(warn) = Reflect::get(&console, &"warn".into()).and_then(|w| w.dyn_into::<Function>()) {
+        for line in lines {
+            let _ = warn.call1(&console, &line.into());
+        }
+    }
 }
 
 /// The call's `unsupported-setting` warnings; the first time a name comes up, `console.warn`s it.
@@ -107,12 +154,7 @@ pub fn warnings_of(
     }
     // The borrow ends before console.warn, which may be the user's own function.
     let lines = TOLD.with(|told| console_lines(&warnings, &mut told.borrow_mut()));
-    let console = Reflect::get(&js_sys::global(), &"console".into()).unwrap_or(JsValue::UNDEFINED);
-    if let Ok(warn) = Reflect::get(&console, &"warn".into()).and_then(|w| w.dyn_into::<Function>()) {
-        for line in lines {
-            let _ = warn.call1(&console, &line.into());
-        }
-    }
+    console_warn(lines);
     Ok(warnings)
 }
 

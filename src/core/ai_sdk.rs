@@ -24,6 +24,23 @@ pub struct UiState {
     streaming_calls: Ids,
     /// Calls whose `tool-input-available` was sent: outputs for them can follow.
     known_calls: Ids,
+    /// Calls whose arguments were not JSON: their `tool-input-error` waits for the run's
+    /// `tool-error`, which says what was wrong.
+    invalid_calls: Ids,
+    /// A step began and its `start-step` is not sent yet: it goes out with the step's first
+    /// part, so a model call that fails before any content ends `start`, `error` as `ai` ends it
+    /// (a lone `step-start` part would stay in the message `useChat` posts back).
+    step_pending: bool,
+    /// Leave `finishReason` out of `finish` (`toAISdkStream(out, { sendFinishReason: false })`),
+    /// for readers older than the field.
+    omit_finish_reason: bool,
+}
+
+impl UiState {
+    /// The state of a new stream; `omit_finish_reason` leaves `finishReason` out of `finish`.
+    pub fn new(omit_finish_reason: bool) -> Self {
+        UiState { omit_finish_reason, ..Default::default() }
+    }
 }
 
 /// A small set of ids. A run has a handful open at a time, so a list searched in order beats a
@@ -65,6 +82,22 @@ impl Ids {
 ///   → [{ type: 'text-delta', id: 't1', delta: 'Hi' }]
 /// ```
 pub fn to_ui_parts(chunk: &Value, state: &mut UiState) -> Vec<Value> {
+    let mut out = parts_of(chunk, state);
+    if state.step_pending {
+        match out.first().and_then(|p| str_at(p, "type")) {
+            None => {}
+            // The step ended before it had anything to show: no step at all.
+            Some("error" | "abort" | "finish") => state.step_pending = false,
+            Some(_) => {
+                state.step_pending = false;
+                out.insert(0, part("start-step", vec![]));
+            }
+        }
+    }
+    out
+}
+
+fn parts_of(chunk: &Value, state: &mut UiState) -> Vec<Value> {
     let mut out = Vec::new();
     let Some(kind) = str_at(chunk, "type") else { return out };
     let p = chunk.get("payload").unwrap_or(&Value::Null);
@@ -73,7 +106,7 @@ pub fn to_ui_parts(chunk: &Value, state: &mut UiState) -> Vec<Value> {
             Some(id) => out.push(part("start", vec![("messageId", id.into())])),
             None => out.push(part("start", vec![])),
         },
-        "step-start" => out.push(part("start-step", vec![])),
+        "step-start" => state.step_pending = true,
         "step-finish" => {
             // The reader forgets a step's open text and reasoning parts at `finish-step`.
             state.open_text.clear();
@@ -126,6 +159,11 @@ pub fn to_ui_parts(chunk: &Value, state: &mut UiState) -> Vec<Value> {
         "tool-call" => {
             if let (Some(id), Some(name)) = (str_at(p, "toolCallId"), str_at(p, "toolName")) {
                 state.streaming_calls.remove(id);
+                // The run hands on arguments that are not JSON as their raw text.
+                if p.get("args").is_some_and(Value::is_string) {
+                    state.invalid_calls.insert(id);
+                    return out;
+                }
                 state.known_calls.insert(id);
                 out.push(input_available(id, name, p));
             }
@@ -140,13 +178,22 @@ pub fn to_ui_parts(chunk: &Value, state: &mut UiState) -> Vec<Value> {
             }
         }
         "tool-error" => {
-            let Some(id) = known_call(p, state, &mut out) else { return out };
             let error = p.get("error").unwrap_or(&Value::Null);
             let text = match str_at(error, "message") {
                 Some(m) => m.to_string(),
                 None if error.is_null() => "The tool failed".to_string(),
                 None => text_of(error),
             };
+            // As `ai` does for input it could not parse: `tool-input-error`, then the output error.
+            if let (Some(id), Some(name)) = (str_at(p, "toolCallId"), str_at(p, "toolName")) {
+                if state.invalid_calls.remove(id) {
+                    state.known_calls.insert(id);
+                    let input = p.get("args").cloned().unwrap_or(Value::Null);
+                    let fields = vec![("toolCallId", id.into()), ("toolName", name.into()), ("input", input), ("errorText", text.as_str().into())];
+                    out.push(part("tool-input-error", fields));
+                }
+            }
+            let Some(id) = known_call(p, state, &mut out) else { return out };
             out.push(output_error(&id, text));
         }
         "tool-output-denied" => {
@@ -191,8 +238,18 @@ pub fn to_ui_parts(chunk: &Value, state: &mut UiState) -> Vec<Value> {
             out.push(part("error", vec![("errorText", text.into())]));
         }
         "abort" => out.push(part("abort", vec![])),
-        // No `finishReason`: older AI SDK 5 readers validate strictly and refuse it.
-        "finish" => out.push(part("finish", vec![])),
+        // `finishReason` as `ai` sends it (useChat hands it to `onFinish`); one of its values.
+        "finish" => {
+            let reason = p.get("stepResult").and_then(|r| str_at(r, "reason"));
+            match reason.filter(|_| !state.omit_finish_reason) {
+                Some(r) => {
+                    const KNOWN: &[&str] = &["stop", "length", "content-filter", "tool-calls", "error", "other", "unknown"];
+                    let r = if KNOWN.contains(&r) { r } else { "other" };
+                    out.push(part("finish", vec![("finishReason", r.into())]));
+                }
+                None => out.push(part("finish", vec![])),
+            }
+        }
         _ if kind.starts_with("data-") => {
             if let Some(part) = data_part(chunk) {
                 out.push(part);

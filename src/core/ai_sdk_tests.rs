@@ -81,7 +81,7 @@ fn check_fields(part: &Value) {
     let (required, optional): (&[&str], &[&str]) = match kind {
         "start" => (&[], &["messageId", "messageMetadata"]),
         "start-step" | "finish-step" | "abort" => (&[], &[]),
-        "finish" => (&[], &["messageMetadata"]),
+        "finish" => (&[], &["finishReason", "messageMetadata"]),
         "text-start" | "text-end" | "reasoning-start" | "reasoning-end" => (&["id"], &[]),
         "text-delta" | "reasoning-delta" => (&["id", "delta"], &[]),
         "tool-input-start" => (&["toolCallId", "toolName"], &[]),
@@ -89,6 +89,7 @@ fn check_fields(part: &Value) {
         "tool-input-available" => (&["toolCallId", "toolName", "input"], &[]),
         "tool-output-available" => (&["toolCallId", "output"], &[]),
         "tool-output-error" => (&["toolCallId", "errorText"], &[]),
+        "tool-input-error" => (&["toolCallId", "toolName", "input", "errorText"], &[]),
         "error" => (&["errorText"], &[]),
         k if k.starts_with("data-") => (&["data"], &["id", "transient"]),
         other => panic!("{other} is not a part type of the AI SDK 5 UI message stream"),
@@ -143,6 +144,7 @@ fn read_like_ai(parts: &[Value]) -> Vec<(String, String)> {
             }
             "tool-input-delta" => assert!(partial.contains(&call), "tool-input-delta before tool-input-start ({call})"),
             "tool-input-available" => set_state(&mut tools, &call, "input-available"),
+            "tool-input-error" => set_state(&mut tools, &call, "output-error"),
             "tool-output-available" | "tool-output-error" => {
                 assert!(tools.iter().any(|(t, _)| *t == call), "tool output before tool-input-available ({call})");
                 let state = if p["type"] == "tool-output-error" { "output-error" } else { "output-available" };
@@ -218,8 +220,21 @@ fn start_carries_the_message_id_when_there_is_one() {
 
 #[test]
 fn steps_become_start_step_and_finish_step_without_payload() {
-    assert_eq!(one(step_start()), vec![json!({ "type": "start-step" })]);
+    // start-step waits for the step's first part.
+    assert_eq!(one(step_start()), Vec::<Value>::new());
+    let text = js(Chunk::TextStart { id: "t1".into() });
+    assert_eq!(types(&map_all(&[step_start(), text])), vec!["start-step", "text-start"]);
     assert_eq!(one(step_finish("stop")), vec![json!({ "type": "finish-step" })]);
+    // A step that showed nothing is still a step.
+    assert_eq!(map_all(&[step_start(), step_finish("stop")]), vec![json!({ "type": "start-step" }), json!({ "type": "finish-step" })]);
+}
+
+#[test]
+fn a_step_that_fails_or_is_aborted_before_any_content_sends_no_start_step() {
+    let api = AgentError::ApiCall { message: "boom".into(), status: Some(500), body: None, retryable: true, retry_after_ms: None };
+    let start = js(Chunk::Start { message_id: "m".into() });
+    assert_eq!(types(&map_all(&[start.clone(), step_start(), js(Chunk::Error(api))])), vec!["start", "error"]);
+    assert_eq!(types(&map_all(&[start, step_start(), js(Chunk::Abort { reason: None })])), vec!["start", "abort"]);
 }
 
 #[test]
@@ -417,7 +432,41 @@ fn error_becomes_an_error_part_with_the_message() {
 #[test]
 fn abort_and_finish_are_bare_parts() {
     assert_eq!(one(js(Chunk::Abort { reason: Some("user".into()) })), vec![json!({ "type": "abort" })]);
-    assert_eq!(one(finish()), vec![json!({ "type": "finish" })]);
+    assert_eq!(one(finish()), vec![json!({ "type": "finish", "finishReason": "stop" })]);
+}
+
+#[test]
+fn finish_carries_the_reason_in_the_ai_sdk_values_unless_left_out() {
+    let finish_with = |reason: FinishReason| js(Chunk::Finish { reason, usage: Usage::default(), total_usage: Usage::default(), model_id: None });
+    assert_eq!(one(finish_with(FinishReason::Length)), vec![json!({ "type": "finish", "finishReason": "length" })]);
+    assert_eq!(one(finish_with(FinishReason::ContentFilter)), vec![json!({ "type": "finish", "finishReason": "content-filter" })]);
+    // 'abort' is not one of the AI SDK's reasons.
+    assert_eq!(one(finish_with(FinishReason::Abort)), vec![json!({ "type": "finish", "finishReason": "other" })]);
+    let mut state = UiState::new(true);
+    assert_eq!(to_ui_parts(&finish_with(FinishReason::Length), &mut state), vec![json!({ "type": "finish" })]);
+}
+
+#[test]
+fn arguments_that_are_not_json_become_tool_input_error_then_tool_output_error() {
+    let raw = call("call_1", "weather", json!("{\"city\": celsius"));
+    let message = "The arguments for tool 'weather' are not valid JSON ({\"city\": celsius). Call the tool again with a JSON object.";
+    let error = json!({ "type": "tool-error", "runId": RUN, "from": "AGENT", "payload": {
+        "toolCallId": "call_1", "toolName": "weather", "args": "{\"city\": celsius", "error": { "name": "ToolError", "message": message },
+    } });
+    let parts = map_all(&[
+        js(Chunk::ToolCallInputStreamingStart { tool_call_id: "call_1".into(), tool_name: "weather".into() }),
+        js(Chunk::ToolCall(raw)),
+        error,
+    ]);
+    assert_eq!(
+        parts,
+        vec![
+            json!({ "type": "tool-input-start", "toolCallId": "call_1", "toolName": "weather" }),
+            json!({ "type": "tool-input-error", "toolCallId": "call_1", "toolName": "weather", "input": "{\"city\": celsius", "errorText": message }),
+            json!({ "type": "tool-output-error", "toolCallId": "call_1", "errorText": message }),
+        ]
+    );
+    assert_eq!(read_like_ai(&parts), vec![("call_1".to_string(), "output-error".to_string())]);
 }
 
 #[test]
@@ -590,7 +639,7 @@ fn a_failed_run_ends_with_the_error_part() {
         retry_after_ms: None,
     };
     let parts = map_all(&[js(Chunk::Start { message_id: "m".into() }), step_start(), js(Chunk::Error(api))]);
-    assert_eq!(types(&parts), vec!["start", "start-step", "error"]);
+    assert_eq!(types(&parts), vec!["start", "error"]);
 }
 
 #[test]

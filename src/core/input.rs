@@ -43,18 +43,27 @@ const MODEL_ROLES: &[&str] = &["system", "user", "assistant", "tool"];
 /// Strings and message objects may be mixed in one array. `field` is the path used in errors
 /// (`"messages"`, `"options.context"`).
 pub fn parse_messages(v: &Value, field: &str) -> Result<Vec<ModelMessage>, AgentError> {
+    parse_messages_with_ids(v, field).map(|(messages, _)| messages)
+}
+
+/// `parse_messages`, with the id each message keeps in memory, one per message: the `id` of a
+/// user UI message (`{ id, role: 'user', parts }`, as `useChat` sends it), so the stored message
+/// is the one the page holds. Other messages get new ids when they are saved.
+pub fn parse_messages_with_ids(v: &Value, field: &str) -> Result<(Vec<ModelMessage>, Vec<Option<String>>), AgentError> {
     let mut out = Vec::new();
+    let mut ids = Vec::new();
     match v {
         Value::String(text) => out.push(user_text(text)),
-        Value::Object(_) => push_message(v, field, &mut out)?,
+        Value::Object(_) => push_with_id(v, field, &mut out, &mut ids)?,
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
                 let path = join(field, i);
                 match item {
                     Value::String(text) => out.push(user_text(text)),
-                    Value::Object(_) => push_message(item, &path, &mut out)?,
+                    Value::Object(_) => push_with_id(item, &path, &mut out, &mut ids)?,
                     other => return Err(type_error(&path, "a string or a message object", Some(other))),
                 }
+                ids.resize(out.len(), None);
             }
         }
         other => {
@@ -62,7 +71,21 @@ pub fn parse_messages(v: &Value, field: &str) -> Result<Vec<ModelMessage>, Agent
             return Err(type_error(field, what, Some(other)));
         }
     }
-    Ok(out)
+    ids.resize(out.len(), None);
+    Ok((out, ids))
+}
+
+/// `push_message`, and the ids of the messages it added (`ids` is as long as `out` after it).
+fn push_with_id(msg: &Value, path: &str, out: &mut Vec<ModelMessage>, ids: &mut Vec<Option<String>>) -> Result<(), AgentError> {
+    ids.resize(out.len(), None);
+    push_message(msg, path, out)?;
+    let is_user_ui = present(msg, "parts").is_some() && msg.get("role").and_then(Value::as_str) == Some("user");
+    let id = msg.get("id").and_then(Value::as_str).filter(|id| is_user_ui && !id.is_empty());
+    if let (Some(id), Some(ModelMessage::User(_))) = (id, out.get(ids.len())) {
+        ids.push(Some(id.to_owned()));
+    }
+    ids.resize(out.len(), None);
+    Ok(())
 }
 
 fn user_text(text: &str) -> ModelMessage {

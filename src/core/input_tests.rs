@@ -945,3 +945,18 @@ fn tool_choice_errors() {
     assert_eq!(tc(json!({ "toolName": "x" })), "options.toolChoice.type: expected \"tool\", got undefined");
     assert_eq!(tc(json!({ "type": "tool" })), "options.toolChoice.toolName: expected a string, got undefined");
 }
+
+#[test]
+fn only_user_ui_messages_keep_their_ids() {
+    let input = json!([
+        { "id": "u1", "role": "user", "parts": [{ "type": "text", "text": "hi" }] },
+        { "id": "a1", "role": "assistant", "parts": [{ "type": "text", "text": "hello" }] },
+        { "id": "m1", "role": "user", "content": "model form" },
+        "plain",
+        { "id": "", "role": "user", "parts": [{ "type": "text", "text": "empty id" }] },
+    ]);
+    let (messages, ids) = parse_messages_with_ids(&input, "messages").unwrap();
+    assert_eq!(messages.len(), 5);
+    assert_eq!(ids, vec![Some("u1".to_string()), None, None, None, None]);
+    assert_eq!(parse_messages_with_ids(&json!("hi"), "messages").unwrap().1, vec![None]);
+}

@@ -14,6 +14,7 @@ pub mod json_stream;
 pub mod memory;
 pub mod model;
 pub mod model_api;
+pub mod option_names;
 pub mod options;
 pub mod retry;
 pub mod run;

@@ -201,8 +201,18 @@ async fn not_an_event_stream(mut resp: HttpResponse, secrets: &[String]) -> Agen
     AgentError::ApiCall { message, status: Some(status), body: Some(body), retryable: false, retry_after_ms: None }
 }
 
-/// The human part of an error body: `error.message`, `message`, or a string `error`.
+/// The human part of an error body: `error.message`, `message`, or a string `error`, of a JSON
+/// body or of the first `data:` line of an event-stream body that has one (a gateway that had
+/// begun to stream answers so: `data: {"error": {"message": …}}`).
 fn error_detail(body: &str) -> Option<String> {
+    json_error_detail(body).or_else(|| {
+        body.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .find_map(|data| json_error_detail(data.trim()))
+    })
+}
+
+fn json_error_detail(body: &str) -> Option<String> {
     let v: serde_json::Value = serde_json::from_str(body).ok()?;
     let msg = v
         .pointer("/error/message")

@@ -47,7 +47,7 @@ pub struct StepResult {
     pub parts: Vec<AssistantPart>,
     /// The calls' outcomes, in call order.
     pub tool_results: Vec<ToolResult>,
-    /// Non-transient `data-*` chunks the tools wrote: `{ type, data, id }`, kept on the
+    /// Non-transient `data-*` chunks the tools wrote: `{ type, data, id? }`, kept on the
     /// step's assistant message.
     pub data_parts: Vec<Value>,
 }

@@ -49,6 +49,12 @@ fn set(obj: &Object, key: &str, v: &JsValue) {
 
 /// A failed `fetch`: the message names the URL (never the key, which travels in headers).
 fn network_error(url: &str, e: &JsValue) -> AgentError {
+    AgentError::api(format!("Could not reach the model API at {url}: {}", js_failure(e)), true)
+}
+
+/// What a runtime's network failure says: its message, and its cause's (Node's `fetch` puts
+/// the socket's error there: "terminated (other side closed)").
+fn js_failure(e: &JsValue) -> String {
     let detail = Reflect::get(e, &"message".into()).ok().and_then(|m| m.as_string()).or_else(|| e.as_string()).unwrap_or_default();
     let cause = Reflect::get(e, &"cause".into())
         .ok()
@@ -56,7 +62,7 @@ fn network_error(url: &str, e: &JsValue) -> AgentError {
         .and_then(|m| m.as_string())
         .map(|c| format!(" ({c})"))
         .unwrap_or_default();
-    AgentError::api(format!("Could not reach the model API at {url}: {detail}{cause}"), true)
+    format!("{detail}{cause}")
 }
 
 struct AbortOnDrop(Option<AbortController>);
@@ -79,12 +85,9 @@ impl Body for FetchBody {
     fn read(&mut self) -> LocalFuture<'_, Result<Option<Vec<u8>>, AgentError>> {
         Box::pin(async move {
             let Some(reader) = &self.reader else { return Ok(None) };
+            // The model was reached and had begun to answer: say so, not "could not reach".
             let result = JsFuture::from(reader.read()).await.map_err(|e| {
-                let mut err = network_error(&self.url, &e);
-                if let AgentError::ApiCall { message, .. } = &mut err {
-                    *message = format!("The connection to the model API broke mid-response: {message}");
-                }
-                err
+                AgentError::api(format!("The connection to the model API at {} broke mid-reply, after it had begun to answer: {}", self.url, js_failure(&e)), true)
             })?;
             let done = Reflect::get(&result, &"done".into()).map(|d| d.is_truthy()).unwrap_or(true);
             if done {

@@ -80,6 +80,22 @@ fn fill_random(out: &mut [u8]) {
     }
 }
 
+thread_local! {
+    static IN_WORKERD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The workerd entry (`index.workerd.js`) says where the package runs: a Worker's keys are
+/// bindings on its `env`, never environment variables.
+#[wasm_bindgen::prelude::wasm_bindgen(js_name = __inWorkerd, skip_typescript)]
+pub fn mark_workerd() {
+    IN_WORKERD.with(|w| w.set(true));
+}
+
+/// Whether the package was loaded through its workerd entry.
+pub fn in_workerd() -> bool {
+    IN_WORKERD.with(|w| w.get())
+}
+
 /// `process.env[name]` where the runtime has one (Node; workerd with nodejs_compat). A browser
 /// has no environment and answers `None`.
 pub fn env_var(name: &str) -> Option<String> {

@@ -124,6 +124,20 @@ pub fn resolve(
     env: &dyn Fn(&str) -> Option<String>,
     field: &str,
 ) -> Result<(Endpoint, String), AgentError> {
+    resolve_in(id, url, api_key, headers, env, field, false)
+}
+
+/// `resolve`, saying in a Worker (`in_worker`), which has no environment variables, that the
+/// key is passed from the Worker's `env` as `apiKey`.
+pub fn resolve_in(
+    id: &str,
+    url: Option<String>,
+    api_key: Option<String>,
+    headers: Vec<(String, String)>,
+    env: &dyn Fn(&str) -> Option<String>,
+    field: &str,
+    in_worker: bool,
+) -> Result<(Endpoint, String), AgentError> {
     let (prefix, model) = match id.split_once('/') {
         Some((prefix, model)) if !prefix.is_empty() && !model.is_empty() => (prefix, model),
         _ => {
@@ -143,10 +157,12 @@ pub fn resolve(
     let url_override = present(url).or_else(|| present(env(info.url_var)));
     let api_key = present(api_key).or_else(|| info.key_var.and_then(|var| present(env(var))));
     if let (Some(var), None, None) = (info.key_var, &api_key, &url_override) {
-        return Err(AgentError::invalid(
-            field,
-            format!("no API key for '{prefix}': set the {var} environment variable or pass `apiKey` with the model"),
-        ));
+        let message = if in_worker {
+            format!("no API key for '{prefix}': a Worker has no environment variables; pass the binding as `apiKey` with the model: {{ id: '{id}', apiKey: env.{var} }}")
+        } else {
+            format!("no API key for '{prefix}': set the {var} environment variable or pass `apiKey` with the model")
+        };
+        return Err(AgentError::invalid(field, message));
     }
     let base_url = match url_override {
         Some(url) => url,
@@ -299,6 +315,15 @@ mod tests {
         let env = env_of(&[("XAI_API_KEY", "")]);
         let msg = message(resolve("xai/grok-3", None, Some(String::new()), vec![], &env, "model").unwrap_err());
         assert!(msg.contains("XAI_API_KEY"), "{msg}");
+    }
+
+    #[test]
+    fn in_a_worker_a_missing_key_says_to_pass_the_env_binding() {
+        let err = resolve_in("groq/llama-3.3-70b-versatile", None, None, vec![], &no_env, "config.model", true).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "config.model: no API key for 'groq': a Worker has no environment variables; pass the binding as `apiKey` with the model: { id: 'groq/llama-3.3-70b-versatile', apiKey: env.GROQ_API_KEY }"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createUIMessageStreamResponse, DefaultChatTransport, readUIMessageStream } from 'ai';
-import { toAISdkStream, toAISdkV5Stream, createTool } from '../../pkg/index.node.js';
+import { toAISdkStream, toAISdkV5Stream, createTool, Memory, InMemoryStore } from '../../pkg/index.node.js';
 import { Agent, T, collect, errorOf, keys, modelFor, noUnhandledRejections, types, uid, useModelServer, waitForRequestsOf } from './helpers.mjs';
 import { WEATHER_SCHEMA, forecast, weatherDef } from './tools-helpers.mjs';
 
@@ -47,7 +47,7 @@ const FIELDS = {
   start: [['type'], ['messageId']],
   'start-step': [['type'], []],
   'finish-step': [['type'], []],
-  finish: [['type'], []],
+  finish: [['finishReason', 'type'], []],
   abort: [['type'], []],
   'text-start': [['id', 'type'], []],
   'text-end': [['id', 'type'], []],
@@ -60,6 +60,7 @@ const FIELDS = {
   'tool-input-available': [['input', 'toolCallId', 'toolName', 'type'], []],
   'tool-output-available': [['output', 'toolCallId', 'type'], []],
   'tool-output-error': [['errorText', 'toolCallId', 'type'], []],
+  'tool-input-error': [['errorText', 'input', 'toolCallId', 'toolName', 'type'], []],
   error: [['errorText', 'type'], []],
 };
 
@@ -252,10 +253,80 @@ test('error-401: the stream ends with an error part and the reader surfaces it',
   const { agent: again } = agentOn('error-401');
   const seen = [];
   const { parts, message } = await readAsUseChat(toAISdkStream(await again.stream('Hello')), { terminateOnError: false, onError: (e) => seen.push(e.message) });
-  assert.deepEqual(types(parts), ['start', 'start-step', 'error']);
+  // As ai's own toUIMessageStream: no start-step for a step that failed before any content, so
+  // the message useChat keeps (and posts back next time) holds no lone step-start part.
+  assert.deepEqual(types(parts), ['start', 'error']);
   assert.deepEqual(parts.at(-1), { type: 'error', errorText: runError.message });
   assert.deepEqual(seen, [runError.message]);
   assert.deepEqual(message?.parts ?? [], []);
+});
+
+test('finish carries finishReason (length shows); sendFinishReason: false leaves it out', T, async () => {
+  const { agent } = agentOn('length');
+  const { parts } = await readAsUseChat(toAISdkStream(await agent.stream('Tell me everything'), { from: 'agent' }));
+  assertExactFields(parts);
+  assert.deepEqual(parts.at(-1), { type: 'finish', finishReason: 'length' });
+  const echo = await readAsUseChat(toAISdkStream(await agentOn('echo').agent.stream('Hi')));
+  assert.deepEqual(echo.parts.at(-1), { type: 'finish', finishReason: 'stop' });
+  const bare = await readAsUseChat(toAISdkStream(await agent.stream('Again'), { from: 'agent', sendFinishReason: false }));
+  assert.deepEqual(bare.parts.at(-1), { type: 'finish' });
+  const err = await errorOf(() => toAISdkStream(agent.stream('x'), { sendFinishReason: 'no' }));
+  assert.equal(err.name, 'TypeError');
+  assert.match(err.message, /^options\.sendFinishReason: expected a boolean, got a string/);
+});
+
+test('a 500 before any content: start, error; the kept message has no step-start part', T, async () => {
+  const { agent } = agentOn('error-500');
+  const { parts, message } = await readAsUseChat(toAISdkStream(await agent.stream('Hello')), { terminateOnError: false });
+  assert.deepEqual(types(parts), ['start', 'error']);
+  assert.match(parts[1].errorText, /server had an error/);
+  assert.deepEqual(message?.parts ?? [], []);
+});
+
+test('arguments that are not JSON: tool-input-error (errorText, the raw input) then tool-output-error, as ai sends them', T, async () => {
+  const calls = [];
+  const { agent } = agentOn('tool-call-bad-json', { tools: { weather: createTool(weatherDef(calls)) } });
+  const out = await agent.stream('Weather?');
+  const { parts, message } = await readAsUseChat(toAISdkStream(out));
+  assertExactFields(parts);
+  const ofCall = parts.filter((p) => p.type.startsWith('tool-') && p.type !== 'tool-input-delta');
+  assert.deepEqual(types(ofCall), ['tool-input-start', 'tool-input-error', 'tool-output-error']);
+  const [, inputError, outputError] = ofCall;
+  assert.equal(inputError.toolName, 'weather');
+  assert.equal(typeof inputError.input, 'string');
+  assert.match(inputError.input, /celsius/);
+  assert.match(inputError.errorText, /not valid JSON/);
+  assert.equal(outputError.errorText, inputError.errorText);
+  const tool = content(message).find((p) => p.type === 'tool-weather');
+  assert.equal(tool.state, 'output-error');
+  assert.equal(tool.input, undefined);
+  assert.equal(tool.rawInput, inputError.input);
+  assert.equal(tool.errorText, inputError.errorText);
+  assert.equal(calls.length, 0);
+});
+
+test('after a reload memory shows what the live stream showed: the user message id from the page, writer.write data parts', T, async () => {
+  const memory = new Memory({ storage: new InMemoryStore() });
+  const weather = createTool({
+    ...weatherDef(),
+    execute: async ({ city }, { writer }) => {
+      await writer.write({ type: 'data-source', data: { name: 'met office' } });
+      await writer.write({ type: 'data-tick', data: 1, transient: true });
+      await writer.custom({ type: 'data-progress', data: { percent: 100 }, id: 'p1' });
+      return forecast(city);
+    },
+  });
+  const { agent } = agentOn('tool-call', { tools: { weather }, memory });
+  const userMessage = { id: 'page-msg-1', role: 'user', parts: [{ type: 'text', text: 'Weather in Paris?' }] };
+  const out = await agent.stream([userMessage], { memory: { thread: 'reload', resource: 'u1' } });
+  const { message: live } = await readAsUseChat(toAISdkStream(out));
+  const [user, assistant] = await memory.listMessages({ threadId: 'reload', format: 'ui' });
+  assert.equal(user.id, 'page-msg-1');
+  assert.deepEqual(user.parts.filter((p) => p.type === 'text'), userMessage.parts);
+  assert.equal(assistant.id, live.id);
+  const data = (m) => m.parts.filter((p) => p.type.startsWith('data-')).map(({ type, data, id }) => ({ type, data, id }));
+  assert.deepEqual(data(assistant), data(live));
+  assert.deepEqual(data(live).map((p) => p.type), ['data-source', 'data-progress']);
 });
 
 test('toAISdkV5Stream is the same conversion; fullStream itself and no options are accepted', T, async () => {

@@ -35,6 +35,17 @@ const server = useModelServer({
         ex.res.end(`<!DOCTYPE html><html><head><title>Sign in to the network</title></head><body>${body}</body></html>`);
       },
     },
+    // sse-500 answers 500 with an event-stream body carrying the error, as LiteLLM's proxy does
+    // when the upstream stream fails to start.
+    'sse-500': {
+      description: 'test: a 500 whose body is an event stream with an error event',
+      run(ex) {
+        ex.markEnded();
+        ex.res.writeHead(500, { 'content-type': 'text/event-stream' });
+        const error = { message: 'Error processing stream start', type: 'None', param: 'None', code: '500' };
+        ex.res.end(`data: ${JSON.stringify({ error })}\n\ndata: [DONE]\n\n`);
+      },
+    },
     // echo-headers answers 401 quoting every request header back, as some gateways do.
     'echo-headers': {
       description: 'test: 401 that echoes the request headers',
@@ -172,8 +183,18 @@ test('connection cut mid-response: error chunk that says the connection broke', 
   assert.deepEqual(ts.slice(0, 3), ['start', 'step-start', 'text-start']);
   assert.equal(ts.at(-2), 'text-end', 'the open text block is closed before the error');
   const e = run.chunks.at(-1).payload.error;
-  assert.match(e.message, /connection|closed|broke/i);
+  // The model was reached and had begun to answer: not "could not reach".
+  assert.match(e.message, /^The connection to the model API at http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions broke mid-reply, after it had begun to answer: /);
+  assert.ok(!/could not reach/i.test(e.message), e.message);
   assert.equal(e.status, undefined, 'no HTTP status: the response had started');
+});
+
+test('a 500 whose body is an event stream: the message quotes the server\'s error', T, async () => {
+  const run = await failRun('sse-500');
+  const err = await assertFailedRun(run);
+  assert.equal(err.status, 500);
+  assert.match(err.message, /^The model API answered 500: Error processing stream start \(the provider failed/);
+  assert.match(err.body, /^data: \{"error"/);
 });
 
 test('an error event inside a 200 stream: error chunk with the provider message and body', T, async () => {

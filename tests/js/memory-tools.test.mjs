@@ -159,12 +159,16 @@ test('a tool that throws is stored as output-error with its message; the next tu
   assert.equal(part.output, undefined);
 });
 
-test("writer.custom data parts are stored on the assistant message (not transient ones), shown by format 'ui', not sent to the model", T, async () => {
+test("writer.custom and writer.write data parts are stored on the assistant message (not transient ones), shown by format 'ui', not sent to the model", T, async () => {
   const srv = hook.current;
   const { memory } = BACKENDS[0].make();
   const tool = weatherTool(async ({ city }, { writer }) => {
     await writer.custom({ type: 'data-progress', data: { percent: 100 }, id: 'p1' });
     await writer.custom({ type: 'data-status', data: 'fetching', transient: true });
+    // writer.write of a data-* value is a data part on the live UI stream: stored the same way.
+    await writer.write({ type: 'data-source', data: { name: 'met office' } });
+    await writer.write({ type: 'data-tick', data: 1, transient: true });
+    await writer.write({ status: 'not a data part' });
     return forecast(city);
   });
   const { agent, id } = memoryAgent(srv, memory, { tools: { weather: tool } });
@@ -172,15 +176,15 @@ test("writer.custom data parts are stored on the assistant message (not transien
   await turn(agent, 'Weather?', { memory: { thread: 'data', resource: 'u1' } });
   const [, reply] = await memory.listMessages({ threadId: 'data' });
   const data = reply.content.parts.filter((p) => p.type.startsWith('data-'));
-  assert.equal(data.length, 1, `one data part (${JSON.stringify(reply.content.parts)})`);
-  assert.equal(data[0].type, 'data-progress');
-  assert.deepEqual(data[0].data, { percent: 100 });
+  assert.deepEqual(data.map((p) => [p.type, p.data]), [['data-progress', { percent: 100 }], ['data-source', { name: 'met office' }]], JSON.stringify(reply.content.parts));
+  assert.equal(data[0].id, 'p1');
+  assert.ok(!JSON.stringify(reply.content.parts).includes('not a data part'), 'other written values are not stored');
   const ui = await memory.listMessages({ threadId: 'data', format: 'ui' });
   assert.deepEqual(ui[1].parts.filter((p) => p.type.startsWith('data-')), data);
 
   await turn(agent, 'Thanks', { memory: { thread: 'data', resource: 'u1' } });
   const sent = sentMessages(srv, id)[2];
-  assert.ok(!JSON.stringify(sent).includes('percent'), 'data parts are not sent to the model');
+  assert.ok(!JSON.stringify(sent).includes('percent') && !JSON.stringify(sent).includes('met office'), 'data parts are not sent to the model');
   assertNoDanglingToolCalls(sent);
 });
 

@@ -780,4 +780,26 @@ test('a stored tool call without its result (filterIncompleteToolCalls, default 
   assert.deepEqual(sent, [user('Weather?'), assistant('Let me look.'), user('Hello?')]);
 });
 
+for (const backend of BACKENDS) {
+  test(`a thread deleted while its reply streams stays deleted (${backend.name})`, T, async () => {
+    const srv = hook.current;
+    const { memory } = backend.make();
+    const { agent, id } = memoryAgent(srv, memory);
+    const mem = { thread: 'gone', resource: 'u1' };
+    hook.on(id, async (ex, n) => {
+      // The second turn: the page deletes the conversation while the model answers.
+      if (n === 1) await memory.deleteThread('gone');
+      return replyText(ex, n === 0 ? 'First.' : 'Second.');
+    });
+    await turn(agent, 'one', { memory: mem });
+    assert.equal((await memory.listMessages({ threadId: 'gone' })).length, 2);
+    const r = await turn(agent, 'two', { memory: mem });
+    assert.equal(r.text, 'Second.', 'the reply still streams');
+    assert.deepEqual(errorsOf(r.chunks), []);
+    assert.equal(await memory.getThreadById('gone'), null, 'the thread is not brought back');
+    assert.deepEqual(await memory.listMessages({ threadId: 'gone' }), []);
+    assert.deepEqual(await memory.listThreads({ resourceId: 'u1' }), []);
+  });
+}
+
 noUnhandledRejections();

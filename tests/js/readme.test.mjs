@@ -121,4 +121,28 @@ test('README: a zod-typed tool', T, async () => {
   assert.deepEqual(parameters.properties.priority.enum, ['low', 'normal', 'high']);
 });
 
+test('README: generate()', T, async () => {
+  const console = capture();
+  const MODEL_URL = server.current.url;
+
+  // README:generate
+  // import { Agent } from 'wasm-agent'
+
+  const agent = new Agent({ id: 'summarizer', instructions: 'Answer in one sentence.', model: { id: 'openai/echo', url: MODEL_URL, apiKey: 'local' } }) // README: model: 'openai/gpt-4o-mini' })
+  try {
+    const result = await agent.generate('What is WebAssembly?', { modelSettings: { maxOutputTokens: 100 } })
+    console.log(result.text)
+    console.log(result.finishReason, result.totalUsage.totalTokens, 'tokens')
+  } catch (error) {
+    console.log('failed:', String(error)) // an APICallError with status and body, or a TypeError
+  }
+  // END
+
+  assert.equal(console.lines.length, 2, console.lines.join('\n'));
+  assert.equal(console.lines[0], 'You said: What is WebAssembly?');
+  assert.match(console.lines[1], /^stop \d+ tokens$/);
+  const request = server.current.requests.filter((r) => r.body?.input?.[0]?.content === 'Answer in one sentence.').at(-1).body;
+  assert.equal(request.max_output_tokens, 100);
+});
+
 noUnhandledRejections();

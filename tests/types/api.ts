@@ -481,6 +481,12 @@ async function outputs() {
   void [runId, text, reasoning, reason, usage, total, steps, object, warnings];
   void [calls[0]?.toolName, results[0]?.result, response.messages.length];
 
+  // generate(): the same options, the getFullOutput() shape.
+  const generated = await agent.generate('What is WebAssembly?', { maxSteps: 2, onFinish: (o) => void o.text });
+  check<Equal<typeof generated, FullOutput>>();
+  // @ts-expect-error generate() resolves to the output's data, not to streams
+  void generated.fullStream;
+
   const full: FullOutput = await out.getFullOutput();
   const failed: string | undefined = full.error?.message;
   void failed;
@@ -612,7 +618,12 @@ async function aiSdk() {
   for (let r = await reader.read(); !r.done; r = await reader.read()) {
     if (r.value.type === 'text-delta') render(r.value.delta);
     if (r.value.type === 'tool-output-error') render(r.value.errorText);
+    if (r.value.type === 'tool-input-error') render(`${r.value.toolName}: ${r.value.errorText}`);
+    if (r.value.type === 'finish' && r.value.finishReason === 'length') render('(cut short)');
   }
+  toAISdkStream(await agent.stream('Hi'), { sendFinishReason: false });
+  // @ts-expect-error sendFinishReason is a boolean
+  toAISdkStream(out, { sendFinishReason: 'no' });
   // Options are optional; a fullStream works as well.
   toAISdkStream(await agent.stream('Hi'));
   toAISdkV5Stream((await agent.stream('Hi')).fullStream);

@@ -3,6 +3,7 @@
 // exactly as a Worker bundle would (the package's `workerd` entry).
 //
 //   POST /  { "prompt": "…", "script": "slow:150" }   → text/event-stream, one `data: <chunk>` per chunk
+//   POST /  { "modelId": "groq/…" }                    → the model id as given, with no key: new Agent's error
 //
 // env: MODEL_URL (the local model server's /v1 base URL), MODEL_API_KEY.
 
@@ -43,7 +44,7 @@ export default {
       const agent = new Agent({
         id: 'edge-agent',
         instructions: 'You are a helpful assistant.',
-        model: { id: `openai/${script}`, url: env.MODEL_URL, apiKey: env.MODEL_API_KEY, api: 'chat' },
+        model: typeof body?.modelId === 'string' ? body.modelId : { id: `openai/${script}`, url: env.MODEL_URL, apiKey: env.MODEL_API_KEY, api: 'chat' },
       });
       out = await agent.stream(prompt);
     } catch (err) {

@@ -167,6 +167,17 @@ test(
   },
 );
 
+test('a model without its key in a Worker: the error says to pass env.GROQ_API_KEY as apiKey', { timeout: TEST_TIMEOUT }, async () => {
+  const res = await fetch(worker.baseUrl, { method: 'POST', body: JSON.stringify({ modelId: 'groq/llama-3.3-70b-versatile' }) });
+  assert.equal(res.status, 500);
+  const { error } = await res.json();
+  assert.equal(error.name, 'TypeError');
+  assert.equal(
+    error.message,
+    "config.model: no API key for 'groq': a Worker has no environment variables; pass the binding as `apiKey` with the model: { id: 'groq/llama-3.3-70b-versatile', apiKey: env.GROQ_API_KEY }",
+  );
+});
+
 test('error-401: the Worker streams an error chunk (APICallError, status 401)', { timeout: TEST_TIMEOUT }, async () => {
   const firstRequest = worker.server.requests.length;
   const { events } = await streamFromWorker(

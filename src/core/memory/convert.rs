@@ -45,10 +45,10 @@ fn invocation(state: &str, id: &str, name: &str, args: &Value, result: Option<&V
 
 /// The caller's new messages as stored messages. Tool results are folded into the tool calls of
 /// the assistant message before them (as the reference stores them); `next` gives each message
-/// its id and creation time, in order.
-pub fn input_messages(input: &[ModelMessage], thread: &Thread, next: &mut dyn FnMut() -> (String, String)) -> Vec<StoredMessage> {
+/// its id and creation time, in order; a user message with an id in `ids` (by position) keeps it.
+pub fn input_messages(input: &[ModelMessage], ids: &[Option<String>], thread: &Thread, next: &mut dyn FnMut() -> (String, String)) -> Vec<StoredMessage> {
     let mut out: Vec<StoredMessage> = Vec::new();
-    for m in input {
+    for (i, m) in input.iter().enumerate() {
         match m {
             ModelMessage::System(_) => {}
             ModelMessage::User(parts) => {
@@ -59,7 +59,8 @@ pub fn input_messages(input: &[ModelMessage], thread: &Thread, next: &mut dyn Fn
                         UserPart::File { data, media_type, filename } => file_part(data, media_type, filename),
                     })
                     .collect();
-                let (id, at) = next();
+                let (new_id, at) = next();
+                let id = ids.get(i).cloned().flatten().unwrap_or(new_id);
                 out.push(stored(id, thread, "user", at, parts));
             }
             ModelMessage::Assistant(parts) => {

@@ -59,6 +59,8 @@ pub struct Session {
     assistant_at: Option<String>,
     /// The stored messages loaded as history, oldest first.
     pub history: Vec<StoredMessage>,
+    /// The thread was deleted while the run went on: nothing more is saved into it.
+    deleted: bool,
 }
 
 impl MemoryRun {
@@ -93,7 +95,7 @@ impl MemoryRun {
                 (t, true)
             }
         };
-        Ok(Session { thread, created, last_time: 0.0, assistant_id, assistant_at: None, history: Vec::new() })
+        Ok(Session { thread, created, last_time: 0.0, assistant_id, assistant_at: None, history: Vec::new(), deleted: false })
     }
 
     /// Loads the last `lastMessages` messages into the session (see `Session::history`). The
@@ -125,15 +127,17 @@ impl MemoryRun {
     /// Saves the caller's new messages (before the model is called). A tool result that
     /// answers a call of the loaded history (a client tool's call from the previous turn)
     /// completes that call in place; returns the ids of those calls, whose results the prompt
-    /// then takes from the history.
-    pub async fn save_input(&self, session: &mut Session, input: &[ModelMessage], now_ms: f64, new_id: &mut dyn FnMut() -> String) -> Result<Vec<String>, AgentError> {
+    /// then takes from the history. `ids[i]` is the id `input[i]` keeps, when it has one.
+    pub async fn save_input(&self, session: &mut Session, input: &[ModelMessage], ids: &[Option<String>], now_ms: f64, new_id: &mut dyn FnMut() -> String) -> Result<Vec<String>, AgentError> {
         let thread = session.thread.clone();
         let mut folded = Vec::new();
         let mut changed: Vec<usize> = Vec::new();
         let mut rest: Vec<ModelMessage> = Vec::new();
-        for m in input {
+        let mut rest_ids: Vec<Option<String>> = Vec::new();
+        for (i, m) in input.iter().enumerate() {
             let ModelMessage::Tool(results) = m else {
                 rest.push(m.clone());
+                rest_ids.push(ids.get(i).cloned().flatten());
                 continue;
             };
             let mut unanswered = Vec::new();
@@ -150,13 +154,14 @@ impl MemoryRun {
             }
             if !unanswered.is_empty() {
                 rest.push(ModelMessage::Tool(unanswered));
+                rest_ids.push(None);
             }
         }
         if !self.writes() {
             return Ok(folded);
         }
         let mut next = || (new_id(), session.next_time(now_ms));
-        let mut msgs = input_messages(&rest, &thread, &mut next);
+        let mut msgs = input_messages(&rest, &rest_ids, &thread, &mut next);
         msgs.extend(changed.iter().filter_map(|&i| session.history.get(i).cloned()));
         if msgs.is_empty() {
             return Ok(folded);
@@ -166,9 +171,22 @@ impl MemoryRun {
         Ok(folded)
     }
 
-    /// Saves the run's assistant message as it stands (replacing the earlier save of this run).
+    /// Whether the thread is still stored. One deleted while the run went on (the page or a
+    /// client deleted the conversation while the reply streamed or was being saved) stays
+    /// deleted: the run saves nothing more into it, since a save would bring it back. Asked
+    /// before each later write, so a deletion from anywhere (another `Memory`, the storage
+    /// itself) is seen.
+    pub async fn still_there(&self, session: &mut Session) -> Result<bool, AgentError> {
+        if !session.deleted {
+            session.deleted = self.store.get_thread_by_id(&self.thread_id).await?.is_none();
+        }
+        Ok(!session.deleted)
+    }
+
+    /// Saves the run's assistant message as it stands (replacing the earlier save of this run),
+    /// unless the thread was deleted meanwhile.
     pub async fn save_assistant(&self, session: &mut Session, steps: &[StepResult], partial: Option<&StepResult>, now_ms: f64) -> Result<(), AgentError> {
-        if !self.writes() {
+        if !self.writes() || !self.still_there(session).await? {
             return Ok(());
         }
         let at = session.assistant_time(now_ms);

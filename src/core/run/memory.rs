@@ -80,8 +80,10 @@ impl MemoryTools<'_> {
             r.working_memory = Some(text);
             self.mem.store.save_resource(&r).await
         } else {
-            // The thread as stored now, so a concurrent title or metadata change is kept.
-            let mut t = self.mem.store.get_thread_by_id(&self.thread.id).await.map_err(|e| e.to_string())?.unwrap_or_else(|| self.thread.clone());
+            // The thread as stored now, so a concurrent title or metadata change is kept; one
+            // deleted meanwhile stays deleted.
+            let stored = self.mem.store.get_thread_by_id(&self.thread.id).await.map_err(|e| e.to_string())?;
+            let Some(mut t) = stored else { return Err("The conversation was deleted: there is nothing to keep notes on.".to_string()) };
             let mut meta = t.metadata.take().filter(Value::is_object).unwrap_or_else(|| json!({}));
             meta["workingMemory"] = Value::String(text);
             t.metadata = Some(meta.clone());

@@ -56,6 +56,53 @@ fn go(replies: Vec<Reply>, cfg: RunConfig) -> Run {
 }
 
 #[test]
+fn a_user_message_with_its_own_id_is_stored_under_it() {
+    let store = Rc::new(InMemoryStore::new());
+    let (input, ids) = crate::core::input::parse_messages_with_ids(
+        &json!(["first", { "id": "ui-42", "role": "user", "parts": [{ "type": "text", "text": "hi" }] }]),
+        "messages",
+    )
+    .unwrap();
+    assert_eq!(ids, vec![None, Some("ui-42".to_string())]);
+    let mut cfg = cfg_with(mem(&store, "t1", "u1"), "unused");
+    cfg.request.messages.truncate(1);
+    cfg.request.messages.extend(input);
+    cfg.input_ids = ids;
+    let out = go(vec![text_reply("Hello!")], cfg);
+    assert!(out.out.error.is_none());
+    let msgs = stored(&store, "t1");
+    assert_eq!(msgs.len(), 3);
+    assert_eq!(msgs[1].id, "ui-42");
+    assert_eq!(msgs[1].parts, vec![json!({ "type": "text", "text": "hi" })]);
+    assert!(msgs[0].id != "ui-42" && !msgs[0].id.is_empty(), "a message without an id gets a new one");
+}
+
+#[test]
+fn a_thread_deleted_while_the_reply_streams_stays_deleted() {
+    for first_turn in [true, false] {
+        let store = Rc::new(InMemoryStore::new());
+        if !first_turn {
+            let earlier = cfg_with(mem(&store, "t1", "u1"), "earlier");
+            assert!(go(vec![text_reply("Before.")], earlier).out.error.is_none());
+            assert_eq!(stored(&store, "t1").len(), 2);
+        }
+        let script = Rc::new(Script { replies: RefCell::new(vec![text_reply("Hello!")].into()), ..Default::default() });
+        let s2 = store.clone();
+        // The page deletes the conversation while the model answers.
+        *script.on_fetch.borrow_mut() = Some(Box::new(move |_| block_on(s2.delete_thread("t1")).unwrap()));
+        let sink = Collect::default();
+        let abort = script.abort.clone();
+        let mut cfg = cfg_with(mem(&store, "t1", "u1"), "hi");
+        cfg.title = None;
+        let out = block_on(run(cfg, &script, &sink, &NoHooks, &Approvals::default(), &abort));
+        assert!(out.error.is_none(), "{:?}", out.error);
+        assert!(block_on(store.get_thread_by_id("t1")).unwrap().is_none(), "first turn {first_turn}: the thread is not brought back");
+        assert!(stored(&store, "t1").is_empty(), "first turn {first_turn}: no message is saved into it");
+        assert!(block_on(store.list_threads("u1")).unwrap().is_empty());
+    }
+}
+
+#[test]
 fn a_first_turn_creates_the_thread_and_stores_both_messages() {
     let store = Rc::new(InMemoryStore::new());
     let seen = Rc::new(RefCell::new(0usize));

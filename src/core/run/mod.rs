@@ -46,6 +46,9 @@ pub struct RunConfig {
     pub stop_when: Vec<StopCondition>,
     /// Where the caller's input starts in `request.messages` (memory history goes before it).
     pub input_start: usize,
+    /// The ids the input messages keep in memory, by position from `input_start` (a user UI
+    /// message's own id); missing or `None`: a new id.
+    pub input_ids: Vec<Option<String>>,
     pub memory: Option<MemoryRun>,
     /// Title a thread this run creates (`generateTitle`).
     pub title: Option<TitleJob>,
@@ -132,6 +135,8 @@ pub async fn run(
     if let (Some(mem), Some(s), Some(job), Some(first), true) = (&cfg.memory, session.as_mut(), &cfg.title, first_user, done_well) {
         if s.created && !mem.config.read_only {
             match generate_title(job, &first, env, abort).await {
+                // A thread deleted meanwhile is not brought back by its title.
+                Ok(Some(_)) if !matches!(mem.still_there(s).await, Ok(true)) => {}
                 Ok(Some(title)) => {
                     s.thread.title = Some(title.clone());
                     match mem.store.save_thread(&s.thread).await {
@@ -212,7 +217,7 @@ async fn open_memory(
     let at = cfg.input_start.min(messages.len());
     abort.race(mem.load_history(&mut session)).await.ok_or(Stop::Aborted)?.map_err(Stop::Failed)?;
     let input = &cfg.request.messages[at..];
-    let saved = abort.race(mem.save_input(&mut session, input, env.now_ms(), &mut || env.new_id())).await.ok_or(Stop::Aborted)?;
+    let saved = abort.race(mem.save_input(&mut session, input, &cfg.input_ids, env.now_ms(), &mut || env.new_id())).await.ok_or(Stop::Aborted)?;
     let folded = saved.unwrap_or_else(|e| {
         outcome.write_failed(e);
         Vec::new()
@@ -229,6 +234,26 @@ async fn open_memory(
     let history = session.history_messages(mem.config.filter_incomplete_tool_calls);
     messages.splice(at..at, history);
     Ok(Some(session))
+}
+
+/// A data part as memory stores it: `{ type, data, id? }` (a UI message's data part).
+fn stored_data_part(kind: &str, data: &serde_json::Value, id: Option<&str>) -> serde_json::Value {
+    let mut part = serde_json::Map::new();
+    part.insert("type".into(), kind.into());
+    part.insert("data".into(), data.clone());
+    if let Some(id) = id {
+        part.insert("id".into(), id.into());
+    }
+    serde_json::Value::Object(part)
+}
+
+/// A value `writer.write()` wrote that is itself a non-transient `data-*` part, as stored.
+fn written_data_part(v: &serde_json::Value) -> Option<serde_json::Value> {
+    let kind = v.get("type")?.as_str().filter(|t| t.starts_with("data-"))?;
+    if v.get("transient").and_then(serde_json::Value::as_bool) == Some(true) {
+        return None;
+    }
+    Some(stored_data_part(kind, v.get("data").unwrap_or(&serde_json::Value::Null), v.get("id").and_then(serde_json::Value::as_str)))
 }
 
 impl Stop {
@@ -294,8 +319,16 @@ async fn run_steps(
         if !result.tool_calls.is_empty() {
             let data = RefCell::new(Vec::new());
             let emit = |c: Chunk| {
-                if let Chunk::Data { kind, data: d, id, transient: false } = &c {
-                    data.borrow_mut().push(serde_json::json!({ "type": kind, "data": d, "id": id }));
+                match &c {
+                    Chunk::Data { kind, data: d, id, transient: false } => data.borrow_mut().push(stored_data_part(kind, d, id.as_deref())),
+                    // `writer.write({ type: 'data-…', data })` is a data part on the live UI
+                    // stream (core::ai_sdk), so memory keeps it too.
+                    Chunk::ToolOutput { output, .. } => {
+                        if let Some(part) = written_data_part(output) {
+                            data.borrow_mut().push(part);
+                        }
+                    }
+                    _ => {}
                 }
                 sink.emit(c);
             };

@@ -213,6 +213,7 @@ fn config(max_retries: u32, include_raw: bool) -> RunConfig {
         tool_call_concurrency: 10,
         stop_when: vec![],
         input_start: 0,
+        input_ids: vec![],
         memory: None,
         transport: Transport::Fetch,
         title: None,
@@ -363,6 +364,19 @@ fn retry_after_is_honoured_and_capped() {
         assert_eq!(*script.sleeps.borrow(), [want], "{headers:?}");
         assert!(out.error.is_none());
     }
+}
+
+#[test]
+fn a_500_whose_body_is_an_event_stream_quotes_the_servers_message() {
+    let body = "data: {\"error\": {\"message\": \"Error processing stream start\", \"type\": \"None\", \"code\": \"500\"}}\n\ndata: [DONE]\n\n";
+    let (_, _, out) = run_script(vec![status(500, &[("content-type", "text/event-stream")], body)], config(0, false));
+    let err = out.error.unwrap();
+    assert_eq!(err.status(), Some(500));
+    assert_eq!(err.body(), Some(body));
+    assert!(err.to_string().starts_with("The model API answered 500: Error processing stream start ("), "{err}");
+    // A body that is neither JSON nor events with an error is not quoted.
+    let (_, _, plain) = run_script(vec![status(500, &[], "data: [DONE]\n")], config(0, false));
+    assert!(plain.error.unwrap().to_string().starts_with("The model API answered 500 (the provider failed"));
 }
 
 #[test]

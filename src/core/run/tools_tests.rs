@@ -67,6 +67,10 @@ impl ToolHost for TestHost {
                 (ctx.emit)(Chunk::ToolOutput { tool_call_id: ctx.call.tool_call_id.clone(), tool_name: ctx.call.tool_name.clone(), output: json!({ "progress": 50 }) });
                 (ctx.emit)(Chunk::Data { kind: "data-progress".into(), data: json!({ "pct": 50 }), id: None, transient: false });
                 (ctx.emit)(Chunk::Data { kind: "data-ping".into(), data: json!(1), id: None, transient: true });
+                // writer.write of data-* values: kept like writer.custom's, unless transient.
+                let written = |output: Value| Chunk::ToolOutput { tool_call_id: ctx.call.tool_call_id.clone(), tool_name: ctx.call.tool_name.clone(), output };
+                (ctx.emit)(written(json!({ "type": "data-source", "data": { "name": "met" }, "id": "s1" })));
+                (ctx.emit)(written(json!({ "type": "data-tick", "data": 1, "transient": true })));
             }
             let mut left = self.delay.get(n).copied().unwrap_or(0);
             // A yield: pending now, and asks to be polled again (as a real timer's wake would).
@@ -498,7 +502,10 @@ fn tool_output_and_data_chunks_stream_and_non_transient_data_is_kept() {
     assert_eq!(out.from(), "USER");
     assert_eq!(out.payload(), json!({ "toolCallId": "x", "toolName": "weather", "output": { "progress": 50 } }));
     assert_eq!(types.iter().filter(|t| **t == "data").count(), 2);
-    assert_eq!(r.out.steps[0].data_parts, vec![json!({ "type": "data-progress", "data": { "pct": 50 }, "id": null })]);
+    assert_eq!(
+        r.out.steps[0].data_parts,
+        vec![json!({ "type": "data-progress", "data": { "pct": 50 } }), json!({ "type": "data-source", "data": { "name": "met" }, "id": "s1" })]
+    );
 }
 
 #[test]
