@@ -427,6 +427,7 @@ impl Agent {
             transport: call.transport.clone(),
             // A continuation turn (untilIdle) has the first turn's options, which told them.
             setting_warnings: if directive.is_none() { call.setting_warnings.clone() } else { Vec::new() },
+            structured: call.structured.clone(),
         };
         let approvals = Rc::new(Approvals::default());
         inner.runs.borrow_mut().push((run_id.clone(), approvals.clone()));

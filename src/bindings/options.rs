@@ -98,6 +98,8 @@ pub(crate) struct CallSetup {
     pub transport: Transport,
     pub max_retries: u32,
     pub max_steps: u32,
+    /// `structuredOutput` (or the deprecated `output`).
+    pub structured: Option<Rc<crate::core::run::structured::StructuredOutput>>,
 }
 
 /// `generateTitle`: with which model (the run's when `None`) and instructions.
@@ -125,7 +127,12 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
     }
     check_functions(options, "options")?;
     let call = Data::pick(options, OPTION_KEYS, "options").map_err(js_err)?;
-    let merged = merge_options(agent.data, &call.tree);
+    let structured = super::structured::parse(options, agent.options, agent.provider == "openai")?;
+    let mut merged = merge_options(agent.data, &call.tree);
+    // `structuredOutput.providerOptions` go over the call's on every step.
+    if let Some(po) = structured.as_ref().and_then(|s| s.options.provider_options.clone()) {
+        merged = merge_options(&merged, &serde_json::json!({ "providerOptions": po }));
+    }
     let opts = call.parse(|_| parse_call_options(&merged, "options")).map_err(js_err)?;
     let opt = |k: &str| option_or_default(options, agent.options, k);
     let mut tools = agent.tools.to_vec();
@@ -195,6 +202,7 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
         transport,
         max_retries,
         max_steps,
+        structured: structured.map(Rc::new),
     })
 }
 

@@ -191,6 +191,8 @@ pub fn to_ui_parts(chunk: &Value, state: &mut UiState) -> Vec<Value> {
             out.push(part("error", vec![("errorText", text.into())]));
         }
         "abort" => out.push(part("abort", vec![])),
+        // Structured output: partial `object` chunks have no part; the final value is a data part.
+        "object-result" => out.push(part("data-object", vec![("data", chunk.get("object").cloned().unwrap_or(Value::Null))])),
         // No `finishReason`: older AI SDK 5 readers validate strictly and refuse it.
         "finish" => out.push(part("finish", vec![])),
         _ if kind.starts_with("data-") => {

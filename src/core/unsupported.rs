@@ -13,10 +13,13 @@ use super::model::Warning;
 /// A nested name (`memory.options.semanticRecall`) is one whose parent is honoured.
 pub const UNSUPPORTED: &[(&str, &str)] = &[
     (
-        "structuredOutput",
-        "Structured output is not produced yet: the reply stays plain text and `object` resolves to undefined.",
+        "structuredOutput.model",
+        "A separate structuring model is not called yet: the agent's own model answers in JSON (direct mode).",
     ),
-    ("output", "The deprecated `output` (structured output) is not produced yet: the reply stays plain text."),
+    (
+        "structuredOutput.useAgent",
+        "A separate structuring model is not called yet, so there is no structuring call to give the thread's history.",
+    ),
     ("inputProcessors", "Input processors do not run yet: the messages reach the model as given."),
     ("outputProcessors", "Output processors do not run yet: the chunks and the reply reach you unchanged."),
     ("maxProcessorRetries", "Processors do not run yet, so no processor ever asks for a retry."),
@@ -87,6 +90,14 @@ mod tests {
     /// none of it may ever warn.
     const HONOURED: &[&str] = &[
         "maxSteps",
+        "structuredOutput",
+        "structuredOutput.schema",
+        "structuredOutput.errorStrategy",
+        "structuredOutput.fallbackValue",
+        "structuredOutput.instructions",
+        "structuredOutput.jsonPromptInjection",
+        "structuredOutput.providerOptions",
+        "output",
         "stopWhen",
         "prepareStep",
         "onIterationComplete",
@@ -138,8 +149,8 @@ mod tests {
         }
         let names: Vec<&str> = UNSUPPORTED.iter().map(|(n, _)| *n).collect();
         for name in [
-            "structuredOutput",
-            "output",
+            "structuredOutput.model",
+            "structuredOutput.useAgent",
             "inputProcessors",
             "outputProcessors",
             "maxProcessorRetries",
@@ -173,10 +184,10 @@ mod tests {
 
     #[test]
     fn only_the_options_given_warn_in_table_order() {
-        let given = ["versions", "structuredOutput", "memory.options.semanticRecall", "maxSteps", "noSuchOption"];
+        let given = ["versions", "structuredOutput.model", "memory.options.semanticRecall", "maxSteps", "noSuchOption"];
         let ws = setting_warnings(&mut |n| given.contains(&n));
         let names: Vec<_> = ws.iter().map(|w| w.setting.clone().unwrap()).collect();
-        assert_eq!(names, ["structuredOutput", "versions", "memory.options.semanticRecall"]);
+        assert_eq!(names, ["structuredOutput.model", "versions", "memory.options.semanticRecall"]);
         assert!(setting_warnings(&mut |_| false).is_empty());
     }
 

@@ -8,6 +8,7 @@ use std::rc::Rc;
 
 pub mod memory;
 mod outcome;
+pub mod structured;
 
 pub use outcome::RunOutcome;
 pub use super::error::Stop;
@@ -56,6 +57,8 @@ pub struct RunConfig {
     /// Options of the call this version does not honour (`core::unsupported`): told on the first
     /// `step-start`, so once in the run's `warnings` too.
     pub setting_warnings: Vec<Warning>,
+    /// `structuredOutput` (SPEC §12).
+    pub structured: Option<Rc<structured::StructuredOutput>>,
 }
 
 /// The manager a run hands background calls to, and the agent they belong to.
@@ -362,6 +365,10 @@ async fn run_steps(
                 go_on = true;
             }
         }
+        if let (false, Some(so)) = (go_on, &cfg.structured) {
+            let last = outcome.steps.last().expect("a step was just pushed");
+            outcome.structured = Some(abort.race(so.settle(last, sink)).await.ok_or(Stop::Aborted)?);
+        }
         let last = outcome.steps.last().expect("a step was just pushed");
         sink.emit(Chunk::StepFinish { step: Box::new(last.clone()), is_continued: go_on, total_usage: outcome.total_usage });
         // `onStepFinish` may never settle: an abort must still end the run.
@@ -403,6 +410,9 @@ fn step_request(cfg: &RunConfig, messages: &[ModelMessage], overrides: &StepOver
     }
     request.tools = cfg.tools.iter().filter(|t| is_active(cfg, overrides, &t.name)).map(ToolDef::spec).collect();
     request.tool_choice = overrides.tool_choice.clone().or_else(|| cfg.tool_choice.clone());
+    if let Some(so) = &cfg.structured {
+        so.apply(&mut request);
+    }
     request
 }
 
