@@ -30,7 +30,7 @@ fn setting_warnings_go_on_the_first_step_start_only_and_once_into_the_run_warnin
     assert_eq!(
         names(&out["warnings"]),
         [
-            "unsupported-setting:structuredOutput",
+            "unsupported-setting:structuredOutput.model",
             "unsupported-setting:versions",
             "unsupported-setting:topK",
             "unsupported-setting:topK"
