@@ -44,7 +44,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 /// Nesting deeper than this is an error, as in serde_json (which allows 127 levels).
-const MAX_DEPTH: u32 = 127;
+pub(crate) const MAX_DEPTH: u32 = 127;
 
 /// Why a read failed, and where.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -517,7 +517,7 @@ impl<'a> Reader<'a> {
 
 /// The first byte from `i` on that is a quote, a backslash or a control character (or the end).
 /// Eight bytes at a time while there is none: most strings have nothing else.
-fn plain(bytes: &[u8], mut i: usize) -> usize {
+pub(crate) fn plain(bytes: &[u8], mut i: usize) -> usize {
     const ONES: u64 = u64::MAX / 255;
     const HIGH: u64 = ONES * 0x80;
     while let Some(word) = bytes.get(i..).and_then(<[u8]>::first_chunk::<8>) {
@@ -537,6 +537,6 @@ fn plain(bytes: &[u8], mut i: usize) -> usize {
     i + rest.iter().take_while(|b| !matches!(b, b'"' | b'\\' | 0..=0x1f)).count()
 }
 
-fn is_ws(b: u8) -> bool {
+pub(crate) fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }

@@ -10,6 +10,7 @@ pub mod error;
 pub mod hooks;
 pub mod input;
 pub mod json;
+pub mod json_stream;
 pub mod memory;
 pub mod model;
 pub mod model_api;
