@@ -87,6 +87,11 @@ pub async fn run(
     approvals: &Approvals,
     abort: &AbortFlag,
 ) -> RunOutcome {
+    let object_sink = cfg.structured.clone().map(|so| structured::ObjectSink::new(sink, so));
+    let sink: &dyn Sink = match &object_sink {
+        Some(s) => s,
+        None => sink,
+    };
     let message_id = env.new_id();
     let mut outcome = RunOutcome { message_id: message_id.clone(), ..Default::default() };
     sink.emit(Chunk::Start { message_id: message_id.clone() });

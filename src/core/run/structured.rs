@@ -5,6 +5,7 @@
 //! The schema arrives as JSON Schema; a Standard Schema (zod) validates itself through
 //! [`ObjectValidator`], which the bindings implement: the core never sees JavaScript.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use serde_json::{json, Map, Value};
@@ -14,9 +15,10 @@ use crate::core::chunk::Chunk;
 use crate::core::env::LocalFuture;
 use crate::core::error::AgentError;
 use crate::core::input::{join, kind, opt_str};
+use crate::core::json_stream::JsonStream;
 use crate::core::model::{FinishReason, ModelMessage, ModelRequest, ResponseFormat};
 use crate::core::step::StepResult;
-use crate::core::structured_schema::{injection_text, is_strict_compatible, remove_nulls, strict_compatible, unwrap, wrap, RootShape};
+use crate::core::structured_schema::{injection_text, is_strict_compatible, remove_nulls, strict_compatible, unwrap, unwrap_partial, wrap, RootShape};
 
 /// `errorStrategy`.
 #[derive(Clone, Debug, PartialEq)]
@@ -229,20 +231,66 @@ fn structured_error(code: &'static str, message: String, text: &str) -> AgentErr
     AgentError::StructuredOutput { code, message, value: text.to_owned() }
 }
 
-/// The JSON value of the final text.
+/// The JSON value of the final text: read by the incremental parser (which skips fences,
+/// channel tokens and prose before the value); a bare JSON value it does not take as a root
+/// (a string, for an enum the model answered unwrapped) is read as it is.
 fn parse_final(text: &str) -> Result<Value, String> {
     if text.trim().is_empty() {
         return Err("the model's reply was empty".into());
     }
-    let body = extract_json(text);
-    serde_json::from_str(body).map_err(|e| format!("the reply is not JSON ({e})"))
+    let mut parser = JsonStream::new();
+    parser.feed(text);
+    parser.finish().or_else(|e| serde_json::from_str(text.trim()).map_err(|_| format!("the reply is not JSON ({e})")))
 }
 
-/// The JSON part of a reply: a ```` ```json ```` fence and prose around the value left out.
-fn extract_json(text: &str) -> &str {
-    let t = text.trim();
-    let t = t.strip_prefix("```json").or_else(|| t.strip_prefix("```")).map(|r| r.trim_end().trim_end_matches("```")).unwrap_or(t);
-    let start = t.find(['{', '[']).unwrap_or(0);
-    let end = t.rfind(['}', ']']).map(|i| i + 1).unwrap_or(t.len());
-    if start < end { t[start..end].trim() } else { t.trim() }
+/// The sink of a structured run: each step's text deltas go through a fresh parser, and an
+/// `object` chunk with the new partial value goes out just before the delta that changed it.
+pub struct ObjectSink<'a> {
+    inner: &'a dyn Sink,
+    so: Rc<StructuredOutput>,
+    state: RefCell<(JsonStream, Option<Value>)>,
+}
+
+impl<'a> ObjectSink<'a> {
+    pub fn new(inner: &'a dyn Sink, so: Rc<StructuredOutput>) -> Self {
+        ObjectSink { inner, so, state: RefCell::new((JsonStream::new(), None)) }
+    }
+
+    /// The caller's view of the partial value, when it changed.
+    fn partial(&self, delta: &str) -> Option<Value> {
+        let mut st = self.state.borrow_mut();
+        let (parser, last) = &mut *st;
+        if !parser.feed(delta) {
+            return None;
+        }
+        let mut shown = unwrap_partial(parser.partial()?, &self.so.root)?;
+        if self.so.strict_form {
+            remove_nulls(&mut shown, &self.so.schema);
+        }
+        if last.as_ref() == Some(&shown) {
+            return None;
+        }
+        *last = Some(shown.clone());
+        Some(shown)
+    }
+}
+
+impl Sink for ObjectSink<'_> {
+    fn emit(&self, chunk: Chunk) {
+        match &chunk {
+            Chunk::StepStart { .. } => *self.state.borrow_mut() = (JsonStream::new(), None),
+            Chunk::TextDelta { text, .. } => {
+                // Emitted once the borrow is released: the sink runs the user's onChunk.
+                if let Some(object) = self.partial(text) {
+                    self.inner.emit(Chunk::Object { object });
+                }
+            }
+            _ => {}
+        }
+        self.inner.emit(chunk)
+    }
+
+    fn step_finished<'b>(&'b self, step: &'b StepResult) -> LocalFuture<'b, ()> {
+        self.inner.step_finished(step)
+    }
 }

@@ -32,9 +32,9 @@ fn structured(out: &RunOutcome) -> &crate::core::run::structured::StructuredResu
 #[test]
 fn the_final_text_becomes_object_result_between_text_end_and_step_finish() {
     let (script, sink, out) = run_script(vec![text_reply(r#"{"title":"Dune","pages":412}"#)], cfg_with(title_schema(), ErrorStrategy::Strict, false));
-    assert_eq!(sink.types(), ["start", "step-start", "text-start", "text-delta", "text-end", "object-result", "step-finish", "finish"]);
+    assert_eq!(sink.types(), ["start", "step-start", "text-start", "object", "text-delta", "text-end", "object-result", "step-finish", "finish"]);
     let chunks = sink.chunks.borrow();
-    assert_eq!(chunks[5], Chunk::ObjectResult { object: json!({ "title": "Dune", "pages": 412 }), metadata: None });
+    assert_eq!(chunks[6], Chunk::ObjectResult { object: json!({ "title": "Dune", "pages": 412 }), metadata: None });
     assert_eq!(structured(&out).object, Some(json!({ "title": "Dune", "pages": 412 })));
     let full = out.output_json("run1");
     assert_eq!(full["object"], json!({ "title": "Dune", "pages": 412 }));
@@ -183,4 +183,70 @@ fn options_are_checked_with_errors_naming_the_field() {
     assert_eq!(ok.strategy, ErrorStrategy::Fallback(Value::Null));
     assert_eq!(ok.injection, Injection::System);
     assert_eq!(parse_options(&json!({ "jsonPromptInjection": "auto" }), f).unwrap().injection, Injection::Native);
+}
+
+/// The chunks after `text-start` as (type, object or text).
+fn stream_of(sink: &Collect) -> Vec<(String, Value)> {
+    sink.chunks
+        .borrow()
+        .iter()
+        .filter_map(|c| match c {
+            Chunk::Object { object } => Some(("object".into(), object.clone())),
+            Chunk::TextDelta { text, .. } => Some(("text".into(), Value::from(text.as_str()))),
+            _ => None,
+        })
+        .collect()
+}
+
+fn deltas(pieces: &[&str], finish_reason: &str) -> Reply {
+    let mut events: Vec<String> = pieces.iter().map(|p| super::delta("content", p)).collect();
+    events.push(super::finish(finish_reason));
+    ok_stream(&events)
+}
+
+#[test]
+fn an_object_chunk_comes_just_before_the_delta_that_changed_the_partial_value() {
+    let reply = deltas(&["{\"ti", "tle\":\"Du", "ne\",\"pa", "ges\":41", "2}"], "stop");
+    let (_, sink, out) = run_script(vec![reply], cfg_with(title_schema(), ErrorStrategy::Strict, false));
+    let o = |v: Value| ("object".to_string(), v);
+    let t = |s: &str| ("text".to_string(), Value::from(s));
+    assert_eq!(
+        stream_of(&sink),
+        [
+            o(json!({})),
+            t("{\"ti"),
+            o(json!({ "title": "Du" })),
+            t("tle\":\"Du"),
+            o(json!({ "title": "Dune" })),
+            t("ne\",\"pa"),
+            t("ges\":41"),
+            o(json!({ "title": "Dune", "pages": 412 })),
+            t("2}"),
+        ]
+    );
+    assert_eq!(structured(&out).object, Some(json!({ "title": "Dune", "pages": 412 })));
+}
+
+#[test]
+fn partials_are_unwrapped_enums_match_one_value_and_strict_nulls_are_hidden() {
+    let mood = json!({ "type": "string", "enum": ["happy", "hopeful", "sad"] });
+    let (_, sink, _) = run_script(vec![deltas(&["{\"result\":\"h", "o", "pef", "ul\"}"], "stop")], cfg_with(mood, ErrorStrategy::Strict, false));
+    let objects: Vec<Value> = stream_of(&sink).into_iter().filter(|(k, _)| k == "object").map(|(_, v)| v).collect();
+    assert_eq!(objects, [json!("h"), json!("hopeful")], "\"ho\" matches one value only; later prefixes show it unchanged");
+    let list = json!({ "type": "array", "items": { "type": "object", "properties": { "n": { "type": "integer" } } } });
+    let (_, sink, out) = run_script(vec![deltas(&["{\"elements\":[{\"n\":1},", "{\"n\":null", "}]}"], "stop")], cfg_with(list, ErrorStrategy::Strict, true));
+    let objects: Vec<Value> = stream_of(&sink).into_iter().filter(|(k, _)| k == "object").map(|(_, v)| v).collect();
+    assert_eq!(objects, [json!([{ "n": 1 }]), json!([{ "n": 1 }, {}])]);
+    assert_eq!(structured(&out).object, Some(json!([{ "n": 1 }, {}])));
+}
+
+#[test]
+fn each_step_starts_a_fresh_parser() {
+    let mut cfg = cfg_with(title_schema(), ErrorStrategy::Strict, false);
+    cfg.tools = vec![tool("weather")];
+    let first = ok_stream(&[super::delta("content", "{\"title\":\"draft"), super::tools::tool_call_event(0, "c1", "weather", r#"{"city":"Paris"}"#), super::finish("tool_calls")]);
+    let (_, sink, out) = run_script(vec![first, deltas(&["{\"title\":\"Final\"}"], "stop")], cfg);
+    let objects: Vec<Value> = stream_of(&sink).into_iter().filter(|(k, _)| k == "object").map(|(_, v)| v).collect();
+    assert_eq!(objects, [json!({ "title": "draft" }), json!({ "title": "Final" })]);
+    assert_eq!(structured(&out).object, Some(json!({ "title": "Final" })));
 }
