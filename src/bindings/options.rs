@@ -129,8 +129,9 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
     let call = Data::pick(options, OPTION_KEYS, "options").map_err(js_err)?;
     let structured = super::structured::parse(options, agent.options, agent.provider == "openai")?;
     let mut merged = merge_options(agent.data, &call.tree);
-    // `structuredOutput.providerOptions` go over the call's on every step.
-    if let Some(po) = structured.as_ref().and_then(|s| s.options.provider_options.clone()) {
+    // `structuredOutput.providerOptions` go over the call's on every step (without a
+    // structuring model, whose call they are then).
+    if let Some(po) = structured.as_ref().filter(|s| s.model.is_none()).and_then(|s| s.options.provider_options.clone()) {
         merged = merge_options(&merged, &serde_json::json!({ "providerOptions": po }));
     }
     let opts = call.parse(|_| parse_call_options(&merged, "options")).map_err(js_err)?;
@@ -280,17 +281,24 @@ fn title_setting(memory_opt: &JsValue, mem: &MemoryInner) -> Result<Option<Title
     let model = match model {
         None => None,
         Some(m) => {
-            let path = format!("{field}.model");
-            let mc = crate::core::options::parse_model_config(&m, &path).map_err(|e| error_to_js(&e))?;
-            let (mut endpoint, model) =
-                registry::resolve(&mc.id, mc.url, mc.api_key, mc.headers, &crate::platform::env_var, &path).map_err(|e| error_to_js(&e))?;
-            crate::providers::check_available(endpoint.api, &path).map_err(|e| error_to_js(&e))?;
-            browser_headers(&mut endpoint);
-            Some((http_model(endpoint), model))
+            let (api, model, _) = resolve_model(&m, &format!("{field}.model"))?;
+            Some((api, model))
         }
     };
     let instructions = instructions.unwrap_or_else(|| DEFAULT_TITLE_INSTRUCTIONS.to_string());
     Ok(Some(TitleSetting { model, instructions }))
+}
+
+/// A model given in options (`'provider/model'` or `{ id, url, apiKey, headers }`) at `path`:
+/// the model, its name, and its provider prefix.
+pub(crate) fn resolve_model(m: &Value, path: &str) -> Result<(Rc<dyn ModelApi>, String, String), JsValue> {
+    let mc = crate::core::options::parse_model_config(m, path).map_err(|e| error_to_js(&e))?;
+    let (mut endpoint, model) =
+        registry::resolve(&mc.id, mc.url, mc.api_key, mc.headers, &crate::platform::env_var, path).map_err(|e| error_to_js(&e))?;
+    crate::providers::check_available(endpoint.api, path).map_err(|e| error_to_js(&e))?;
+    browser_headers(&mut endpoint);
+    let provider = endpoint.provider.clone();
+    Ok((http_model(endpoint), model, provider))
 }
 
 /// `untilIdle: true | { maxIdleMs }`: the idle timeout, or `None` when not asked for.

@@ -53,16 +53,31 @@ pub(crate) fn parse(options: &JsValue, defaults: &JsValue, strict_target: bool) 
     }
     let (schema, standard) = input_schema(&schema_js, &schema_field, "draft-07")?;
     let model = read(&so, "model", &field)?;
-    if given(&model) && !(model.is_string() || model.is_object()) {
-        return Err(type_error(&format!("{field}.model"), &format!("expected 'provider/model' or a model object, got {}", js_kind(&model))));
-    }
+    let model_field = format!("{field}.model");
+    let model = if given(&model) {
+        if !(model.is_string() || model.is_object()) || model.is_function() {
+            let got = js_kind(&model);
+            return Err(type_error(&model_field, &format!("expected 'provider/model' or {{ id, url, apiKey }}, got {got}")));
+        }
+        let config = Data::of(&model, &model_field).and_then(Data::strict).map_err(|e| error_to_js(&e))?;
+        Some(super::options::resolve_model(&config, &model_field)?)
+    } else {
+        None
+    };
     let use_agent = read(&so, "useAgent", &field)?;
     if given(&use_agent) && use_agent.as_bool().is_none() {
         return Err(type_error(&format!("{field}.useAgent"), &format!("expected a boolean, got {}", js_kind(&use_agent))));
     }
     let data = Data::pick(&so, KEYS, &field).map_err(|e| error_to_js(&e))?;
     let opts = data.parse(|t| parse_options(t, &field)).map_err(|e| error_to_js(&e))?;
-    Ok(Some(build(schema, standard, strict_target, opts)))
+    let built = build(schema, standard, strict_target, opts);
+    Ok(Some(match model {
+        None => built,
+        Some((api, name, provider)) => {
+            let po = built.options.provider_options.as_ref().and_then(|p| p.get(&provider)).and_then(Value::as_object).cloned();
+            built.with_model(api, name, provider == "openai", po)
+        }
+    }))
 }
 
 fn build(schema: Value, standard: Option<JsValue>, strict_target: bool, opts: StructuredOptions) -> StructuredOutput {

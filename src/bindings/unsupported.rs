@@ -18,8 +18,9 @@ const TS_UNSUPPORTED: &'static str = r#"
 export interface StreamOptions {
   /**
    * The reply as JSON matching `schema`, validated: `object`, `objectStream`, `object` chunks
-   * while it streams and `object-result` at the end. `model` and `useAgent` (a separate
-   * structuring pass) are not honoured yet (they add an `unsupported-setting` warning).
+   * while it streams and `object-result` at the end. With `model`, a separate structuring call
+   * turns the agent's answer into the object; `useAgent` is not honoured yet (it adds an
+   * `unsupported-setting` warning).
    */
   structuredOutput?: {
     schema: ToolInputSchema;

@@ -13,12 +13,8 @@ use super::model::Warning;
 /// A nested name (`memory.options.semanticRecall`) is one whose parent is honoured.
 pub const UNSUPPORTED: &[(&str, &str)] = &[
     (
-        "structuredOutput.model",
-        "A separate structuring model is not called yet: the agent's own model answers in JSON (direct mode).",
-    ),
-    (
         "structuredOutput.useAgent",
-        "A separate structuring model is not called yet, so there is no structuring call to give the thread's history.",
+        "The structuring call does not get the memory thread's history yet: it sees this run's work only.",
     ),
     ("inputProcessors", "Input processors do not run yet: the messages reach the model as given."),
     ("outputProcessors", "Output processors do not run yet: the chunks and the reply reach you unchanged."),
@@ -97,6 +93,7 @@ mod tests {
         "structuredOutput.instructions",
         "structuredOutput.jsonPromptInjection",
         "structuredOutput.providerOptions",
+        "structuredOutput.model",
         "output",
         "stopWhen",
         "prepareStep",
@@ -149,7 +146,6 @@ mod tests {
         }
         let names: Vec<&str> = UNSUPPORTED.iter().map(|(n, _)| *n).collect();
         for name in [
-            "structuredOutput.model",
             "structuredOutput.useAgent",
             "inputProcessors",
             "outputProcessors",
@@ -184,10 +180,10 @@ mod tests {
 
     #[test]
     fn only_the_options_given_warn_in_table_order() {
-        let given = ["versions", "structuredOutput.model", "memory.options.semanticRecall", "maxSteps", "noSuchOption"];
+        let given = ["versions", "structuredOutput.useAgent", "memory.options.semanticRecall", "maxSteps", "noSuchOption"];
         let ws = setting_warnings(&mut |n| given.contains(&n));
         let names: Vec<_> = ws.iter().map(|w| w.setting.clone().unwrap()).collect();
-        assert_eq!(names, ["structuredOutput.model", "versions", "memory.options.semanticRecall"]);
+        assert_eq!(names, ["structuredOutput.useAgent", "versions", "memory.options.semanticRecall"]);
         assert!(setting_warnings(&mut |_| false).is_empty());
     }
 

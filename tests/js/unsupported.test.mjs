@@ -32,8 +32,8 @@ const toldAbout = (name) => told.filter((l) => l.includes(`'${name}'`));
 
 /** Each unsupported option with a value a Mastra user would write. */
 const SENTIMENT = { type: 'object', properties: { sentiment: { type: 'string' } } };
-/** structuredOutput is honoured; its separate structuring model is not yet (a fallback keeps the echo reply quiet). */
-const STRUCTURING = { schema: SENTIMENT, model: 'openai/gpt-4o-mini', errorStrategy: 'fallback', fallbackValue: {} };
+/** structuredOutput is honoured; giving its structuring call the thread's history is not yet (a fallback keeps the echo reply quiet). */
+const STRUCTURING = { schema: SENTIMENT, useAgent: true, errorStrategy: 'fallback', fallbackValue: {} };
 const UNSUPPORTED = {
   inputProcessors: [{ id: 'trim', processInput: ({ messages }) => messages }],
   outputProcessors: [{ id: 'batch', processOutputStream: ({ part }) => part }],
@@ -74,8 +74,7 @@ test('each unsupported option warns into warnings, getFullOutput() and the first
   const cases = [
     ...Object.entries(UNSUPPORTED).map(([name, value]) => [name, { [name]: value }]),
     ['memory.options.semanticRecall', { memory: { thread: uid('th'), resource: 'u1', options: { semanticRecall: { topK: 3 } } } }],
-    ['structuredOutput.model', { structuredOutput: STRUCTURING }],
-    ['structuredOutput.useAgent', { structuredOutput: { ...STRUCTURING, model: undefined, useAgent: true } }],
+    ['structuredOutput.useAgent', { structuredOutput: STRUCTURING }],
   ];
   for (const [name, options] of cases) {
     const { warnings, full, stepStart } = await warningsOf(agentOn(), options);
@@ -105,7 +104,7 @@ test('several unsupported options in one call: one warning each, in one list, li
     versions: UNSUPPORTED.versions,
     structuredOutput: STRUCTURING,
   });
-  assert.deepEqual(settingsOf(warnings), ['structuredOutput.model', 'scorers', 'versions']);
+  assert.deepEqual(settingsOf(warnings), ['structuredOutput.useAgent', 'scorers', 'versions']);
   assert.deepEqual(stepStart, warnings);
   assert.equal(chunks.filter((c) => c.type === 'step-start').length, 1);
 });

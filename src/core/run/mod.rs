@@ -9,6 +9,7 @@ use std::rc::Rc;
 pub mod memory;
 mod outcome;
 pub mod structured;
+mod structured_model;
 
 pub use outcome::RunOutcome;
 pub use super::error::Stop;
@@ -371,8 +372,9 @@ async fn run_steps(
             }
         }
         if let (false, Some(so)) = (go_on, &cfg.structured) {
-            let last = outcome.steps.last().expect("a step was just pushed");
-            outcome.structured = Some(abort.race(so.settle(last, sink)).await.ok_or(Stop::Aborted)?);
+            let settled = abort.race(so.settle(&outcome.steps, sink, &cx)).await.ok_or(Stop::Aborted)?;
+            outcome.total_usage = outcome.total_usage.add(&settled.usage);
+            outcome.structured = Some(settled);
         }
         let last = outcome.steps.last().expect("a step was just pushed");
         sink.emit(Chunk::StepFinish { step: Box::new(last.clone()), is_continued: go_on, total_usage: outcome.total_usage });

@@ -11,12 +11,15 @@ use std::rc::Rc;
 use serde_json::{json, Map, Value};
 
 use super::Sink;
+pub use super::structured_model::StructuringModel;
+use super::structured_model::structuring_note;
 use crate::core::chunk::Chunk;
 use crate::core::env::LocalFuture;
 use crate::core::error::AgentError;
 use crate::core::input::{join, kind, opt_str};
 use crate::core::json_stream::JsonStream;
-use crate::core::model::{FinishReason, ModelMessage, ModelRequest, ResponseFormat};
+use crate::core::model::{FinishReason, ModelMessage, ModelRequest, ResponseFormat, Usage};
+use crate::core::model_api::{CallCx, ModelApi};
 use crate::core::step::StepResult;
 use crate::core::structured_schema::{injection_text, is_strict_compatible, remove_nulls, strict_compatible, unwrap, unwrap_partial, wrap, RootShape};
 
@@ -112,6 +115,8 @@ pub struct StructuredOutput {
     pub options: StructuredOptions,
     /// A Standard Schema's own validation; `None` validates with the JSON Schema.
     pub validator: Option<Rc<dyn ObjectValidator>>,
+    /// `structuredOutput.model`: a separate structuring pass (SPEC §12.6).
+    pub model: Option<StructuringModel>,
 }
 
 impl StructuredOutput {
@@ -119,48 +124,45 @@ impl StructuredOutput {
     /// strict-compatible schema; others get the schema as it is, strict only when it already is.
     pub fn new(schema: Value, strict_target: bool, options: StructuredOptions, validator: Option<Rc<dyn ObjectValidator>>) -> Self {
         let (wrapped, root) = wrap(&schema);
-        let (sent, strict, strict_form) = if strict_target {
-            let strict = strict_compatible(&wrapped);
-            let changed = strict != wrapped;
-            (strict, true, changed)
-        } else {
-            let strict = is_strict_compatible(&wrapped);
-            (wrapped, strict, false)
-        };
-        let inline_text = injection_text(&sent, options.instructions.as_deref());
-        let description = options.instructions.clone().filter(|i| !i.trim().is_empty());
-        let format = ResponseFormat { name: "response".into(), schema: sent, description, strict, inline_text };
-        StructuredOutput { schema, root, format, strict_form, options, validator }
+        let (format, strict_form) = format_for(&wrapped, strict_target, options.instructions.as_deref());
+        StructuredOutput { schema, root, format, strict_form, options, validator, model: None }
     }
 
-    /// Asks one step's request for JSON, the way `jsonPromptInjection` says.
+    /// With a separate structuring model: the main model answers freely, and `model` (named
+    /// `model_id`; `strict_target` as in `new`) turns the run into the object. `instructions`
+    /// become that call's system prompt.
+    pub fn with_model(mut self, model: Rc<dyn ModelApi>, model_id: String, strict_target: bool, provider_options: Option<Map<String, Value>>) -> Self {
+        let (wrapped, _) = wrap(&self.schema);
+        let (format, strict_form) = format_for(&wrapped, strict_target, None);
+        self.format = format;
+        self.strict_form = strict_form;
+        self.model = Some(StructuringModel { model, model_id, provider_options });
+        self
+    }
+
+    /// Asks one step's request for JSON, the way `jsonPromptInjection` says; with a
+    /// structuring model, tells the main model another one will extract the fields.
     pub fn apply(&self, request: &mut ModelRequest) {
+        if self.model.is_some() {
+            return append_system(&mut request.messages, &structuring_note(&self.format.schema));
+        }
         match self.options.injection {
             Injection::Native => request.response_format = Some(self.format.clone()),
             Injection::Inline => request.messages = self.format.inline_into(&request.messages),
-            Injection::System => match request.messages.iter_mut().find_map(|m| match m {
-                ModelMessage::System(s) => Some(s),
-                _ => None,
-            }) {
-                Some(s) => {
-                    s.push_str("\n\n");
-                    s.push_str(&self.format.inline_text);
-                }
-                None => request.messages.insert(0, ModelMessage::System(self.format.inline_text.clone())),
-            },
+            Injection::System => append_system(&mut request.messages, &self.format.inline_text),
         }
     }
 
-    /// The final step's value, checked: parsed, unwrapped, validated.
-    async fn check(&self, step: &StepResult) -> Result<Value, AgentError> {
-        let text = step.text.as_str();
+    /// The final text's value, checked: parsed, unwrapped, validated. `on_tool_step`: the run
+    /// ended on a step with tool calls, so there is no final answer.
+    async fn check(&self, text: &str, reason: FinishReason, on_tool_step: bool) -> Result<Value, AgentError> {
         let fail = |code, message: String| Err(structured_error(code, message, text));
-        if !step.tool_calls.is_empty() {
+        if on_tool_step {
             return fail(PARSE_FAILED, "Structured output could not be parsed: the run ended on a tool step, with no final answer".into());
         }
-        if matches!(step.finish_reason, FinishReason::Length | FinishReason::ContentFilter) {
-            let why = if step.finish_reason == FinishReason::Length { "the output token limit" } else { "the content filter" };
-            return fail(TRUNCATED, format!("Structured output was cut short by {why} (finish reason '{}')", step.finish_reason.as_str()));
+        if matches!(reason, FinishReason::Length | FinishReason::ContentFilter) {
+            let why = if reason == FinishReason::Length { "the output token limit" } else { "the content filter" };
+            return fail(TRUNCATED, format!("Structured output was cut short by {why} (finish reason '{}')", reason.as_str()));
         }
         let mut value = match parse_final(text) {
             Ok(v) => unwrap(v, &self.root),
@@ -187,12 +189,29 @@ impl StructuredOutput {
     }
 
     /// After the final step's `text-end`, before its `step-finish`: `object-result`, or what the
-    /// error strategy says instead.
-    pub async fn settle(&self, step: &StepResult, sink: &dyn Sink) -> StructuredResult {
+    /// error strategy says instead. With a structuring model, its call happens here (its usage
+    /// is in the result).
+    pub async fn settle(&self, steps: &[StepResult], sink: &dyn Sink, cx: &CallCx<'_>) -> StructuredResult {
         let mut out = StructuredResult::default();
-        match self.check(step).await {
+        let last = steps.last();
+        let (checked, from) = match &self.model {
+            None => {
+                let (text, reason) = last.map_or(("", FinishReason::Other), |s| (s.text.as_str(), s.finish_reason));
+                (self.check(text, reason, last.is_some_and(|s| !s.tool_calls.is_empty())).await, None)
+            }
+            Some(m) => {
+                let (answer, usage) = m.structure(self, steps, sink, cx).await;
+                out.usage = usage;
+                let checked = match answer {
+                    Ok((text, reason)) => self.check(&text, reason, false).await,
+                    Err(e) => Err(e),
+                };
+                (checked, Some(json!({ "from": "structured-output" })))
+            }
+        };
+        match checked {
             Ok(object) => {
-                sink.emit(Chunk::ObjectResult { object: object.clone(), metadata: None });
+                sink.emit(Chunk::ObjectResult { object: object.clone(), metadata: from });
                 out.object = Some(object);
             }
             Err(e) => match &self.options.strategy {
@@ -221,6 +240,37 @@ pub struct StructuredResult {
     /// `errorStrategy: 'warn'`: the line for the logger.
     pub warning: Option<String>,
     pub used_fallback: bool,
+    /// The structuring model's usage (added to the run's `totalUsage`).
+    pub usage: Usage,
+}
+
+/// The schema for a model: strict-compatible for a strict target (and whether that changed it,
+/// so the `null`s of optional fields are removed again), else as it is.
+fn format_for(wrapped: &Value, strict_target: bool, instructions: Option<&str>) -> (ResponseFormat, bool) {
+    let (sent, strict, strict_form) = if strict_target {
+        let strict = strict_compatible(wrapped);
+        let changed = strict != *wrapped;
+        (strict, true, changed)
+    } else {
+        (wrapped.clone(), is_strict_compatible(wrapped), false)
+    };
+    let inline_text = injection_text(&sent, instructions);
+    let description = instructions.filter(|i| !i.trim().is_empty()).map(str::to_owned);
+    (ResponseFormat { name: "response".into(), schema: sent, description, strict, inline_text }, strict_form)
+}
+
+/// Appends `text` to the first system message (one is made when there is none).
+fn append_system(messages: &mut Vec<ModelMessage>, text: &str) {
+    match messages.iter_mut().find_map(|m| match m {
+        ModelMessage::System(s) => Some(s),
+        _ => None,
+    }) {
+        Some(s) => {
+            s.push_str("\n\n");
+            s.push_str(text);
+        }
+        None => messages.insert(0, ModelMessage::System(text.to_owned())),
+    }
 }
 
 pub const PARSE_FAILED: &str = "STRUCTURED_OUTPUT_PARSE_FAILED";
@@ -243,45 +293,54 @@ fn parse_final(text: &str) -> Result<Value, String> {
     parser.finish().or_else(|e| serde_json::from_str(text.trim()).map_err(|_| format!("the reply is not JSON ({e})")))
 }
 
+/// The partial values of one reply, as the caller sees them: fed each delta, the new one when
+/// it changed.
+#[derive(Default)]
+pub(super) struct Partials {
+    parser: JsonStream,
+    last: Option<Value>,
+}
+
+impl Partials {
+    pub(super) fn feed(&mut self, so: &StructuredOutput, delta: &str) -> Option<Value> {
+        if !self.parser.feed(delta) {
+            return None;
+        }
+        let mut shown = unwrap_partial(self.parser.partial()?, &so.root)?;
+        if so.strict_form {
+            remove_nulls(&mut shown, &so.schema);
+        }
+        if self.last.as_ref() == Some(&shown) {
+            return None;
+        }
+        self.last = Some(shown.clone());
+        Some(shown)
+    }
+}
+
 /// The sink of a structured run: each step's text deltas go through a fresh parser, and an
 /// `object` chunk with the new partial value goes out just before the delta that changed it.
 pub struct ObjectSink<'a> {
     inner: &'a dyn Sink,
     so: Rc<StructuredOutput>,
-    state: RefCell<(JsonStream, Option<Value>)>,
+    state: RefCell<Partials>,
 }
 
 impl<'a> ObjectSink<'a> {
     pub fn new(inner: &'a dyn Sink, so: Rc<StructuredOutput>) -> Self {
-        ObjectSink { inner, so, state: RefCell::new((JsonStream::new(), None)) }
-    }
-
-    /// The caller's view of the partial value, when it changed.
-    fn partial(&self, delta: &str) -> Option<Value> {
-        let mut st = self.state.borrow_mut();
-        let (parser, last) = &mut *st;
-        if !parser.feed(delta) {
-            return None;
-        }
-        let mut shown = unwrap_partial(parser.partial()?, &self.so.root)?;
-        if self.so.strict_form {
-            remove_nulls(&mut shown, &self.so.schema);
-        }
-        if last.as_ref() == Some(&shown) {
-            return None;
-        }
-        *last = Some(shown.clone());
-        Some(shown)
+        ObjectSink { inner, so, state: RefCell::default() }
     }
 }
 
 impl Sink for ObjectSink<'_> {
     fn emit(&self, chunk: Chunk) {
         match &chunk {
-            Chunk::StepStart { .. } => *self.state.borrow_mut() = (JsonStream::new(), None),
-            Chunk::TextDelta { text, .. } => {
+            Chunk::StepStart { .. } => *self.state.borrow_mut() = Partials::default(),
+            // The main model answers freely when another one structures its answer.
+            Chunk::TextDelta { text, .. } if self.so.model.is_none() => {
                 // Emitted once the borrow is released: the sink runs the user's onChunk.
-                if let Some(object) = self.partial(text) {
+                let partial = self.state.borrow_mut().feed(&self.so, text);
+                if let Some(object) = partial {
                     self.inner.emit(Chunk::Object { object });
                 }
             }

@@ -250,3 +250,52 @@ fn each_step_starts_a_fresh_parser() {
     assert_eq!(objects, [json!({ "title": "draft" }), json!({ "title": "Final" })]);
     assert_eq!(structured(&out).object, Some(json!({ "title": "Final" })));
 }
+
+fn with_model(strategy: ErrorStrategy) -> RunConfig {
+    let mut cfg = config(0, false);
+    cfg.request.messages.insert(0, ModelMessage::System("Be brief.".into()));
+    let so = StructuredOutput::new(title_schema(), false, opts(strategy, Injection::Native), None);
+    cfg.structured = Some(Rc::new(so.with_model(http_model(endpoint(Api::Chat)), "structurer".into(), true, None)));
+    cfg
+}
+
+#[test]
+fn a_structuring_model_turns_the_prose_answer_into_the_object_after_the_final_text_end() {
+    let main = ok_stream(&[super::delta("content", "Dune, by Frank Herbert, 412 pages."), super::finish("stop"), USAGE.into()]);
+    let structuring = ok_stream(&[super::delta("content", "{\"title\":\"Du"), super::delta("content", "ne\",\"pages\":412}"), super::finish("stop"), USAGE.into()]);
+    let (script, sink, out) = run_script(vec![main, structuring], with_model(ErrorStrategy::Strict));
+    assert_eq!(
+        sink.types(),
+        ["start", "step-start", "text-start", "text-delta", "text-end", "object", "object", "object-result", "step-finish", "finish"]
+    );
+    let chunks = sink.chunks.borrow();
+    assert_eq!(chunks[7], Chunk::ObjectResult { object: json!({ "title": "Dune", "pages": 412 }), metadata: Some(json!({ "from": "structured-output" })) });
+    assert_eq!(out.text(), "Dune, by Frank Herbert, 412 pages.", "the structuring call's text is not the run's");
+    assert_eq!(out.total_usage.total_tokens, Some(20), "its usage is in totalUsage");
+    assert_eq!(out.steps[0].usage.total_tokens, Some(10), "not in the step's");
+    let main_body = body(&script, 0);
+    assert!(main_body.get("response_format").is_none());
+    let system = main_body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.starts_with("Be brief.\n\nAnother model will extract the fields"), "{system}");
+    let s = body(&script, 1);
+    assert_eq!(s["model"], "structurer");
+    assert_eq!(s["response_format"]["json_schema"]["strict"], true, "the structuring model's own rules (an openai/ model here)");
+    assert!(s["messages"][0]["content"].as_str().unwrap().starts_with("You are a data structuring assistant."));
+    assert_eq!(s["messages"][1]["content"], "## Final answer\nDune, by Frank Herbert, 412 pages.");
+}
+
+#[test]
+fn a_structuring_model_sees_the_tool_calls_and_its_failures_follow_the_strategy() {
+    let mut cfg = with_model(ErrorStrategy::Fallback(json!({ "title": "?" })));
+    cfg.tools = vec![tool("weather")];
+    let first = calls_reply(&[("c1", "weather", r#"{"city":"Paris"}"#)]);
+    let (script, sink, out) = run_script(vec![first, text_reply("It is sunny."), text_reply("no json here")], cfg);
+    let s = body(&script, 2);
+    let transcript = s["messages"][1]["content"].as_str().unwrap();
+    assert!(transcript.starts_with("## Tool calls\n- weather({\"city\":\"Paris\"}) → error: "), "{transcript}");
+    assert!(transcript.ends_with("## Final answer\nIt is sunny."), "{transcript}");
+    let chunks = sink.chunks.borrow();
+    let result = chunks.iter().find(|c| c.type_name() == "object-result").unwrap();
+    assert_eq!(*result, Chunk::ObjectResult { object: json!({ "title": "?" }), metadata: Some(json!({ "fallback": true })) });
+    assert!(structured(&out).used_fallback);
+}
