@@ -295,6 +295,7 @@ pub(crate) fn resolve_model(m: &Value, path: &str) -> Result<(Rc<dyn ModelApi>, 
     let mc = crate::core::options::parse_model_config(m, path).map_err(|e| error_to_js(&e))?;
     let (mut endpoint, model) =
         registry::resolve(&mc.id, mc.url, mc.api_key, mc.headers, &crate::platform::env_var, path).map_err(|e| error_to_js(&e))?;
+    endpoint.api = super::agent::choose_api(endpoint.api, mc.api.as_deref(), &format!("{path}.api"))?;
     crate::providers::check_available(endpoint.api, path).map_err(|e| error_to_js(&e))?;
     browser_headers(&mut endpoint);
     let provider = endpoint.provider.clone();

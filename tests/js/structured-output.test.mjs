@@ -286,6 +286,33 @@ test('toAISdkStream drops object chunks and maps object-result to a data-object 
   assert.deepEqual(data, [{ type: 'data-object', data: { title: 'Dune', tags: ['a', 'b'] } }]);
 });
 
+test('structuredOutput.model: the agent answers in prose, then the structuring model makes the object; its usage is in totalUsage', T, async () => {
+  const sid = uid('structurer');
+  const structurer = { id: 'openai/json', url: server.current.url, apiKey: 'k', api: 'chat', headers: { 'x-test-id': sid, 'x-script': 'json' } };
+  const { out, chunks, requests } = await run('text:Dune is a novel by Frank Herbert.', { structuredOutput: { schema: BOOK, model: structurer } });
+  const t = types(chunks);
+  const end = t.indexOf('text-end');
+  assert.deepEqual(t.slice(end + 1, -2).filter((x) => x !== 'object'), ['object-result'], t.join(','));
+  assert.ok(t.slice(end + 1).includes('object'), 'its partial objects go into the main stream');
+  assert.deepEqual(t.slice(-2), ['step-finish', 'finish']);
+  assert.equal(t.filter((x) => x === 'text-start').length, 1, 'the structuring call\'s text is not streamed');
+  const result = chunks.find((c) => c.type === 'object-result');
+  assert.equal(result.runId, out.runId);
+  assert.deepEqual(result.metadata, { from: 'structured-output' });
+  assert.deepEqual(await out.object, { title: 'example', tags: ['example'] });
+  assert.equal(await out.text, 'Dune is a novel by Frank Herbert.');
+  // The main model: no response format, told another model extracts the fields.
+  assert.equal(requests[0].body.response_format, undefined);
+  assert.match(requests[0].body.messages[0].content, /^Another model will extract the fields of this JSON Schema/);
+  // The structuring call: the schema natively (strict, an openai/ model), the run in sections.
+  const [s] = requestsOf(server.current, sid);
+  assert.equal(s.body.response_format.json_schema.strict, true);
+  assert.match(s.body.messages[0].content, /^You are a data structuring assistant/);
+  assert.equal(s.body.messages[1].content, '## Final answer\nDune is a novel by Frank Herbert.');
+  const [usage, total] = [await out.usage, await out.totalUsage];
+  assert.ok(total.totalTokens > usage.totalTokens, JSON.stringify({ usage, total }));
+});
+
 test('bad structuredOutput options are TypeErrors naming the field', T, async () => {
   const { agent } = agentOn('json');
   const cases = [
@@ -297,6 +324,8 @@ test('bad structuredOutput options are TypeErrors naming the field', T, async ()
     [{ structuredOutput: { schema: BOOK, jsonPromptInjection: 'everywhere' } }, /options\.structuredOutput\.jsonPromptInjection/],
     [{ structuredOutput: { schema: BOOK, instructions: 3 } }, /options\.structuredOutput\.instructions/],
     [{ structuredOutput: { schema: BOOK, useAgent: 'yes' } }, /options\.structuredOutput\.useAgent: expected a boolean/],
+    [{ structuredOutput: { schema: BOOK, model: 5 } }, /options\.structuredOutput\.model: expected 'provider\/model'/],
+    [{ structuredOutput: { schema: BOOK, model: 'nope/x' } }, /options\.structuredOutput\.model/],
     [{ output: 'schema' }, /options\.output/],
   ];
   for (const [options, message] of cases) {
