@@ -6,7 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
-import { toAISdkStream, createTool } from '../../pkg/index.node.js';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { toAISdkStream, createTool, InMemoryStore, Memory } from '../../pkg/index.node.js';
 import { Agent, T, collect, modelFor, noUnhandledRejections, requestsOf, types, uid, useModelServer } from './helpers.mjs';
 
 const server = useModelServer();
@@ -311,6 +312,27 @@ test('structuredOutput.model: the agent answers in prose, then the structuring m
   assert.equal(s.body.messages[1].content, '## Final answer\nDune is a novel by Frank Herbert.');
   const [usage, total] = [await out.usage, await out.totalUsage];
   assert.ok(total.totalTokens > usage.totalTokens, JSON.stringify({ usage, total }));
+});
+
+test('memory stores the assistant text as streamed (the JSON text), nothing else', T, async () => {
+  const memory = new Memory({ storage: new InMemoryStore() });
+  const thread = uid('thread');
+  const { out } = await run('json:{"title":"Dune"}', { structuredOutput: { schema: BOOK }, memory: { thread, resource: 'u1' } }, { config: { memory } });
+  assert.deepEqual(await out.object, { title: 'Dune' });
+  const stored = await memory.listMessages({ threadId: thread, format: 'ui' });
+  assert.deepEqual(stored.map((m) => m.role), ['user', 'assistant']);
+  const parts = stored[1].parts.filter((p) => p.type !== 'step-start');
+  assert.deepEqual(parts.map((p) => [p.type, p.text]), [['text', '{"title":"Dune"}']]);
+});
+
+test('an AI SDK model object gets the schema as its responseFormat call option', T, async () => {
+  const model = createOpenAICompatible({ name: 'local', baseURL: server.current.url, apiKey: 'k', supportsStructuredOutputs: true }).chatModel('json:{"title":"Dune"}');
+  const agent = new Agent({ id: uid('sdk'), model });
+  const out = await agent.stream('x', { structuredOutput: { schema: BOOK } });
+  assert.deepEqual(await out.object, { title: 'Dune' });
+  const sent = server.current.requests.at(-1).body.response_format;
+  assert.equal(sent.type, 'json_schema');
+  assert.deepEqual(sent.json_schema.schema, BOOK);
 });
 
 test('bad structuredOutput options are TypeErrors naming the field', T, async () => {
