@@ -16,8 +16,8 @@
 //! ```
 //!
 //! Contract:
-//! - A resumable state machine: each byte is examined once, whatever the deltas are; nothing is
-//!   re-parsed. The partial value is kept as a tree that grows in place (a partial string is
+//! - A resumable state machine: each byte is examined a bounded number of times (a number's token
+//!   once more when it ends), however the text is cut; nothing is re-parsed. The partial value is kept as a tree that grows in place (a partial string is
 //!   appended to, a completed element is pushed), so the parser's work is O(total length) (times
 //!   the nesting depth, at most 127, for reaching the open container). `push` clones the partial
 //!   tree only when it changed, which costs O(size of the value so far) per change; `feed` +
@@ -25,8 +25,9 @@
 //! - Before the value: everything up to the first `{` or `[` that starts JSON is skipped: prose,
 //!   a ```` ```json ```` fence, `<|channel|>final<|message|>`-style channel tokens. A bracket counts
 //!   as the start when the next non-space byte can follow it in JSON (`{"`, `{}`, `[{`, `[[`, `["`,
-//!   `[1`, `[-`, `[]`), so "see [note]" or "{name}" in prose is passed over. After the value, the
-//!   rest (a closing fence, prose, more tokens) is ignored.
+//!   `[1`, `[-`, `[]`; `[t`, `[f`, `[n` only at the start of a line or after a token), so
+//!   "see [the note]" or "{name}" in prose is passed over. After the value, the rest (a closing
+//!   fence, prose, more tokens) is ignored.
 //! - Inside the value, strict JSON (RFC 8259, as `serde_json` reads it), but for raw control
 //!   characters (newlines, tabs, …) inside strings, which are taken as they are, and lone `\u`
 //!   surrogates, which become U+FFFD. Numbers are `serde_json` numbers, read from their token.
@@ -36,15 +37,30 @@
 //!   elements once complete, and the last one while in progress only if it is an object with a
 //!   member shown. A duplicate key replaces the member's value (as in `serde_json`), the one case
 //!   where a partial is not a prefix of the next.
+//! - `finish` wants one complete value; what follows it is ignored, nothing before it counts but
+//!   the skipped prefix. Empty text, text without JSON and a value cut short are errors that say
+//!   what is missing (``incomplete JSON at byte 10: missing `"` (string from byte 6), `}` (object
+//!   from byte 0)``); a syntax error says what was expected and where (``expected `:` at byte 5``).
 //! - Never panics; after a syntax error the parser ignores further input and `finish` returns the
 //!   error.
+//!
+//! This file is the lexer (one state machine over bytes); the partial tree and what it shows
+//! when are in `json_stream_tree.rs`, the decoding of string text cut across deltas in
+//! `json_stream_string.rs`.
 
 use std::fmt;
 use std::mem;
 
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 
-use super::json::{self, is_ws, plain, MAX_DEPTH};
+use super::json::{self, is_ws, MAX_DEPTH};
+use partial_string::PartialString;
+use tree::Tree;
+
+#[path = "json_stream_string.rs"]
+mod partial_string;
+#[path = "json_stream_tree.rs"]
+mod tree;
 
 /// Why the text is not one JSON value: what was wrong or missing, and at which byte of the text.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,45 +77,40 @@ impl fmt::Display for JsonStreamError {
 impl std::error::Error for JsonStreamError {}
 
 /// The incremental parser of one reply (one step's text). See the module docs.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct JsonStream {
     state: State,
-    /// The open objects and arrays, the root first.
-    frames: Vec<Frame>,
-    /// The root once it is complete.
-    root: Option<Value>,
+    /// The partial value.
+    tree: Tree,
     /// Where the string being read goes, and its text not yet placed there.
     target: Target,
-    buf: String,
-    /// The first bytes of a UTF-8 character split across `push_bytes` calls.
-    utf8: Vec<u8>,
-    esc: Esc,
-    /// A `\u` high surrogate waiting for its low half.
-    high: Option<u32>,
+    string: PartialString,
     /// The number token being read.
     number: String,
     /// Where the current string or number started, for messages.
     token_at: usize,
     /// Bytes fed so far.
     offset: usize,
-    /// The partial value changed since the last `feed`.
-    changed: bool,
     /// Elements of the watched root array already handed out.
     taken: usize,
     error: Option<JsonStreamError>,
-    /// Units of work done (bytes examined, containers walked): the linearity test reads it.
+    /// Bytes examined (the tree counts its own work): the linearity test reads it.
     work: u64,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
-    /// Before the root. `candidate`: a `{` or `[` just seen (and its offset), waiting for the next
-    /// non-space byte to tell JSON from prose.
-    #[default]
-    Prose,
+    /// Before the root; `line_start`: at the start of the text or of a line, or after a
+    /// channel token's `|>`.
+    Prose {
+        line_start: bool,
+    },
+    /// A `{` or `[` (at byte `at`) before the root, waiting for the next non-space byte to tell
+    /// JSON from prose.
     Candidate {
         bracket: u8,
         at: usize,
+        line_start: bool,
     },
     /// A value is expected; `first`: just after `[`, so `]` may close.
     Value {
@@ -112,48 +123,36 @@ enum State {
     Colon,
     /// After a member: `,` or the closing bracket.
     After,
+    /// In a string (`target` says whose).
     Str,
+    /// In a number token (`number`).
     Number,
     Literal {
         word: &'static str,
         matched: usize,
     },
+    /// The root is complete: the rest of the text is ignored.
     Done,
+    /// A syntax error (`error`): the rest of the text is ignored.
     Failed,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State::Prose { line_start: true }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Target {
-    /// An object's key: kept in `buf` until it ends.
+    /// An object's key: kept in `string` until it ends.
     #[default]
     Key,
-    /// An array element: kept in `buf`, shown once it ends.
+    /// An array element: kept in `string`, shown once it ends.
     Element,
-    /// An object member's value: shown as it grows, `buf` moved into the tree after each delta.
+    /// An object member's value: shown as it grows, moved from `string` into the tree after each
+    /// delta.
     Member,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum Esc {
-    #[default]
-    None,
-    /// After a backslash.
-    Slash,
-    /// In `\uXXXX`, `digits` read so far.
-    Hex { digits: u8, code: u32 },
-}
-
-struct Frame {
-    object: bool,
-    /// Offset of the bracket, for messages.
-    at: usize,
-    /// The key of the member being read (objects).
-    key: String,
-    /// That key was already in the object, so its member is not the last entry.
-    dup: bool,
-    /// The container while it is not part of its parent yet (an array element not shown yet);
-    /// `None` once it is (then it is the parent's current member or last element).
-    own: Option<Value>,
 }
 
 impl JsonStream {
@@ -190,7 +189,14 @@ impl JsonStream {
             let at = self.offset + i;
             match self.state {
                 State::Done | State::Failed => break,
-                State::Str if self.esc == Esc::None => i = self.string_run(delta, i),
+                State::Str if !self.string.in_escape() => {
+                    let (next, ended) = self.string.run(delta, i);
+                    self.work += (next - i) as u64;
+                    i = next;
+                    if ended {
+                        self.end_string();
+                    }
+                }
                 _ => {
                     self.byte(b, at);
                     i += 1;
@@ -199,42 +205,20 @@ impl JsonStream {
         }
         self.offset += delta.len();
         self.flush();
-        mem::take(&mut self.changed)
+        mem::take(&mut self.tree.changed)
     }
 
     /// The partial value so far: `None` before the root's bracket.
     pub fn partial(&self) -> Option<&Value> {
-        match self.frames.first() {
-            Some(root) => root.own.as_ref(),
-            None => self.root.as_ref(),
-        }
+        self.tree.partial()
     }
 
     /// Elements of a root array value under `key` (or of the root array when the root itself is an
     /// array) that completed since the last call, in order; each completed element is returned once.
     pub fn take_completed_elements(&mut self, key: Option<&str>) -> Vec<Value> {
-        let root_array = matches!(self.partial(), Some(Value::Array(_)));
-        // The frame of the array, when it is still open (the root, or the root object's member).
-        let depth = if root_array { 0 } else { 1 };
-        let open = match self.frames.get(depth) {
-            Some(frame) if depth == 0 => !frame.object,
-            Some(frame) => !frame.object && self.frames.first().is_some_and(|root| Some(root.key.as_str()) == key),
-            None => false,
-        };
-        let array = match (self.partial(), key) {
-            (Some(Value::Array(a)), _) => a,
-            (Some(Value::Object(m)), Some(key)) => match m.get(key) {
-                Some(Value::Array(a)) => a,
-                _ => return Vec::new(),
-            },
-            _ => return Vec::new(),
-        };
-        // An open array's last element is still in progress when its frame is attached.
-        let in_progress = open && self.frames.get(depth + 1).is_some_and(|f| f.own.is_none());
-        let complete = array.len().saturating_sub(in_progress as usize);
-        let new = array.get(self.taken..complete).map(<[Value]>::to_vec).unwrap_or_default();
-        self.taken = self.taken.max(complete);
-        new
+        let (elements, taken) = self.tree.completed_elements(key, self.taken);
+        self.taken = taken;
+        elements
     }
 
     /// Ends the text: the complete value, or why it is not one.
@@ -243,17 +227,19 @@ impl JsonStream {
         if let Some(error) = &self.error {
             return Err(error.clone());
         }
-        if let Some(root) = &self.root {
+        if let Some(root) = self.tree.complete() {
             return Ok(root.clone());
         }
         let end = self.offset;
         let mut missing: Vec<String> = Vec::new();
         match self.state {
-            State::Prose if end == 0 => return Err(message("empty text: expected a JSON object or array".into())),
-            State::Prose => {
+            State::Prose { .. } if end == 0 => {
+                return Err(message("empty text: expected a JSON object or array".into()))
+            }
+            State::Prose { .. } => {
                 return Err(message(format!("no JSON object or array in the text ({end} bytes)")));
             }
-            State::Candidate { bracket, at } => {
+            State::Candidate { bracket, at, .. } => {
                 let close = if bracket == b'{' { "`}` (object from byte " } else { "`]` (array from byte " };
                 missing.push(format!("{close}{at})"));
             }
@@ -266,9 +252,9 @@ impl JsonStream {
             }
             State::Number | State::After | State::Done | State::Failed => {}
         }
-        for frame in self.frames.iter().rev() {
-            let (close, kind) = if frame.object { ('}', "object") } else { (']', "array") };
-            missing.push(format!("`{close}` ({kind} from byte {})", frame.at));
+        for (object, at) in self.tree.open_containers() {
+            let (close, kind) = if object { ('}', "object") } else { (']', "array") };
+            missing.push(format!("`{close}` ({kind} from byte {at})"));
         }
         Err(message(format!("incomplete JSON at byte {end}: missing {}", missing.join(", "))))
     }
@@ -279,22 +265,29 @@ impl JsonStream {
     fn byte(&mut self, b: u8, at: usize) {
         self.work += 1;
         match self.state {
-            State::Prose => {
-                if matches!(b, b'{' | b'[') {
-                    self.state = State::Candidate { bracket: b, at };
-                }
+            State::Prose { line_start } => {
+                self.state = match b {
+                    b'{' | b'[' => State::Candidate { bracket: b, at, line_start },
+                    b'\n' | b'>' => State::Prose { line_start: true },
+                    b' ' | b'\t' | b'\r' => State::Prose { line_start },
+                    _ => State::Prose { line_start: false },
+                };
             }
-            State::Candidate { bracket, at: open_at } => {
+            State::Candidate { bracket, at: open_at, line_start } => {
+                // A literal after `[` only where prose cannot be: "[true]" yes, "see [the note]" no.
                 let json = match bracket {
                     b'{' => matches!(b, b'"' | b'}'),
-                    _ => matches!(b, b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b']'),
+                    _ => {
+                        matches!(b, b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b']')
+                            || line_start && matches!(b, b't' | b'f' | b'n')
+                    }
                 };
                 if is_ws(b) {
                 } else if json {
                     self.open(bracket == b'{', open_at);
                     self.byte(b, at);
                 } else {
-                    self.state = State::Prose;
+                    self.state = State::Prose { line_start: false };
                     self.byte(b, at);
                 }
             }
@@ -308,7 +301,7 @@ impl JsonStream {
             State::Colon if b == b':' => self.state = State::Value { first: false },
             State::Colon => self.fail("expected `:`", at),
             State::After => {
-                let object = self.frames.last().is_some_and(|f| f.object);
+                let object = self.tree.in_object();
                 match (b, object) {
                     (b',', true) => self.state = State::Key { first: false },
                     (b',', false) => self.state = State::Value { first: false },
@@ -317,7 +310,11 @@ impl JsonStream {
                     (_, false) => self.fail("expected `,` or `]`", at),
                 }
             }
-            State::Str => self.escape(b, at),
+            State::Str => {
+                if let Err(what) = self.string.escape(b) {
+                    self.fail(what, at);
+                }
+            }
             State::Number if matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') => self.number.push(b as char),
             State::Number => {
                 self.end_number();
@@ -331,7 +328,7 @@ impl JsonStream {
                     self.state = State::Literal { word, matched: matched + 1 };
                     return;
                 }
-                self.put(match word {
+                self.tree.put(match word {
                     "true" => Value::Bool(true),
                     "false" => Value::Bool(false),
                     _ => Value::Null,
@@ -344,10 +341,10 @@ impl JsonStream {
 
     /// The first byte of a value.
     fn value(&mut self, b: u8, first: bool, at: usize) {
-        let in_object = self.frames.last().is_some_and(|f| f.object);
+        let in_object = self.tree.in_object();
         match b {
             b'"' if in_object => {
-                self.put(Value::String(String::new()));
+                self.tree.put(Value::String(String::new()));
                 self.start_string(Target::Member, at);
             }
             b'"' => self.start_string(Target::Element, at),
@@ -370,7 +367,7 @@ impl JsonStream {
         self.work += self.number.len() as u64;
         match self.number.parse::<Number>() {
             Ok(n) => {
-                self.put(Value::Number(n));
+                self.tree.put(Value::Number(n));
                 self.state = State::After;
             }
             Err(_) => self.fail("invalid number", self.token_at),
@@ -379,119 +376,22 @@ impl JsonStream {
 
     fn start_string(&mut self, target: Target, at: usize) {
         self.target = target;
-        self.buf.clear();
+        self.string.clear();
         self.token_at = at;
         self.state = State::Str;
     }
 
-    /// Plain string text from `i` on, up to the next quote, backslash or the end of the delta.
-    /// Raw control characters are taken as text. Returns where to go on.
-    fn string_run(&mut self, bytes: &[u8], i: usize) -> usize {
-        let mut end = plain(bytes, i);
-        while bytes.get(end).is_some_and(|b| *b < 0x20) {
-            end = plain(bytes, end + 1);
-        }
-        let run = bytes.get(i..end).unwrap_or_default();
-        if !run.is_empty() {
-            self.lone_high();
-            self.work += run.len() as u64;
-            push_utf8(&mut self.buf, &mut self.utf8, run);
-        }
-        match bytes.get(end) {
-            Some(b'"') => {
-                self.end_string();
-                end + 1
-            }
-            Some(_) => {
-                self.work += 1;
-                self.esc = Esc::Slash;
-                end + 1
-            }
-            None => end,
-        }
-    }
-
-    /// One byte of an escape (after the backslash).
-    fn escape(&mut self, b: u8, at: usize) {
-        match self.esc {
-            Esc::Slash => {
-                let c = match b {
-                    b'"' => '"',
-                    b'\\' => '\\',
-                    b'/' => '/',
-                    b'b' => '\u{8}',
-                    b'f' => '\u{c}',
-                    b'n' => '\n',
-                    b'r' => '\r',
-                    b't' => '\t',
-                    b'u' => {
-                        self.esc = Esc::Hex { digits: 0, code: 0 };
-                        return;
-                    }
-                    _ => return self.fail("invalid escape", at),
-                };
-                self.esc = Esc::None;
-                self.char(c);
-            }
-            Esc::Hex { digits, code } => {
-                let Some(digit) = (b as char).to_digit(16) else {
-                    return self.fail("invalid \\u escape", at);
-                };
-                let code = code * 16 + digit;
-                if digits < 3 {
-                    self.esc = Esc::Hex { digits: digits + 1, code };
-                    return;
-                }
-                self.esc = Esc::None;
-                match code {
-                    0xD800..=0xDBFF => {
-                        self.lone_high();
-                        self.high = Some(code);
-                    }
-                    0xDC00..=0xDFFF => match self.high.take() {
-                        Some(high) => {
-                            let c = char::from_u32(0x10000 + ((high - 0xD800) << 10) + (code - 0xDC00));
-                            self.buf.push(c.unwrap_or(char::REPLACEMENT_CHARACTER));
-                        }
-                        None => self.buf.push(char::REPLACEMENT_CHARACTER),
-                    },
-                    _ => self.char(char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER)),
-                }
-            }
-            Esc::None => {}
-        }
-    }
-
-    fn char(&mut self, c: char) {
-        self.lone_high();
-        self.buf.push(c);
-    }
-
-    /// A high surrogate not followed by its low half is text too: U+FFFD.
-    fn lone_high(&mut self) {
-        if self.high.take().is_some() {
-            self.buf.push(char::REPLACEMENT_CHARACTER);
-        }
-    }
-
     fn end_string(&mut self) {
-        self.lone_high();
-        if !self.utf8.is_empty() {
-            self.utf8.clear();
-            self.buf.push(char::REPLACEMENT_CHARACTER);
-        }
+        self.string.end();
         self.state = State::After;
         match self.target {
             Target::Key => {
                 self.state = State::Colon;
-                let key = mem::take(&mut self.buf);
-                if let Some(frame) = self.frames.last_mut() {
-                    frame.key = key;
-                }
+                self.tree.set_key(mem::take(&mut self.string.text));
             }
             Target::Element => {
-                let text = mem::take(&mut self.buf);
-                self.put(Value::String(text));
+                let text = mem::take(&mut self.string.text);
+                self.tree.put(Value::String(text));
             }
             Target::Member => self.flush(),
         }
@@ -499,87 +399,25 @@ impl JsonStream {
 
     /// Moves the text read of an object member's string into the tree.
     fn flush(&mut self) {
-        if self.target != Target::Member || self.buf.is_empty() {
+        if self.target != Target::Member || self.string.text.is_empty() {
             return;
         }
-        self.work += self.buf.len() as u64;
-        if let Some((Value::String(s), visible)) = walk(&mut self.frames, true, &mut self.work) {
-            s.push_str(&self.buf);
-            self.changed |= visible;
-        }
-        self.buf.clear();
+        self.tree.append(&self.string.text);
+        self.string.text.clear();
     }
 
-    /// Opens an object or array at `at`.
+    /// Opens an object or array at byte `at`.
     fn open(&mut self, object: bool, at: usize) {
-        if self.frames.len() >= MAX_DEPTH as usize {
+        if self.tree.depth() >= MAX_DEPTH as usize {
             return self.fail("nested too deeply", at);
         }
-        let empty = if object { Value::Object(Map::new()) } else { Value::Array(Vec::new()) };
-        let own = match self.frames.last().map(|f| f.object) {
-            // The root is shown at once, and so is an object member's value.
-            None => {
-                self.changed = true;
-                Some(empty)
-            }
-            Some(true) => {
-                self.put(empty);
-                None
-            }
-            // An array element is shown once complete (or, for an object, once it has a member).
-            Some(false) => Some(empty),
-        };
-        self.frames.push(Frame { object, at, key: String::new(), dup: false, own });
+        self.tree.open(object, at);
         self.state = if object { State::Key { first: true } } else { State::Value { first: true } };
     }
 
     /// Closes the innermost object or array.
     fn close(&mut self) {
-        let Some(frame) = self.frames.pop() else { return };
-        self.state = State::After;
-        match frame.own {
-            Some(value) if self.frames.is_empty() => {
-                self.root = Some(value);
-                self.state = State::Done;
-            }
-            Some(value) => self.put(value),
-            None => {}
-        }
-    }
-
-    /// Puts a value in the innermost container: the member under its key, or the next element.
-    fn put(&mut self, value: Value) {
-        let key = match self.frames.last() {
-            Some(frame) if frame.object => {
-                self.work += frame.key.len() as u64;
-                frame.key.clone()
-            }
-            Some(_) => String::new(),
-            None => return,
-        };
-        let Some((container, visible)) = walk(&mut self.frames, false, &mut self.work) else { return };
-        let mut dup = false;
-        match container {
-            Value::Object(map) => {
-                dup = map.contains_key(&key);
-                map.insert(key, value);
-            }
-            Value::Array(array) => array.push(value),
-            _ => return,
-        }
-        self.changed |= visible;
-        let n = self.frames.len();
-        let Some(frame) = self.frames.last_mut() else { return };
-        frame.dup = dup;
-        // An object in an array is shown from its first member on: it joins the array now.
-        if frame.object && n > 1 {
-            if let Some(object) = frame.own.take() {
-                if let Some((Value::Array(array), visible)) = walk(&mut self.frames[..n - 1], false, &mut self.work) {
-                    array.push(object);
-                    self.changed |= visible;
-                }
-            }
-        }
+        self.state = if self.tree.close() { State::Done } else { State::After };
     }
 
     fn fail(&mut self, what: &'static str, at: usize) {
@@ -591,80 +429,6 @@ impl JsonStream {
 
 fn message(message: String) -> JsonStreamError {
     JsonStreamError { message }
-}
-
-/// The innermost container (with `member`, its current member or last element), and whether it
-/// is part of the visible value: walked down from the innermost container that is not part of
-/// its parent yet (the root, or an array element not shown yet).
-fn walk<'a>(frames: &'a mut [Frame], member: bool, work: &mut u64) -> Option<(&'a mut Value, bool)> {
-    let from = frames.iter().rposition(|f| f.own.is_some())?;
-    let (below, above) = frames.split_at_mut(from + 1);
-    let Frame { own, key, dup, .. } = below.last_mut()?;
-    let mut node = own.as_mut()?;
-    let (mut key, mut dup): (&str, bool) = (key, *dup);
-    for frame in above.iter() {
-        *work += 1;
-        node = child(node, key, dup)?;
-        (key, dup) = (&frame.key, frame.dup);
-    }
-    if member {
-        node = child(node, key, dup)?;
-    }
-    Some((node, from == 0))
-}
-
-/// A container's current member (the last one, unless its key was a duplicate) or last element.
-fn child<'a>(node: &'a mut Value, key: &str, dup: bool) -> Option<&'a mut Value> {
-    match node {
-        Value::Array(array) => array.last_mut(),
-        // With serde_json's `preserve_order` the last entry is the one inserted last.
-        Value::Object(map) => {
-            if dup {
-                map.get_mut(key)
-            } else {
-                map.values_mut().next_back()
-            }
-        }
-        _ => None,
-    }
-}
-
-/// Appends UTF-8 `bytes` to `text`; the start of a character cut at the end waits in `pending`.
-/// Invalid sequences become U+FFFD.
-fn push_utf8(text: &mut String, pending: &mut Vec<u8>, mut bytes: &[u8]) {
-    while !pending.is_empty() {
-        let Some((&b, rest)) = bytes.split_first() else { return };
-        pending.push(b);
-        match std::str::from_utf8(pending) {
-            Ok(c) => {
-                text.push_str(c);
-                pending.clear();
-                bytes = rest;
-            }
-            Err(e) if e.error_len().is_none() => bytes = rest,
-            Err(_) => {
-                // `b` does not continue the character: the start alone is invalid, `b` is read anew.
-                pending.clear();
-                text.push(char::REPLACEMENT_CHARACTER);
-            }
-        }
-    }
-    loop {
-        match std::str::from_utf8(bytes) {
-            Ok(s) => return text.push_str(s),
-            Err(e) => {
-                let (valid, rest) = bytes.split_at(e.valid_up_to());
-                text.push_str(std::str::from_utf8(valid).unwrap_or_default());
-                match e.error_len() {
-                    Some(bad) => {
-                        text.push(char::REPLACEMENT_CHARACTER);
-                        bytes = rest.get(bad..).unwrap_or_default();
-                    }
-                    None => return pending.extend_from_slice(rest),
-                }
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -50,6 +50,10 @@ const CORPUS: &[(&str, &str)] = &[
     ("{}", "{}"),
     ("Nothing to list:\n[]", "[]"),
     (r#"["a","b\u0063",{"d":"e"},{"f":1}]"#, r#"["a","bc",{"d":"e"},{"f":1}]"#),
+    ("[true,false,null]", "[true,false,null]"),
+    ("Answer:\n[null, 1]\n", "[null,1]"),
+    ("<|message|>[false]", "[false]"),
+    ("See [the note] and {name} below:\n{\"a\":[{\"b\":null}]}", r#"{"a":[{"b":null}]}"#),
 ];
 
 /// What one reply fed in pieces gave: each partial returned, the elements taken after each piece,
@@ -412,7 +416,12 @@ newline","tags":["a","b",{"deep":[1.5e3,true,null]}],"n":-1.25}"#;
     let value = parser.finish().expect("the reply is JSON");
     assert_eq!(value["elements"].as_array().map(Vec::len), Some(elements));
     assert!(elements > 5_000, "{elements} elements");
-    let (work, len) = (parser.work, text.len() as u64);
+    let (work, len) = (parser.work + parser.tree.work, text.len() as u64);
     assert!(work >= len, "the counter counts: {work} for {len} bytes");
     assert!(work <= 8 * len, "work {work} for {len} bytes is more than 8 per byte");
 }
+
+// proptest is a native-only dev-dependency (see Cargo.toml).
+#[cfg(not(target_arch = "wasm32"))]
+#[path = "json_stream_props.rs"]
+mod properties;
