@@ -100,7 +100,11 @@ impl ObjectStreams {
 
     pub fn created(&self, element: bool) -> bool {
         let st = self.st.borrow();
-        if element { st.elements.created } else { st.objects.created }
+        if element {
+            st.elements.created
+        } else {
+            st.objects.created
+        }
     }
 
     /// The stream, replaying what came before.

@@ -22,7 +22,11 @@ thread_local! {
 }
 
 /// Reads the call's structured output; `strict_target`: the model is OpenAI's (`openai/`).
-pub(crate) fn parse(options: &JsValue, defaults: &JsValue, strict_target: bool) -> Result<Option<StructuredOutput>, JsValue> {
+pub(crate) fn parse(
+    options: &JsValue,
+    defaults: &JsValue,
+    strict_target: bool,
+) -> Result<Option<StructuredOutput>, JsValue> {
     let (so, field) = own_or_default(options, defaults, "structuredOutput")?;
     let (output, output_field) = own_or_default(options, defaults, "output")?;
     let given = |v: &JsValue| !(v.is_undefined() || v.is_null());
@@ -44,12 +48,20 @@ pub(crate) fn parse(options: &JsValue, defaults: &JsValue, strict_target: bool) 
     }
     if !so.is_object() || so.is_function() || Array::is_array(&so) {
         let got = js_kind(&so);
-        return Err(type_error(&field, &format!("expected {{ schema, errorStrategy?, fallbackValue?, instructions?, jsonPromptInjection? }}, got {got}")));
+        return Err(type_error(
+            &field,
+            &format!(
+                "expected {{ schema, errorStrategy?, fallbackValue?, instructions?, jsonPromptInjection? }}, got {got}"
+            ),
+        ));
     }
     let schema_field = format!("{field}.schema");
     let schema_js = read(&so, "schema", &field)?;
     if !given(&schema_js) {
-        return Err(type_error(&schema_field, "is required: a JSON Schema object or a Standard Schema (such as a zod schema)"));
+        return Err(type_error(
+            &schema_field,
+            "is required: a JSON Schema object or a Standard Schema (such as a zod schema)",
+        ));
     }
     let (schema, standard) = input_schema(&schema_js, &schema_field, "draft-07")?;
     let model = read(&so, "model", &field)?;
@@ -57,7 +69,10 @@ pub(crate) fn parse(options: &JsValue, defaults: &JsValue, strict_target: bool) 
     let model = if given(&model) {
         if !(model.is_string() || model.is_object()) || model.is_function() {
             let got = js_kind(&model);
-            return Err(type_error(&model_field, &format!("expected 'provider/model' or {{ id, url, apiKey }}, got {got}")));
+            return Err(type_error(
+                &model_field,
+                &format!("expected 'provider/model' or {{ id, url, apiKey }}, got {got}"),
+            ));
         }
         let config = Data::of(&model, &model_field).and_then(Data::strict).map_err(|e| error_to_js(&e))?;
         Some(super::options::resolve_model(&config, &model_field)?)
@@ -66,7 +81,10 @@ pub(crate) fn parse(options: &JsValue, defaults: &JsValue, strict_target: bool) 
     };
     let use_agent = read(&so, "useAgent", &field)?;
     if given(&use_agent) && use_agent.as_bool().is_none() {
-        return Err(type_error(&format!("{field}.useAgent"), &format!("expected a boolean, got {}", js_kind(&use_agent))));
+        return Err(type_error(
+            &format!("{field}.useAgent"),
+            &format!("expected a boolean, got {}", js_kind(&use_agent)),
+        ));
     }
     let data = Data::pick(&so, KEYS, &field).map_err(|e| error_to_js(&e))?;
     let opts = data.parse(|t| parse_options(t, &field)).map_err(|e| error_to_js(&e))?;
@@ -74,7 +92,13 @@ pub(crate) fn parse(options: &JsValue, defaults: &JsValue, strict_target: bool) 
     Ok(Some(match model {
         None => built,
         Some((api, name, provider)) => {
-            let po = built.options.provider_options.as_ref().and_then(|p| p.get(&provider)).and_then(Value::as_object).cloned();
+            let po = built
+                .options
+                .provider_options
+                .as_ref()
+                .and_then(|p| p.get(&provider))
+                .and_then(Value::as_object)
+                .cloned();
             built.with_model(api, name, provider == "openai", po)
         }
     }))
@@ -118,7 +142,8 @@ impl ObjectValidator for JsValidator {
                 .map_err(|e| vec![format!("root: the schema's validate() threw: {}", thrown_message(&e))])?;
             let issues = get(&result, "issues");
             if !issues.is_object() {
-                return to_json(&get(&result, "value"), "structuredOutput.schema").map_err(|e| vec![format!("root: {e}")]);
+                return to_json(&get(&result, "value"), "structuredOutput.schema")
+                    .map_err(|e| vec![format!("root: {e}")]);
             }
             let lines = issue_list(&issues.unchecked_into())
                 .into_iter()

@@ -141,7 +141,9 @@ fn strict_at(schema: &Value, depth: u32) -> Value {
                 other => other.clone(),
             },
             "$defs" | "definitions" => match v {
-                Value::Object(defs) => Value::Object(defs.iter().map(|(n, s)| (n.clone(), strict_at(s, depth + 1))).collect()),
+                Value::Object(defs) => {
+                    Value::Object(defs.iter().map(|(n, s)| (n.clone(), strict_at(s, depth + 1))).collect())
+                }
                 other => other.clone(),
             },
             _ => v.clone(),
@@ -150,12 +152,20 @@ fn strict_at(schema: &Value, depth: u32) -> Value {
     }
     let is_object = obj.get("type").and_then(Value::as_str) == Some("object") || obj.contains_key("properties");
     if is_object {
-        let required: Vec<&str> = obj.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let required: Vec<&str> = obj
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
         let mut props = Map::new();
         if let Some(Value::Object(given)) = obj.get("properties") {
             for (name, sub) in given {
                 let sub = strict_at(sub, depth + 1);
-                let sub = if required.contains(&name.as_str()) || allows_null(&sub) { sub } else { json!({ "anyOf": [sub, { "type": "null" }] }) };
+                let sub = if required.contains(&name.as_str()) || allows_null(&sub) {
+                    sub
+                } else {
+                    json!({ "anyOf": [sub, { "type": "null" }] })
+                };
                 props.insert(name.clone(), sub);
             }
         }
@@ -173,7 +183,9 @@ fn allows_null(schema: &Value) -> bool {
         || ty.and_then(Value::as_array).is_some_and(|t| t.iter().any(|t| t == "null"))
         || schema.get("nullable") == Some(&Value::Bool(true))
         || schema.get("enum").and_then(Value::as_array).is_some_and(|e| e.contains(&Value::Null))
-        || ["anyOf", "oneOf"].iter().any(|k| schema.get(*k).and_then(Value::as_array).is_some_and(|alts| alts.iter().any(allows_null)))
+        || ["anyOf", "oneOf"]
+            .iter()
+            .any(|k| schema.get(*k).and_then(Value::as_array).is_some_and(|alts| alts.iter().any(allows_null)))
 }
 
 /// Removes the `null`s strict mode made the model write for properties the caller's `schema`
@@ -190,8 +202,16 @@ fn remove_nulls_at(value: &mut Value, schema: &Value, root: &Value, depth: u32) 
     match value {
         Value::Object(fields) => {
             let Some(Value::Object(props)) = schema.get("properties") else { return };
-            let required: Vec<&str> = schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-            fields.retain(|k, v| !(v.is_null() && !required.contains(&k.as_str()) && props.get(k).is_some_and(|s| !allows_null(resolve(s, root)))));
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            fields.retain(|k, v| {
+                !(v.is_null()
+                    && !required.contains(&k.as_str())
+                    && props.get(k).is_some_and(|s| !allows_null(resolve(s, root))))
+            });
             for (k, v) in fields.iter_mut() {
                 if let Some(sub) = props.get(k) {
                     remove_nulls_at(v, sub, root, depth + 1);

@@ -35,7 +35,10 @@ fn arrays_are_wrapped_in_elements_and_unwrapped() {
 fn string_enums_are_wrapped_in_result_and_partials_match_one_value() {
     let s = json!({ "type": "string", "enum": ["positive", "negative", "neutral", "negligible"] });
     let (sent, root) = wrap(&s);
-    assert_eq!(sent["properties"]["result"], json!({ "type": "string", "enum": ["positive", "negative", "neutral", "negligible"] }));
+    assert_eq!(
+        sent["properties"]["result"],
+        json!({ "type": "string", "enum": ["positive", "negative", "neutral", "negligible"] })
+    );
     assert_eq!(sent["required"], json!(["result"]));
     assert_eq!(unwrap(json!({ "result": "neutral" }), &root), json!("neutral"));
     assert_eq!(unwrap(json!("neutral"), &root), json!("neutral"));

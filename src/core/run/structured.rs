@@ -10,9 +10,9 @@ use std::rc::Rc;
 
 use serde_json::{json, Map, Value};
 
-use super::Sink;
-pub use super::structured_model::StructuringModel;
 use super::structured_model::structuring_note;
+pub use super::structured_model::StructuringModel;
+use super::Sink;
 use crate::core::chunk::Chunk;
 use crate::core::env::LocalFuture;
 use crate::core::error::AgentError;
@@ -21,7 +21,9 @@ use crate::core::json_stream::JsonStream;
 use crate::core::model::{FinishReason, ModelMessage, ModelRequest, ResponseFormat, Usage};
 use crate::core::model_api::{CallCx, ModelApi};
 use crate::core::step::StepResult;
-use crate::core::structured_schema::{injection_text, is_strict_compatible, remove_nulls, strict_compatible, unwrap, unwrap_partial, wrap, RootShape};
+use crate::core::structured_schema::{
+    injection_text, is_strict_compatible, remove_nulls, strict_compatible, unwrap, unwrap_partial, wrap, RootShape,
+};
 
 /// `errorStrategy`.
 #[derive(Clone, Debug, PartialEq)]
@@ -66,12 +68,18 @@ pub fn parse_options(v: &Value, field: &str) -> Result<StructuredOptions, AgentE
         Some("warn") => ErrorStrategy::Warn,
         Some("fallback") => match v.get("fallbackValue") {
             None => {
-                return Err(AgentError::invalid(join(field, "fallbackValue"), "is required with errorStrategy 'fallback': the value to deliver when the output fails"))
+                return Err(AgentError::invalid(
+                    join(field, "fallbackValue"),
+                    "is required with errorStrategy 'fallback': the value to deliver when the output fails",
+                ))
             }
             Some(f) => ErrorStrategy::Fallback(f.clone()),
         },
         Some(other) => {
-            return Err(AgentError::invalid(join(field, "errorStrategy"), format!("expected 'strict', 'warn' or 'fallback', got '{other}'")))
+            return Err(AgentError::invalid(
+                join(field, "errorStrategy"),
+                format!("expected 'strict', 'warn' or 'fallback', got '{other}'"),
+            ))
         }
     };
     let instructions = opt_str(v, "instructions", field)?.map(str::to_owned);
@@ -86,7 +94,10 @@ pub fn parse_options(v: &Value, field: &str) -> Result<StructuredOptions, AgentE
                 Value::String(s) => format!("'{s}'"),
                 o => kind(o).to_string(),
             };
-            return Err(AgentError::invalid(join(field, "jsonPromptInjection"), format!("expected a boolean, 'system', 'inline' or 'auto', got {got}")));
+            return Err(AgentError::invalid(
+                join(field, "jsonPromptInjection"),
+                format!("expected a boolean, 'system', 'inline' or 'auto', got {got}"),
+            ));
         }
     };
     let provider_options = match v.get("providerOptions") {
@@ -94,11 +105,19 @@ pub fn parse_options(v: &Value, field: &str) -> Result<StructuredOptions, AgentE
         Some(Value::Object(m)) => {
             if let Some((k, bad)) = m.iter().find(|(_, v)| !v.is_object()) {
                 let at = join(&join(field, "providerOptions"), k.as_str());
-                return Err(AgentError::invalid(at, format!("expected an object of that provider's options, got {}", kind(bad))));
+                return Err(AgentError::invalid(
+                    at,
+                    format!("expected an object of that provider's options, got {}", kind(bad)),
+                ));
             }
             Some(m.clone())
         }
-        Some(o) => return Err(AgentError::invalid(join(field, "providerOptions"), format!("expected an object, got {}", kind(o)))),
+        Some(o) => {
+            return Err(AgentError::invalid(
+                join(field, "providerOptions"),
+                format!("expected an object, got {}", kind(o)),
+            ))
+        }
     };
     Ok(StructuredOptions { strategy, instructions, injection, provider_options })
 }
@@ -122,7 +141,12 @@ pub struct StructuredOutput {
 impl StructuredOutput {
     /// `strict_target`: the model is OpenAI's (`openai/`), whose strict mode gets a
     /// strict-compatible schema; others get the schema as it is, strict only when it already is.
-    pub fn new(schema: Value, strict_target: bool, options: StructuredOptions, validator: Option<Rc<dyn ObjectValidator>>) -> Self {
+    pub fn new(
+        schema: Value,
+        strict_target: bool,
+        options: StructuredOptions,
+        validator: Option<Rc<dyn ObjectValidator>>,
+    ) -> Self {
         let (wrapped, root) = wrap(&schema);
         let (format, strict_form) = format_for(&wrapped, strict_target, options.instructions.as_deref());
         StructuredOutput { schema, root, format, strict_form, options, validator, model: None }
@@ -131,7 +155,13 @@ impl StructuredOutput {
     /// With a separate structuring model: the main model answers freely, and `model` (named
     /// `model_id`; `strict_target` as in `new`) turns the run into the object. `instructions`
     /// become that call's system prompt.
-    pub fn with_model(mut self, model: Rc<dyn ModelApi>, model_id: String, strict_target: bool, provider_options: Option<Map<String, Value>>) -> Self {
+    pub fn with_model(
+        mut self,
+        model: Rc<dyn ModelApi>,
+        model_id: String,
+        strict_target: bool,
+        provider_options: Option<Map<String, Value>>,
+    ) -> Self {
         let (wrapped, _) = wrap(&self.schema);
         let (format, strict_form) = format_for(&wrapped, strict_target, None);
         self.format = format;
@@ -158,11 +188,17 @@ impl StructuredOutput {
     async fn check(&self, text: &str, reason: FinishReason, on_tool_step: bool) -> Result<Value, AgentError> {
         let fail = |code, message: String| Err(structured_error(code, message, text));
         if on_tool_step {
-            return fail(PARSE_FAILED, "Structured output could not be parsed: the run ended on a tool step, with no final answer".into());
+            return fail(
+                PARSE_FAILED,
+                "Structured output could not be parsed: the run ended on a tool step, with no final answer".into(),
+            );
         }
         if matches!(reason, FinishReason::Length | FinishReason::ContentFilter) {
             let why = if reason == FinishReason::Length { "the output token limit" } else { "the content filter" };
-            return fail(TRUNCATED, format!("Structured output was cut short by {why} (finish reason '{}')", reason.as_str()));
+            return fail(
+                TRUNCATED,
+                format!("Structured output was cut short by {why} (finish reason '{}')", reason.as_str()),
+            );
         }
         let mut value = match parse_final(text) {
             Ok(v) => unwrap(v, &self.root),
@@ -178,7 +214,9 @@ impl StructuredOutput {
             },
             None => crate::core::schema::validate(&self.schema, &value)
                 .into_iter()
-                .map(|e| format!("{}: {}", if e.path == "$" { "root" } else { e.path.trim_start_matches("$.") }, e.message))
+                .map(|e| {
+                    format!("{}: {}", if e.path == "$" { "root" } else { e.path.trim_start_matches("$.") }, e.message)
+                })
                 .collect(),
         };
         if issues.is_empty() {

@@ -86,7 +86,10 @@ impl StructuringModel {
     ) -> (Result<(String, FinishReason), AgentError>, Usage) {
         let request = ModelRequest {
             model_id: self.model_id.clone(),
-            messages: vec![ModelMessage::System(system_prompt(so)), ModelMessage::User(vec![UserPart::Text(transcript(steps))])],
+            messages: vec![
+                ModelMessage::System(system_prompt(so)),
+                ModelMessage::User(vec![UserPart::Text(transcript(steps))]),
+            ],
             response_format: Some(so.format.clone()),
             provider_options: self.provider_options.clone(),
             ..Default::default()
@@ -99,7 +102,14 @@ impl StructuringModel {
         (answer, usage)
     }
 
-    async fn call(&self, so: &StructuredOutput, request: &ModelRequest, sink: &dyn Sink, cx: &CallCx<'_>, usage: &mut Usage) -> Result<(String, FinishReason), AgentError> {
+    async fn call(
+        &self,
+        so: &StructuredOutput,
+        request: &ModelRequest,
+        sink: &dyn Sink,
+        cx: &CallCx<'_>,
+        usage: &mut Usage,
+    ) -> Result<(String, FinishReason), AgentError> {
         let stop = |s: Stop| match s {
             Stop::Failed(e) => e,
             Stop::Aborted => AgentError::Abort { reason: cx.abort.reason() },
@@ -109,7 +119,11 @@ impl StructuringModel {
         let (mut text, mut reason, mut events) = (String::new(), FinishReason::Other, Vec::new());
         let mut partials = Partials::default();
         loop {
-            let more = cx.abort.race(source.next(&mut events)).await.ok_or(AgentError::Abort { reason: cx.abort.reason() })??;
+            let more = cx
+                .abort
+                .race(source.next(&mut events))
+                .await
+                .ok_or(AgentError::Abort { reason: cx.abort.reason() })??;
             for ev in events.drain(..) {
                 match ev {
                     ModelEvent::TextDelta(t) => {
@@ -130,7 +144,13 @@ impl StructuringModel {
                     }
                     ModelEvent::Usage(u) => *usage = u,
                     ModelEvent::Error { message, body } => {
-                        return Err(AgentError::ApiCall { message, status: None, body, retryable: false, retry_after_ms: None })
+                        return Err(AgentError::ApiCall {
+                            message,
+                            status: None,
+                            body,
+                            retryable: false,
+                            retry_after_ms: None,
+                        })
                     }
                     _ => {}
                 }

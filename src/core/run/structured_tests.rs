@@ -5,7 +5,10 @@ use serde_json::{json, Value};
 
 use super::tools::{calls_reply, text_reply, tool};
 use super::*;
-use crate::core::run::structured::{parse_options, ErrorStrategy, Injection, StructuredOptions, StructuredOutput, PARSE_FAILED, TRUNCATED, VALIDATION_FAILED};
+use crate::core::run::structured::{
+    parse_options, ErrorStrategy, Injection, StructuredOptions, StructuredOutput, PARSE_FAILED, TRUNCATED,
+    VALIDATION_FAILED,
+};
 
 fn title_schema() -> Value {
     json!({ "type": "object", "properties": { "title": { "type": "string" }, "pages": { "type": "integer" } }, "required": ["title"] })
@@ -17,7 +20,8 @@ fn opts(strategy: ErrorStrategy, injection: Injection) -> StructuredOptions {
 
 fn cfg_with(schema: Value, strategy: ErrorStrategy, strict_target: bool) -> RunConfig {
     let mut cfg = config(0, false);
-    cfg.structured = Some(Rc::new(StructuredOutput::new(schema, strict_target, opts(strategy, Injection::Native), None)));
+    cfg.structured =
+        Some(Rc::new(StructuredOutput::new(schema, strict_target, opts(strategy, Injection::Native), None)));
     cfg
 }
 
@@ -31,8 +35,24 @@ fn structured(out: &RunOutcome) -> &crate::core::run::structured::StructuredResu
 
 #[test]
 fn the_final_text_becomes_object_result_between_text_end_and_step_finish() {
-    let (script, sink, out) = run_script(vec![text_reply(r#"{"title":"Dune","pages":412}"#)], cfg_with(title_schema(), ErrorStrategy::Strict, false));
-    assert_eq!(sink.types(), ["start", "step-start", "text-start", "object", "text-delta", "text-end", "object-result", "step-finish", "finish"]);
+    let (script, sink, out) = run_script(
+        vec![text_reply(r#"{"title":"Dune","pages":412}"#)],
+        cfg_with(title_schema(), ErrorStrategy::Strict, false),
+    );
+    assert_eq!(
+        sink.types(),
+        [
+            "start",
+            "step-start",
+            "text-start",
+            "object",
+            "text-delta",
+            "text-end",
+            "object-result",
+            "step-finish",
+            "finish"
+        ]
+    );
     let chunks = sink.chunks.borrow();
     assert_eq!(chunks[6], Chunk::ObjectResult { object: json!({ "title": "Dune", "pages": 412 }), metadata: None });
     assert_eq!(structured(&out).object, Some(json!({ "title": "Dune", "pages": 412 })));
@@ -51,7 +71,11 @@ fn prose_in_a_tool_step_never_fails_the_run_and_the_schema_rides_on_every_step()
     let mut cfg = cfg_with(title_schema(), ErrorStrategy::Strict, false);
     cfg.tools = vec![tool("weather")];
     let first = {
-        let events = vec![super::delta("content", "Let me look that up."), super::tools::tool_call_event(0, "c1", "weather", r#"{"city":"Paris"}"#), super::finish("tool_calls")];
+        let events = vec![
+            super::delta("content", "Let me look that up."),
+            super::tools::tool_call_event(0, "c1", "weather", r#"{"city":"Paris"}"#),
+            super::finish("tool_calls"),
+        ];
         ok_stream(&events)
     };
     let (script, sink, out) = run_script(vec![first, text_reply(r#"{"title":"Paris"}"#)], cfg);
@@ -67,8 +91,12 @@ fn prose_in_a_tool_step_never_fails_the_run_and_the_schema_rides_on_every_step()
 
 #[test]
 fn strict_failures_are_an_error_chunk_in_place_of_object_result_and_the_run_finishes() {
-    let (_, sink, out) = run_script(vec![text_reply("Sure! Here you go.")], cfg_with(title_schema(), ErrorStrategy::Strict, false));
-    assert_eq!(sink.types(), ["start", "step-start", "text-start", "text-delta", "text-end", "error", "step-finish", "finish"]);
+    let (_, sink, out) =
+        run_script(vec![text_reply("Sure! Here you go.")], cfg_with(title_schema(), ErrorStrategy::Strict, false));
+    assert_eq!(
+        sink.types(),
+        ["start", "step-start", "text-start", "text-delta", "text-end", "error", "step-finish", "finish"]
+    );
     let err = structured(&out).error.clone().unwrap();
     let json = crate::core::chunk::error_json(&err);
     assert_eq!(json["name"], "StructuredOutputError");
@@ -81,7 +109,8 @@ fn strict_failures_are_an_error_chunk_in_place_of_object_result_and_the_run_fini
 
 #[test]
 fn schema_violations_list_one_line_per_issue() {
-    let (_, _, out) = run_script(vec![text_reply(r#"{"pages":"many"}"#)], cfg_with(title_schema(), ErrorStrategy::Strict, false));
+    let (_, _, out) =
+        run_script(vec![text_reply(r#"{"pages":"many"}"#)], cfg_with(title_schema(), ErrorStrategy::Strict, false));
     let err = structured(&out).error.clone().unwrap();
     let AgentError::StructuredOutput { code, message, value } = &err else { panic!("{err:?}") };
     assert_eq!(*code, VALIDATION_FAILED);
@@ -104,10 +133,16 @@ fn warn_tells_the_logger_and_sends_no_object_result() {
 
 #[test]
 fn fallback_delivers_the_fallback_value_marked_as_such() {
-    let (_, sink, out) = run_script(vec![text_reply("{\"title\": 3}")], cfg_with(title_schema(), ErrorStrategy::Fallback(json!({ "title": "?" })), false));
+    let (_, sink, out) = run_script(
+        vec![text_reply("{\"title\": 3}")],
+        cfg_with(title_schema(), ErrorStrategy::Fallback(json!({ "title": "?" })), false),
+    );
     let chunks = sink.chunks.borrow();
     let result = chunks.iter().find(|c| c.type_name() == "object-result").unwrap();
-    assert_eq!(*result, Chunk::ObjectResult { object: json!({ "title": "?" }), metadata: Some(json!({ "fallback": true })) });
+    assert_eq!(
+        *result,
+        Chunk::ObjectResult { object: json!({ "title": "?" }), metadata: Some(json!({ "fallback": true })) }
+    );
     assert_eq!(out.output_json("r")["usedFallbackValue"], true);
 }
 
@@ -129,17 +164,24 @@ fn a_truncated_reply_and_a_run_ending_on_a_tool_step_fail_by_the_strategy() {
 #[test]
 fn arrays_and_enums_are_unwrapped_for_the_caller() {
     let list = json!({ "type": "array", "items": { "type": "string" } });
-    let (script, _, out) = run_script(vec![text_reply(r#"{"elements":["a","b"]}"#)], cfg_with(list, ErrorStrategy::Strict, false));
+    let (script, _, out) =
+        run_script(vec![text_reply(r#"{"elements":["a","b"]}"#)], cfg_with(list, ErrorStrategy::Strict, false));
     assert_eq!(structured(&out).object, Some(json!(["a", "b"])));
     assert_eq!(body(&script, 0)["response_format"]["json_schema"]["schema"]["properties"]["elements"]["type"], "array");
     let mood = json!({ "type": "string", "enum": ["happy", "sad"] });
-    let (_, _, out) = run_script(vec![text_reply("```json\n{\"result\":\"sad\"}\n```")], cfg_with(mood, ErrorStrategy::Strict, false));
+    let (_, _, out) = run_script(
+        vec![text_reply("```json\n{\"result\":\"sad\"}\n```")],
+        cfg_with(mood, ErrorStrategy::Strict, false),
+    );
     assert_eq!(structured(&out).object, Some(json!("sad")));
 }
 
 #[test]
 fn openai_models_get_a_strict_schema_and_its_nulls_are_removed_before_validation() {
-    let (script, _, out) = run_script(vec![text_reply(r#"{"title":"Dune","pages":null}"#)], cfg_with(title_schema(), ErrorStrategy::Strict, true));
+    let (script, _, out) = run_script(
+        vec![text_reply(r#"{"title":"Dune","pages":null}"#)],
+        cfg_with(title_schema(), ErrorStrategy::Strict, true),
+    );
     let sent = &body(&script, 0)["response_format"]["json_schema"];
     assert_eq!(sent["strict"], true);
     assert_eq!(sent["schema"]["required"], json!(["title", "pages"]));
@@ -152,7 +194,12 @@ fn prompt_injection_goes_to_the_system_message_or_the_latest_user_message() {
     let schema = title_schema();
     let mut cfg = config(0, false);
     cfg.request.messages.insert(0, ModelMessage::System("Be brief.".into()));
-    cfg.structured = Some(Rc::new(StructuredOutput::new(schema.clone(), false, opts(ErrorStrategy::Strict, Injection::System), None)));
+    cfg.structured = Some(Rc::new(StructuredOutput::new(
+        schema.clone(),
+        false,
+        opts(ErrorStrategy::Strict, Injection::System),
+        None,
+    )));
     let (script, _, _) = run_script(vec![text_reply(r#"{"title":"x"}"#)], cfg);
     let b = body(&script, 0);
     assert!(b.get("response_format").is_none());
@@ -174,12 +221,21 @@ fn prompt_injection_goes_to_the_system_message_or_the_latest_user_message() {
 fn options_are_checked_with_errors_naming_the_field() {
     let f = "options.structuredOutput";
     let err = |v: Value| parse_options(&v, f).unwrap_err().to_string();
-    assert_eq!(err(json!({ "errorStrategy": "loud" })), "options.structuredOutput.errorStrategy: expected 'strict', 'warn' or 'fallback', got 'loud'");
-    assert!(err(json!({ "errorStrategy": "fallback" })).starts_with("options.structuredOutput.fallbackValue: is required"));
-    assert!(err(json!({ "jsonPromptInjection": "everywhere" })).starts_with("options.structuredOutput.jsonPromptInjection: expected a boolean"));
+    assert_eq!(
+        err(json!({ "errorStrategy": "loud" })),
+        "options.structuredOutput.errorStrategy: expected 'strict', 'warn' or 'fallback', got 'loud'"
+    );
+    assert!(
+        err(json!({ "errorStrategy": "fallback" })).starts_with("options.structuredOutput.fallbackValue: is required")
+    );
+    assert!(err(json!({ "jsonPromptInjection": "everywhere" }))
+        .starts_with("options.structuredOutput.jsonPromptInjection: expected a boolean"));
     assert!(err(json!({ "instructions": 3 })).starts_with("options.structuredOutput.instructions:"));
-    assert!(err(json!({ "providerOptions": { "openai": 1 } })).starts_with("options.structuredOutput.providerOptions.openai:"));
-    let ok = parse_options(&json!({ "errorStrategy": "fallback", "fallbackValue": null, "jsonPromptInjection": true }), f).unwrap();
+    assert!(err(json!({ "providerOptions": { "openai": 1 } }))
+        .starts_with("options.structuredOutput.providerOptions.openai:"));
+    let ok =
+        parse_options(&json!({ "errorStrategy": "fallback", "fallbackValue": null, "jsonPromptInjection": true }), f)
+            .unwrap();
     assert_eq!(ok.strategy, ErrorStrategy::Fallback(Value::Null));
     assert_eq!(ok.injection, Injection::System);
     assert_eq!(parse_options(&json!({ "jsonPromptInjection": "auto" }), f).unwrap().injection, Injection::Native);
@@ -230,11 +286,21 @@ fn an_object_chunk_comes_just_before_the_delta_that_changed_the_partial_value() 
 #[test]
 fn partials_are_unwrapped_enums_match_one_value_and_strict_nulls_are_hidden() {
     let mood = json!({ "type": "string", "enum": ["happy", "hopeful", "sad"] });
-    let (_, sink, _) = run_script(vec![deltas(&["{\"result\":\"h", "o", "pef", "ul\"}"], "stop")], cfg_with(mood, ErrorStrategy::Strict, false));
+    let (_, sink, _) = run_script(
+        vec![deltas(&["{\"result\":\"h", "o", "pef", "ul\"}"], "stop")],
+        cfg_with(mood, ErrorStrategy::Strict, false),
+    );
     let objects: Vec<Value> = stream_of(&sink).into_iter().filter(|(k, _)| k == "object").map(|(_, v)| v).collect();
-    assert_eq!(objects, [json!("h"), json!("hopeful")], "\"ho\" matches one value only; later prefixes show it unchanged");
+    assert_eq!(
+        objects,
+        [json!("h"), json!("hopeful")],
+        "\"ho\" matches one value only; later prefixes show it unchanged"
+    );
     let list = json!({ "type": "array", "items": { "type": "object", "properties": { "n": { "type": "integer" } } } });
-    let (_, sink, out) = run_script(vec![deltas(&["{\"elements\":[{\"n\":1},", "{\"n\":null", "}]}"], "stop")], cfg_with(list, ErrorStrategy::Strict, true));
+    let (_, sink, out) = run_script(
+        vec![deltas(&["{\"elements\":[{\"n\":1},", "{\"n\":null", "}]}"], "stop")],
+        cfg_with(list, ErrorStrategy::Strict, true),
+    );
     let objects: Vec<Value> = stream_of(&sink).into_iter().filter(|(k, _)| k == "object").map(|(_, v)| v).collect();
     assert_eq!(objects, [json!([{ "n": 1 }]), json!([{ "n": 1 }, {}])]);
     assert_eq!(structured(&out).object, Some(json!([{ "n": 1 }, {}])));
@@ -244,7 +310,11 @@ fn partials_are_unwrapped_enums_match_one_value_and_strict_nulls_are_hidden() {
 fn each_step_starts_a_fresh_parser() {
     let mut cfg = cfg_with(title_schema(), ErrorStrategy::Strict, false);
     cfg.tools = vec![tool("weather")];
-    let first = ok_stream(&[super::delta("content", "{\"title\":\"draft"), super::tools::tool_call_event(0, "c1", "weather", r#"{"city":"Paris"}"#), super::finish("tool_calls")]);
+    let first = ok_stream(&[
+        super::delta("content", "{\"title\":\"draft"),
+        super::tools::tool_call_event(0, "c1", "weather", r#"{"city":"Paris"}"#),
+        super::finish("tool_calls"),
+    ]);
     let (_, sink, out) = run_script(vec![first, deltas(&["{\"title\":\"Final\"}"], "stop")], cfg);
     let objects: Vec<Value> = stream_of(&sink).into_iter().filter(|(k, _)| k == "object").map(|(_, v)| v).collect();
     assert_eq!(objects, [json!({ "title": "draft" }), json!({ "title": "Final" })]);
@@ -261,15 +331,41 @@ fn with_model(strategy: ErrorStrategy) -> RunConfig {
 
 #[test]
 fn a_structuring_model_turns_the_prose_answer_into_the_object_after_the_final_text_end() {
-    let main = ok_stream(&[super::delta("content", "Dune, by Frank Herbert, 412 pages."), super::finish("stop"), USAGE.into()]);
-    let structuring = ok_stream(&[super::delta("content", "{\"title\":\"Du"), super::delta("content", "ne\",\"pages\":412}"), super::finish("stop"), USAGE.into()]);
+    let main = ok_stream(&[
+        super::delta("content", "Dune, by Frank Herbert, 412 pages."),
+        super::finish("stop"),
+        USAGE.into(),
+    ]);
+    let structuring = ok_stream(&[
+        super::delta("content", "{\"title\":\"Du"),
+        super::delta("content", "ne\",\"pages\":412}"),
+        super::finish("stop"),
+        USAGE.into(),
+    ]);
     let (script, sink, out) = run_script(vec![main, structuring], with_model(ErrorStrategy::Strict));
     assert_eq!(
         sink.types(),
-        ["start", "step-start", "text-start", "text-delta", "text-end", "object", "object", "object-result", "step-finish", "finish"]
+        [
+            "start",
+            "step-start",
+            "text-start",
+            "text-delta",
+            "text-end",
+            "object",
+            "object",
+            "object-result",
+            "step-finish",
+            "finish"
+        ]
     );
     let chunks = sink.chunks.borrow();
-    assert_eq!(chunks[7], Chunk::ObjectResult { object: json!({ "title": "Dune", "pages": 412 }), metadata: Some(json!({ "from": "structured-output" })) });
+    assert_eq!(
+        chunks[7],
+        Chunk::ObjectResult {
+            object: json!({ "title": "Dune", "pages": 412 }),
+            metadata: Some(json!({ "from": "structured-output" }))
+        }
+    );
     assert_eq!(out.text(), "Dune, by Frank Herbert, 412 pages.", "the structuring call's text is not the run's");
     assert_eq!(out.total_usage.total_tokens, Some(20), "its usage is in totalUsage");
     assert_eq!(out.steps[0].usage.total_tokens, Some(10), "not in the step's");
@@ -279,7 +375,10 @@ fn a_structuring_model_turns_the_prose_answer_into_the_object_after_the_final_te
     assert!(system.starts_with("Be brief.\n\nAnother model will extract the fields"), "{system}");
     let s = body(&script, 1);
     assert_eq!(s["model"], "structurer");
-    assert_eq!(s["response_format"]["json_schema"]["strict"], true, "the structuring model's own rules (an openai/ model here)");
+    assert_eq!(
+        s["response_format"]["json_schema"]["strict"], true,
+        "the structuring model's own rules (an openai/ model here)"
+    );
     assert!(s["messages"][0]["content"].as_str().unwrap().starts_with("You are a data structuring assistant."));
     assert_eq!(s["messages"][1]["content"], "## Final answer\nDune, by Frank Herbert, 412 pages.");
 }
@@ -296,6 +395,9 @@ fn a_structuring_model_sees_the_tool_calls_and_its_failures_follow_the_strategy(
     assert!(transcript.ends_with("## Final answer\nIt is sunny."), "{transcript}");
     let chunks = sink.chunks.borrow();
     let result = chunks.iter().find(|c| c.type_name() == "object-result").unwrap();
-    assert_eq!(*result, Chunk::ObjectResult { object: json!({ "title": "?" }), metadata: Some(json!({ "fallback": true })) });
+    assert_eq!(
+        *result,
+        Chunk::ObjectResult { object: json!({ "title": "?" }), metadata: Some(json!({ "fallback": true })) }
+    );
     assert!(structured(&out).used_fallback);
 }

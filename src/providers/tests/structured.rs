@@ -25,7 +25,11 @@ fn request(model: &str, tools: bool) -> ModelRequest {
             ModelMessage::User(vec![UserPart::Text("first".into())]),
             ModelMessage::User(vec![UserPart::Text("Name this.".into())]),
         ],
-        tools: if tools { vec![ToolSpec { name: "w".into(), description: None, parameters: json!({ "type": "object" }) }] } else { vec![] },
+        tools: if tools {
+            vec![ToolSpec { name: "w".into(), description: None, parameters: json!({ "type": "object" }) }]
+        } else {
+            vec![]
+        },
         response_format: Some(format()),
         ..Default::default()
     }
