@@ -12,7 +12,9 @@ use wasm_bindgen::prelude::*;
 use super::convert::{error_to_js, from_json, js_kind, read, to_json, type_error, Data};
 use super::tools::{call_async, input_schema, issue_list, thrown_message};
 use crate::core::env::LocalFuture;
-use crate::core::run::structured::{parse_options, ObjectValidator, StructuredOptions, StructuredOutput};
+use crate::core::run::structured::{
+    parse_options, ObjectValidator, StructuredOptions, StructuredOutput, StructuringModel,
+};
 
 /// The data keys of `structuredOutput` besides `schema`.
 const KEYS: &[&str] = &["errorStrategy", "fallbackValue", "instructions", "jsonPromptInjection", "providerOptions"];
@@ -91,15 +93,16 @@ pub(crate) fn parse(
     let built = build(schema, standard, strict_target, opts);
     Ok(Some(match model {
         None => built,
-        Some((api, name, provider)) => {
-            let po = built
+        Some((model, model_id, provider)) => {
+            let provider_options = built
                 .options
                 .provider_options
                 .as_ref()
                 .and_then(|p| p.get(&provider))
                 .and_then(Value::as_object)
                 .cloned();
-            built.with_model(api, name, provider == "openai", po)
+            let use_agent = use_agent.as_bool() == Some(true);
+            built.with_model(StructuringModel { model, model_id, provider_options, use_agent }, provider == "openai")
         }
     }))
 }

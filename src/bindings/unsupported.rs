@@ -19,8 +19,8 @@ export interface StreamOptions {
   /**
    * The reply as JSON matching `schema`, validated: `object`, `objectStream`, `object` chunks
    * while it streams and `object-result` at the end. With `model`, a separate structuring call
-   * turns the agent's answer into the object; `useAgent` is not honoured yet (it adds an
-   * `unsupported-setting` warning).
+   * turns the agent's answer into the object (`useAgent`: that call also gets the memory
+   * thread's history).
    */
   structuredOutput?: {
     schema: ToolInputSchema;

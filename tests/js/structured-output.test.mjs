@@ -335,6 +335,22 @@ test('an AI SDK model object gets the schema as its responseFormat call option',
   assert.deepEqual(sent.json_schema.schema, BOOK);
 });
 
+test('structuredOutput.useAgent: the structuring call also gets the memory thread\'s history', T, async () => {
+  const memory = new Memory({ storage: new InMemoryStore() });
+  const thread = uid('thread');
+  const sid = uid('structurer');
+  const structurer = { id: 'openai/json', url: server.current.url, apiKey: 'k', api: 'chat', headers: { 'x-test-id': sid, 'x-script': 'json' } };
+  const { agent } = agentOn('text:Dune is by Frank Herbert.', { config: { memory } });
+  await (await agent.stream('Who wrote Dune?', { memory: { thread, resource: 'u1' } })).consumeStream();
+  const out = await agent.stream('Describe it.', { memory: { thread, resource: 'u1' }, structuredOutput: { schema: BOOK, model: structurer, useAgent: true } });
+  assert.deepEqual(await out.object, { title: 'example', tags: ['example'] });
+  assert.deepEqual((await out.warnings).map((w) => w.setting), [], 'useAgent is honoured');
+  const [s] = requestsOf(server.current, sid);
+  assert.deepEqual(s.body.messages.map((m) => m.role), ['system', 'user', 'assistant', 'user']);
+  assert.equal(s.body.messages[1].content, 'Who wrote Dune?');
+  assert.equal(s.body.messages[2].content, 'Dune is by Frank Herbert.');
+});
+
 test('bad structuredOutput options are TypeErrors naming the field', T, async () => {
   const { agent } = agentOn('json');
   const cases = [

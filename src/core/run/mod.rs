@@ -372,7 +372,11 @@ async fn run_steps(
             }
         }
         if let (false, Some(so)) = (go_on, &cfg.structured) {
-            let settled = abort.race(so.settle(&outcome.steps, sink, &cx)).await.ok_or(Stop::Aborted)?;
+            let history = match (&so.model, &cfg.memory, session.as_ref()) {
+                (Some(m), Some(mem), Some(s)) if m.use_agent => s.history_messages(mem.config.filter_incomplete_tool_calls),
+                _ => Vec::new(),
+            };
+            let settled = abort.race(so.settle(&outcome.steps, &history, sink, &cx)).await.ok_or(Stop::Aborted)?;
             outcome.total_usage = outcome.total_usage.add(&settled.usage);
             outcome.structured = Some(settled);
         }

@@ -19,7 +19,7 @@ use crate::core::error::AgentError;
 use crate::core::input::{join, kind, opt_str};
 use crate::core::json_stream::JsonStream;
 use crate::core::model::{FinishReason, ModelMessage, ModelRequest, ResponseFormat, Usage};
-use crate::core::model_api::{CallCx, ModelApi};
+use crate::core::model_api::CallCx;
 use crate::core::step::StepResult;
 use crate::core::structured_schema::{
     injection_text, is_strict_compatible, remove_nulls, strict_compatible, unwrap, unwrap_partial, wrap, RootShape,
@@ -152,21 +152,15 @@ impl StructuredOutput {
         StructuredOutput { schema, root, format, strict_form, options, validator, model: None }
     }
 
-    /// With a separate structuring model: the main model answers freely, and `model` (named
-    /// `model_id`; `strict_target` as in `new`) turns the run into the object. `instructions`
-    /// become that call's system prompt.
-    pub fn with_model(
-        mut self,
-        model: Rc<dyn ModelApi>,
-        model_id: String,
-        strict_target: bool,
-        provider_options: Option<Map<String, Value>>,
-    ) -> Self {
+    /// With a separate structuring model: the main model answers freely, and `model`
+    /// (`strict_target` as in `new`) turns the run into the object. `instructions` become that
+    /// call's system prompt.
+    pub fn with_model(mut self, model: StructuringModel, strict_target: bool) -> Self {
         let (wrapped, _) = wrap(&self.schema);
         let (format, strict_form) = format_for(&wrapped, strict_target, None);
         self.format = format;
         self.strict_form = strict_form;
-        self.model = Some(StructuringModel { model, model_id, provider_options });
+        self.model = Some(model);
         self
     }
 
@@ -229,7 +223,14 @@ impl StructuredOutput {
     /// After the final step's `text-end`, before its `step-finish`: `object-result`, or what the
     /// error strategy says instead. With a structuring model, its call happens here (its usage
     /// is in the result).
-    pub async fn settle(&self, steps: &[StepResult], sink: &dyn Sink, cx: &CallCx<'_>) -> StructuredResult {
+    /// `history`: the memory thread's loaded history, for a structuring model with `useAgent`.
+    pub async fn settle(
+        &self,
+        steps: &[StepResult],
+        history: &[ModelMessage],
+        sink: &dyn Sink,
+        cx: &CallCx<'_>,
+    ) -> StructuredResult {
         let mut out = StructuredResult::default();
         let last = steps.last();
         let (checked, from) = match &self.model {
@@ -238,7 +239,7 @@ impl StructuredOutput {
                 (self.check(text, reason, last.is_some_and(|s| !s.tool_calls.is_empty())).await, None)
             }
             Some(m) => {
-                let (answer, usage) = m.structure(self, steps, sink, cx).await;
+                let (answer, usage) = m.structure(self, steps, history, sink, cx).await;
                 out.usage = usage;
                 let checked = match answer {
                     Ok((text, reason)) => self.check(&text, reason, false).await,

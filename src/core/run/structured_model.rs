@@ -23,6 +23,8 @@ pub struct StructuringModel {
     pub model_id: String,
     /// `structuredOutput.providerOptions` of that model's provider.
     pub provider_options: Option<Map<String, Value>>,
+    /// `useAgent`: the call also gets the memory thread's history (read-only).
+    pub use_agent: bool,
 }
 
 /// What the main model's first system message gains.
@@ -81,15 +83,16 @@ impl StructuringModel {
         &self,
         so: &StructuredOutput,
         steps: &[StepResult],
+        history: &[ModelMessage],
         sink: &dyn Sink,
         cx: &CallCx<'_>,
     ) -> (Result<(String, FinishReason), AgentError>, Usage) {
         let request = ModelRequest {
             model_id: self.model_id.clone(),
-            messages: vec![
-                ModelMessage::System(system_prompt(so)),
-                ModelMessage::User(vec![UserPart::Text(transcript(steps))]),
-            ],
+            messages: std::iter::once(ModelMessage::System(system_prompt(so)))
+                .chain(history.iter().filter(|m| self.use_agent && !matches!(m, ModelMessage::System(_))).cloned())
+                .chain(std::iter::once(ModelMessage::User(vec![UserPart::Text(transcript(steps))])))
+                .collect(),
             response_format: Some(so.format.clone()),
             provider_options: self.provider_options.clone(),
             ..Default::default()

@@ -6,8 +6,8 @@ use serde_json::{json, Value};
 use super::tools::{calls_reply, text_reply, tool};
 use super::*;
 use crate::core::run::structured::{
-    parse_options, ErrorStrategy, Injection, StructuredOptions, StructuredOutput, PARSE_FAILED, TRUNCATED,
-    VALIDATION_FAILED,
+    parse_options, ErrorStrategy, Injection, StructuredOptions, StructuredOutput, StructuringModel, PARSE_FAILED,
+    TRUNCATED, VALIDATION_FAILED,
 };
 
 fn title_schema() -> Value {
@@ -325,7 +325,13 @@ fn with_model(strategy: ErrorStrategy) -> RunConfig {
     let mut cfg = config(0, false);
     cfg.request.messages.insert(0, ModelMessage::System("Be brief.".into()));
     let so = StructuredOutput::new(title_schema(), false, opts(strategy, Injection::Native), None);
-    cfg.structured = Some(Rc::new(so.with_model(http_model(endpoint(Api::Chat)), "structurer".into(), true, None)));
+    let model = StructuringModel {
+        model: http_model(endpoint(Api::Chat)),
+        model_id: "structurer".into(),
+        provider_options: None,
+        use_agent: false,
+    };
+    cfg.structured = Some(Rc::new(so.with_model(model, true)));
     cfg
 }
 
@@ -400,4 +406,49 @@ fn a_structuring_model_sees_the_tool_calls_and_its_failures_follow_the_strategy(
         Chunk::ObjectResult { object: json!({ "title": "?" }), metadata: Some(json!({ "fallback": true })) }
     );
     assert!(structured(&out).used_fallback);
+}
+
+#[test]
+fn use_agent_gives_the_structuring_call_the_threads_history() {
+    use crate::core::memory::{InMemoryStore, MemoryConfig, MemoryRun};
+    let store = Rc::new(InMemoryStore::new());
+    let memory = || MemoryRun {
+        store: store.clone(),
+        thread_id: "t1".into(),
+        resource_id: "u1".into(),
+        title: None,
+        metadata: None,
+        config: MemoryConfig::default(),
+        save_per_step: false,
+    };
+    let mut first = config(0, false);
+    first.memory = Some(memory());
+    run_script(vec![text_reply("Dune is by Frank Herbert.")], first);
+    for use_agent in [true, false] {
+        let mut cfg = config(0, false);
+        cfg.memory = Some(memory());
+        let so = StructuredOutput::new(title_schema(), false, opts(ErrorStrategy::Strict, Injection::Native), None);
+        let model = StructuringModel {
+            model: http_model(endpoint(Api::Chat)),
+            model_id: "s".into(),
+            provider_options: None,
+            use_agent,
+        };
+        cfg.structured = Some(Rc::new(so.with_model(model, false)));
+        let (script, _, out) =
+            run_script(vec![text_reply("It has 412 pages."), text_reply(r#"{"title":"Dune"}"#)], cfg);
+        assert_eq!(structured(&out).object, Some(json!({ "title": "Dune" })));
+        let roles: Vec<String> = body(&script, 1)["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap().to_string())
+            .collect();
+        if use_agent {
+            assert_eq!(roles, ["system", "user", "assistant", "user"], "the history goes before the transcript");
+            assert_eq!(body(&script, 1)["messages"][2]["content"], "Dune is by Frank Herbert.");
+        } else {
+            assert_eq!(roles, ["system", "user"]);
+        }
+    }
 }
