@@ -19,7 +19,8 @@ struct ValueSlot {
     created: bool,
     closed: bool,
     ctrl: Option<ReadableStreamDefaultController>,
-    pending: Vec<Value>,
+    /// What came before the stream was created (partials are shared with their chunks).
+    pending: Vec<Rc<Value>>,
 }
 
 #[derive(Default)]
@@ -39,22 +40,22 @@ impl ObjectStreams {
     /// Takes what an `object` or `object-result` chunk says. Enqueues outside the borrow: a
     /// piped stream runs user code inside `enqueue`.
     pub fn take(&self, chunk: &Chunk) {
-        let mut out: Vec<(bool, Value)> = Vec::new();
+        let mut out: Vec<(bool, Rc<Value>)> = Vec::new();
         {
             let mut st = self.st.borrow_mut();
             let (object, last) = match chunk {
-                Chunk::Object { object } => (object, false),
+                Chunk::Object { object } => {
+                    out.push((false, object.clone()));
+                    (&**object, false)
+                }
                 Chunk::ObjectResult { object, .. } => (object, true),
                 _ => return,
             };
-            if !last {
-                out.push((false, object.clone()));
-            }
             if let Value::Array(items) = object {
                 // A partial array's last element may still grow; the final value's are all done.
                 let done = if last { items.len() } else { items.len().saturating_sub(1) };
                 let from = st.elements_sent.min(done);
-                out.extend(items[from..done].iter().map(|v| (true, v.clone())));
+                out.extend(items[from..done].iter().map(|v| (true, Rc::new(v.clone()))));
                 st.elements_sent = st.elements_sent.max(done);
             }
         }
@@ -63,7 +64,7 @@ impl ObjectStreams {
         }
     }
 
-    fn push(&self, element: bool, v: Value) {
+    fn push(&self, element: bool, v: Rc<Value>) {
         let ctrl = {
             let mut st = self.st.borrow_mut();
             let slot = if element { &mut st.elements } else { &mut st.objects };

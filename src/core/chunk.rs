@@ -40,8 +40,9 @@ pub enum Chunk {
     Abort { reason: Option<String> },
     /// A provider event as the provider sent it (JSON text).
     Raw(String),
-    /// Structured output's partial value changed (SPEC §12.3). Top level: no `payload`.
-    Object { object: Value },
+    /// Structured output's partial value changed (SPEC §12.3). Top level: no `payload`. Shared:
+    /// the same partial also goes to `objectStream`.
+    Object { object: std::rc::Rc<Value> },
     /// Structured output's final value (`metadata: { fallback: true }` for the fallback value).
     ObjectResult { object: Value, metadata: Option<Value> },
 }
@@ -188,7 +189,7 @@ impl Chunk {
         let mut m = Map::new();
         match self {
             Chunk::Object { object } => {
-                m.insert("object".into(), object.clone());
+                m.insert("object".into(), Value::clone(object));
             }
             Chunk::ObjectResult { object, metadata } => {
                 m.insert("object".into(), object.clone());

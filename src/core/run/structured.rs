@@ -337,11 +337,11 @@ fn parse_final(text: &str) -> Result<Value, String> {
 #[derive(Default)]
 pub(super) struct Partials {
     parser: JsonStream,
-    last: Option<Value>,
+    last: Option<Rc<Value>>,
 }
 
 impl Partials {
-    pub(super) fn feed(&mut self, so: &StructuredOutput, delta: &str) -> Option<Value> {
+    pub(super) fn feed(&mut self, so: &StructuredOutput, delta: &str) -> Option<Rc<Value>> {
         if !self.parser.feed(delta) {
             return None;
         }
@@ -349,9 +349,13 @@ impl Partials {
         if so.strict_form {
             remove_nulls(&mut shown, &so.schema);
         }
-        if self.last.as_ref() == Some(&shown) {
+        // A changed object or array is a changed view, unless removing `null`s hid the change;
+        // an enum's view changes less often than its prefix.
+        let may_repeat = so.strict_form || matches!(so.root, RootShape::Enum(_));
+        if may_repeat && self.last.as_deref() == Some(&shown) {
             return None;
         }
+        let shown = Rc::new(shown);
         self.last = Some(shown.clone());
         Some(shown)
     }

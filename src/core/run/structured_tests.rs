@@ -247,7 +247,7 @@ fn stream_of(sink: &Collect) -> Vec<(String, Value)> {
         .borrow()
         .iter()
         .filter_map(|c| match c {
-            Chunk::Object { object } => Some(("object".into(), object.clone())),
+            Chunk::Object { object } => Some(("object".into(), Value::clone(object))),
             Chunk::TextDelta { text, .. } => Some(("text".into(), Value::from(text.as_str()))),
             _ => None,
         })
