@@ -128,7 +128,7 @@ impl Agent {
             None => {
                 let (mut endpoint, name) = registry::resolve_in(&m.id, m.url.clone(), m.api_key.clone(), m.headers.clone(), &crate::platform::env_var, "config.model", crate::platform::in_workerd())
                     .map_err(|e| error_to_js(&e))?;
-                endpoint.api = choose_api(endpoint.api, m.api.as_deref())?;
+                endpoint.api = choose_api(endpoint.api, m.api.as_deref(), "config.model.api")?;
                 crate::providers::check_available(endpoint.api, "config.model").map_err(|e| error_to_js(&e))?;
                 browser_headers(&mut endpoint);
                 let provider = endpoint.provider.clone();
@@ -461,6 +461,7 @@ impl Agent {
             transport: call.transport.clone(),
             // A continuation turn (untilIdle) has the first turn's options, which told them.
             setting_warnings: if directive.is_none() { call.setting_warnings.clone() } else { Vec::new() },
+            structured: call.structured.clone(),
         };
         let approvals = Rc::new(Approvals::default());
         inner.runs.borrow_mut().push((run_id.clone(), approvals.clone()));
@@ -500,11 +501,11 @@ fn recover_tasks(m: &Rc<Manager>, memory: Option<&Rc<MemoryInner>>, agent_id: &s
 }
 
 /// `api: 'chat' | 'responses'` picks the wire protocol of an OpenAI-compatible provider.
-fn choose_api(default: Api, asked: Option<&str>) -> Result<Api, JsValue> {
+pub(crate) fn choose_api(default: Api, asked: Option<&str>, field: &str) -> Result<Api, JsValue> {
     match (default, asked) {
         (d, None) => Ok(d),
         (Api::Chat | Api::Responses, Some("chat")) => Ok(Api::Chat),
         (Api::Chat | Api::Responses, Some("responses")) => Ok(Api::Responses),
-        (_, Some(a)) => Err(type_error("config.model.api", &format!("'{a}' applies to OpenAI-compatible providers only; this provider has its own API"))),
+        (_, Some(a)) => Err(type_error(field, &format!("'{a}' applies to OpenAI-compatible providers only; this provider has its own API"))),
     }
 }

@@ -5,6 +5,7 @@
 use std::cell::RefCell;
 
 use js_sys::JSON;
+use serde_json::Value;
 use wasm_bindgen::JsValue;
 
 use crate::core::chunk::{push_json_str, Chunk};
@@ -45,6 +46,23 @@ impl ChunkWriter {
         buf.push_str(chunk.type_name());
         buf.push('"');
         buf.push_str(if chunk.from() == "USER" { &self.envelope_user } else { &self.envelope });
+        if matches!(chunk, Chunk::Object { .. } | Chunk::ObjectResult { .. }) {
+            // `{ type, runId, from, object, metadata? }`: the envelope without `payload`.
+            let envelope = &self.envelope;
+            let at = buf.len() - envelope.len();
+            buf.truncate(at);
+            buf.push_str(&envelope[..envelope.len() - "\"payload\":".len()]);
+            match chunk {
+                // The hot path of structured output: the partial written once, without a copy.
+                Chunk::Object { object } => {
+                    buf.push_str("\"object\":");
+                    buf.push_str(&object.to_string());
+                    buf.push('}');
+                }
+                other => buf.push_str(&Value::Object(other.top_level().unwrap_or_default()).to_string()[1..]),
+            }
+            return JSON::parse(&buf).unwrap_or(JsValue::NULL);
+        }
         match chunk {
             Chunk::TextDelta { id, text } | Chunk::ReasoningDelta { id, text } => {
                 buf.push_str("{\"id\":");

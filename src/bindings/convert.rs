@@ -327,6 +327,13 @@ pub fn error_to_js(e: &AgentError) -> JsValue {
     if let Some(code) = e.storage_code() {
         let _ = Reflect::set(&err, &"code".into(), &JsValue::from_str(code));
     }
+    if let AgentError::StructuredOutput { code, value, .. } = e {
+        let details = js_sys::Object::new();
+        let _ = Reflect::set(&details, &"value".into(), &JsValue::from_str(value));
+        let _ = Reflect::set(&err, &"code".into(), &JsValue::from_str(code));
+        let _ = Reflect::set(&err, &"id".into(), &JsValue::from_str(code));
+        let _ = Reflect::set(&err, &"details".into(), &details);
+    }
     if let AgentError::ApiCall { retryable, .. } = e {
         let _ = Reflect::set(&err, &"isRetryable".into(), &JsValue::from_bool(*retryable));
     }

@@ -9,10 +9,12 @@ pub mod host;
 pub mod mastra;
 pub mod options;
 pub mod memory;
+pub mod object_streams;
 pub mod output;
 pub mod report;
 pub mod run;
 pub mod stop;
+pub mod structured;
 pub mod tool_types;
 pub mod tools;
 pub mod unsupported;
@@ -332,6 +334,10 @@ export interface FullOutput {
   response: ResponseInfo;
   messages: ModelMessage[];
   error?: { name: string; message: string; status?: number; body?: string; code?: StorageErrorCode };
+  /** `structuredOutput`: the validated value (absent with `errorStrategy: 'warn'` after a failure). */
+  object?: any;
+  /** `structuredOutput`: whether `object` is the `fallbackValue`. */
+  usedFallbackValue?: boolean;
 }
 
 type Envelope<T extends string, P> = { type: T; runId: string; from: 'AGENT' | 'USER' | 'SYSTEM' | 'WORKFLOW'; payload: P };
@@ -366,7 +372,9 @@ export type ChunkType =
       totalUsage: Usage;
     }>
   | Envelope<'finish', { stepResult: { reason: FinishReason }; output: { usage: Usage }; totalUsage: Usage; metadata: { modelId?: string } }>
-  | Envelope<'error', { error: { name: string; message: string; status?: number; body?: string; code?: StorageErrorCode } }>
+  | { type: 'object'; runId: string; from: 'AGENT'; object: any }
+  | { type: 'object-result'; runId: string; from: 'AGENT'; object: any; metadata?: { fallback?: boolean } }
+  | Envelope<'error', { error: { name: string; message: string; status?: number; body?: string; code?: StorageErrorCode | StructuredOutputErrorCode; id?: StructuredOutputErrorCode; details?: { value: string } } }>
   | Envelope<'abort', { reason?: string }>
   | Envelope<'raw', unknown>;
 "#;

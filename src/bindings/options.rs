@@ -122,6 +122,8 @@ pub(crate) struct CallSetup {
     pub transport: Transport,
     pub max_retries: u32,
     pub max_steps: u32,
+    /// `structuredOutput` (or the deprecated `output`).
+    pub structured: Option<Rc<crate::core::run::structured::StructuredOutput>>,
 }
 
 /// `generateTitle`: with which model (the run's when `None`) and instructions.
@@ -150,7 +152,13 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
     check_functions(options, "options")?;
     super::unsupported::warn_unknown_keys(options, &stream_keys(), "agent.stream() options", None);
     let call = Data::pick(options, OPTION_KEYS, "options").map_err(js_err)?;
-    let merged = merge_options(agent.data, &call.tree);
+    let structured = super::structured::parse(options, agent.options, agent.provider == "openai")?;
+    let mut merged = merge_options(agent.data, &call.tree);
+    // `structuredOutput.providerOptions` go over the call's on every step (without a
+    // structuring model, whose call they are then).
+    if let Some(po) = structured.as_ref().filter(|s| s.model.is_none()).and_then(|s| s.options.provider_options.clone()) {
+        merged = merge_options(&merged, &serde_json::json!({ "providerOptions": po }));
+    }
     let opts = call.parse(|_| parse_call_options(&merged, "options")).map_err(js_err)?;
     let opt = |k: &str| option_or_default(options, agent.options, k);
     let mut tools = agent.tools.to_vec();
@@ -220,6 +228,7 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
         transport,
         max_retries,
         max_steps,
+        structured: structured.map(Rc::new),
     })
 }
 
@@ -297,17 +306,25 @@ fn title_setting(memory_opt: &JsValue, mem: &MemoryInner) -> Result<Option<Title
     let model = match model {
         None => None,
         Some(m) => {
-            let path = format!("{field}.model");
-            let mc = crate::core::options::parse_model_config(&m, &path).map_err(|e| error_to_js(&e))?;
-            let (mut endpoint, model) =
-                registry::resolve_in(&mc.id, mc.url, mc.api_key, mc.headers, &crate::platform::env_var, &path, crate::platform::in_workerd()).map_err(|e| error_to_js(&e))?;
-            crate::providers::check_available(endpoint.api, &path).map_err(|e| error_to_js(&e))?;
-            browser_headers(&mut endpoint);
-            Some((http_model(endpoint), model))
+            let (api, model, _) = resolve_model(&m, &format!("{field}.model"))?;
+            Some((api, model))
         }
     };
     let instructions = instructions.unwrap_or_else(|| DEFAULT_TITLE_INSTRUCTIONS.to_string());
     Ok(Some(TitleSetting { model, instructions }))
+}
+
+/// A model given in options (`'provider/model'` or `{ id, url, apiKey, headers }`) at `path`:
+/// the model, its name, and its provider prefix.
+pub(crate) fn resolve_model(m: &Value, path: &str) -> Result<(Rc<dyn ModelApi>, String, String), JsValue> {
+    let mc = crate::core::options::parse_model_config(m, path).map_err(|e| error_to_js(&e))?;
+    let (mut endpoint, model) =
+        registry::resolve_in(&mc.id, mc.url, mc.api_key, mc.headers, &crate::platform::env_var, path, crate::platform::in_workerd()).map_err(|e| error_to_js(&e))?;
+    endpoint.api = super::agent::choose_api(endpoint.api, mc.api.as_deref(), &format!("{path}.api"))?;
+    crate::providers::check_available(endpoint.api, path).map_err(|e| error_to_js(&e))?;
+    browser_headers(&mut endpoint);
+    let provider = endpoint.provider.clone();
+    Ok((http_model(endpoint), model, provider))
 }
 
 /// `untilIdle: true | { maxIdleMs }`: the idle timeout, or `None` when not asked for.

@@ -12,6 +12,7 @@ use wasm_bindgen::prelude::*;
 use web_sys::{ReadableStream, ReadableStreamDefaultController};
 
 use super::chunk_js::ChunkWriter;
+use super::object_streams::ObjectStreams;
 use crate::core::abort::AbortFlag;
 use crate::core::chunk::Chunk;
 
@@ -56,6 +57,9 @@ struct State {
     pending: Vec<(&'static str, Function, Function)>,
     /// `consumeStream()` promises, resolved when the streams close.
     drained: Vec<Function>,
+    /// Structured output failed with `errorStrategy: 'strict'`: `object` and `getFullOutput()`
+    /// reject with this, the other promises resolve.
+    object_error: Option<JsValue>,
 }
 
 pub struct Shared {
@@ -67,6 +71,8 @@ pub struct Shared {
     /// The run ids of the turns, when the model calls go on WebSockets (whose sockets
     /// `output.transport.close()` closes).
     socket_runs: RefCell<Option<Vec<String>>>,
+    /// `objectStream` and `elementStream`.
+    objects: Rc<ObjectStreams>,
 }
 
 impl Shared {
@@ -78,6 +84,7 @@ impl Shared {
             run_id,
             writers: RefCell::new(vec![writer]),
             socket_runs: RefCell::new(None),
+            objects: Rc::default(),
         })
     }
 
@@ -119,6 +126,9 @@ impl Shared {
     /// or through a `TransformStream` runs the user's `write()`/`transform()` inside `enqueue`,
     /// and that code may read this output (`out.text`, `out.usage`, …).
     pub fn deliver(&self, chunk: Chunk, js: Option<JsValue>) {
+        if matches!(chunk, Chunk::Object { .. } | Chunk::ObjectResult { .. }) {
+            self.objects.take(&chunk);
+        }
         let turn = self.turn();
         let (text, full) = {
             let mut st = self.st.borrow_mut();
@@ -164,14 +174,22 @@ impl Shared {
                 return;
             }
             st.result = Some(result.clone());
-            std::mem::take(&mut st.pending)
+            (std::mem::take(&mut st.pending), st.object_error.clone())
         };
+        let (pending, object_error) = pending;
         for (field, resolve, reject) in pending {
-            settle(&result, field, &resolve, &reject);
+            settle(&for_field(&result, object_error.as_ref(), field), field, &resolve, &reject);
         }
     }
 
+    /// Structured output failed (`errorStrategy: 'strict'`): `object` and `getFullOutput()`
+    /// will reject with `error`. Called before the promises settle.
+    pub fn fail_object(&self, error: JsValue) {
+        self.st.borrow_mut().object_error = Some(error);
+    }
+
     pub fn close_streams(&self) {
+        self.objects.close();
         let (ctrls, drained) = {
             let mut st = self.st.borrow_mut();
             ([st.full.close(), st.text.close()], std::mem::take(&mut st.drained))
@@ -244,7 +262,7 @@ impl Shared {
             self.st.borrow_mut().promises.push((field, promise.clone()));
             return promise;
         }
-        let done = self.st.borrow().result.clone();
+        let done = self.st.borrow().result.clone().map(|r| for_field(&r, self.st.borrow().object_error.as_ref(), field));
         let promise = match done {
             Some(result) => Promise::new(&mut |resolve, reject| settle(&result, field, &resolve, &reject)),
             None => {
@@ -270,6 +288,15 @@ fn cancel_slot(weak: &Weak<Shared>, text: bool) {
     };
     if all_cancelled {
         me.abort.abort(Some("the stream was cancelled".into()));
+    }
+}
+
+/// The result a promise of `field` settles with: a strict structured-output failure rejects
+/// `object` and the full output only.
+fn for_field(result: &Result<JsValue, JsValue>, object_error: Option<&JsValue>, field: &str) -> Result<JsValue, JsValue> {
+    match (object_error, field) {
+        (Some(e), "" | "object") if result.is_ok() => Err(e.clone()),
+        _ => result.clone(),
     }
 }
 
@@ -420,10 +447,43 @@ impl AgentStreamOutput {
         self.shared.promise("warnings")
     }
 
-    /// Structured output arrives in a later version; resolves to `undefined`.
-    #[wasm_bindgen(getter, unchecked_return_type = "Promise<unknown>")]
+    /// The structured output's validated value (`structuredOutput`); `undefined` without it.
+    /// Rejects with a `StructuredOutputError` when it failed under `errorStrategy: 'strict'`.
+    #[wasm_bindgen(getter, unchecked_return_type = "Promise<any>")]
     pub fn object(&self) -> Promise {
         self.shared.promise("object")
+    }
+
+    /// Each partial object while the reply streams, then closes. Readable once.
+    #[wasm_bindgen(getter = objectStream, unchecked_return_type = "ReadableStream<any> & AsyncIterable<any>")]
+    pub fn object_stream(&self) -> Result<ReadableStream, JsValue> {
+        self.take_object_stream(false)
+    }
+
+    /// For an array schema: each completed element once. Readable once.
+    #[wasm_bindgen(getter = elementStream, unchecked_return_type = "ReadableStream<any> & AsyncIterable<any>")]
+    pub fn element_stream(&self) -> Result<ReadableStream, JsValue> {
+        self.take_object_stream(true)
+    }
+
+    fn take_object_stream(&self, element: bool) -> Result<ReadableStream, JsValue> {
+        if self.shared.objects.created(element) {
+            let name = if element { "elementStream" } else { "objectStream" };
+            return Err(js_sys::Error::new(&format!("{name} can be read once: keep the stream you got from the first access")).into());
+        }
+        Ok(self.shared.objects.stream(element))
+    }
+
+    /// Whether `object` is `structuredOutput.fallbackValue` (final once the stream has ended).
+    #[wasm_bindgen(getter = usedFallbackValue)]
+    pub fn used_fallback_value(&self) -> bool {
+        let st = self.shared.st.borrow();
+        let full = match &st.result {
+            Some(Ok(full)) => full.clone(),
+            _ => return false,
+        };
+        drop(st);
+        Reflect::get(&full, &"usedFallbackValue".into()).map(|v| v.is_truthy()).unwrap_or(false)
     }
 
     /// Everything at once; rejects with the run's error when it failed.

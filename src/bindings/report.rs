@@ -7,13 +7,23 @@ use wasm_bindgen::JsCast;
 
 /// `console.error(...args)` of the global object; nothing where there is no console.
 fn console_error(args: &js_sys::Array) {
+    console_call("error", args);
+}
+
+/// `console[method](...args)`; a console method that throws is ignored.
+fn console_call(method: &str, args: &js_sys::Array) {
     let console = Reflect::get(&js_sys::global(), &"console".into()).unwrap_or(JsValue::UNDEFINED);
     if !console.is_object() {
         return;
     }
-    if let Ok(error) = Reflect::get(&console, &"error".into()).and_then(|f| f.dyn_into::<Function>()) {
-        let _ = error.apply(&console, args);
+    if let Ok(f) = Reflect::get(&console, &method.into()).and_then(|f| f.dyn_into::<Function>()) {
+        let _ = f.apply(&console, args);
     }
+}
+
+/// `console.warn(line)`.
+pub fn warn(line: &str) {
+    console_call("warn", &js_sys::Array::of1(&line.into()));
 }
 
 /// A user callback threw or its promise rejected: said once, with the callback's name and the

@@ -173,6 +173,21 @@ async fn settle_first(
             Err(err)
         }
         None => {
+            let structured = outcome.structured.as_ref();
+            if let Some(line) = structured.and_then(|s| s.warning.as_ref()) {
+                super::report::warn(&format!("wasm-agent: {line}"));
+            }
+            if let Some(e) = structured.and_then(|s| s.error.as_ref()) {
+                // `errorStrategy: 'strict'`: the run ends as usual, but its object failed.
+                let err = error_to_js(e);
+                sink.shared.fail_object(err.clone());
+                if let Some(f) = &cb.on_error {
+                    let arg = Object::new();
+                    let _ = Reflect::set(&arg, &"error".into(), &err);
+                    cut_short(call_and_wait_abortable("onError", f, &arg, abort).await);
+                }
+                return Ok(full);
+            }
             if outcome.aborted.is_some() {
                 if let Some(f) = &cb.on_abort {
                     call_and_wait("onAbort", f, &full).await;

@@ -56,7 +56,7 @@ pub fn parse_tool(name: &str, v: &JsValue, path: &str, client: bool) -> Result<J
     if execute.is_none() && !client {
         return Err(type_error(&join(path, "execute"), "is required: a function (input, context) => result (a tool without execute belongs in clientTools)"));
     }
-    let (parameters, standard) = input_schema(&field("inputSchema")?, &join(path, "inputSchema"))?;
+    let (parameters, standard) = input_schema(&field("inputSchema")?, &join(path, "inputSchema"), "draft-2020-12")?;
     // Not used by this version, but a value that is no schema at all is a mistake worth naming.
     let output_schema = field("outputSchema")?;
     if !(output_schema.is_undefined() || output_schema.is_null() || output_schema.is_object()) {
@@ -88,8 +88,9 @@ pub fn parse_tool(name: &str, v: &JsValue, path: &str, client: bool) -> Result<J
     })
 }
 
-/// The JSON Schema for the model, and the Standard Schema object when there is one.
-fn input_schema(v: &JsValue, path: &str) -> Result<(Value, Option<JsValue>), JsValue> {
+/// The JSON Schema for the model, and the Standard Schema object when there is one (`target`:
+/// the JSON Schema draft a Standard JSON Schema is asked for).
+pub(crate) fn input_schema(v: &JsValue, path: &str, target: &str) -> Result<(Value, Option<JsValue>), JsValue> {
     let empty = serde_json::json!({ "type": "object", "properties": {} });
     if v.is_undefined() || v.is_null() {
         return Ok((empty, None));
@@ -100,7 +101,7 @@ fn input_schema(v: &JsValue, path: &str) -> Result<(Value, Option<JsValue>), JsV
         let json_schema = get(&standard, "jsonSchema");
         let from_standard = get(&json_schema, "input").dyn_into::<Function>().ok().and_then(|f| {
             let opts = Object::new();
-            let _ = Reflect::set(&opts, &"target".into(), &"draft-2020-12".into());
+            let _ = Reflect::set(&opts, &"target".into(), &target.into());
             f.call1(&json_schema, &opts).ok()
         });
         let js_schema = from_standard
@@ -252,7 +253,12 @@ pub async fn standard_validate(tool: &JsTool, args: &Value) -> Result<JsValue, S
     if !issues.is_object() {
         return Ok(get(&result, "value"));
     }
-    let issues: Array = issues.unchecked_into();
+    let parts: Vec<String> = issue_list(&issues.unchecked_into()).into_iter().map(|(path, message)| format!("{path}: {message}")).collect();
+    Err(format!("Invalid arguments for tool '{}': {}. Fix the arguments and call the tool again.", tool.def.name, parts.join("; ")))
+}
+
+/// A Standard Schema's `issues` (at most 20) as (path, message): the path in `$.items[2].city` form.
+pub(crate) fn issue_list(issues: &Array) -> Vec<(String, String)> {
     let mut parts = Vec::new();
     for issue in issues.iter().take(20) {
         let mut path = String::from("$");
@@ -268,9 +274,9 @@ pub async fn standard_validate(tool: &JsTool, args: &Value) -> Result<JsValue, S
                 }
             }
         }
-        parts.push(format!("{path}: {}", get(&issue, "message").as_string().unwrap_or_default()));
+        parts.push((path, get(&issue, "message").as_string().unwrap_or_default()));
     }
-    Err(format!("Invalid arguments for tool '{}': {}. Fix the arguments and call the tool again.", tool.def.name, parts.join("; ")))
+    parts
 }
 
 /// Runs `execute(input, context)`, forwarding what the tool writes while it runs.

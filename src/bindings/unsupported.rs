@@ -17,7 +17,12 @@ use crate::core::unsupported::{console_lines, setting_warnings};
 #[wasm_bindgen(typescript_custom_section)]
 const TS_UNSUPPORTED: &'static str = r#"
 export interface StreamOptions {
-  /** Not honoured yet (adds an `unsupported-setting` warning): the reply stays plain text. */
+  /**
+   * The reply as JSON matching `schema`, validated: `object`, `objectStream`, `object` chunks
+   * while it streams and `object-result` at the end. With `model`, a separate structuring call
+   * turns the agent's answer into the object (`useAgent`: that call also gets the memory
+   * thread's history).
+   */
   structuredOutput?: {
     schema: ToolInputSchema;
     errorStrategy?: 'strict' | 'warn' | 'fallback';
@@ -26,8 +31,9 @@ export interface StreamOptions {
     jsonPromptInjection?: boolean | 'system' | 'inline' | 'auto';
     model?: ModelConfig;
     providerOptions?: Record<string, Record<string, unknown>>;
+    useAgent?: boolean;
   };
-  /** @deprecated Use `structuredOutput`. Not honoured yet (adds an `unsupported-setting` warning). */
+  /** @deprecated Use `structuredOutput: { schema }`, which this means. */
   output?: ToolInputSchema;
   /** Not honoured yet (adds an `unsupported-setting` warning): the messages reach the model as given. */
   inputProcessors?: unknown[];
@@ -73,6 +79,12 @@ export interface StreamOptions {
   /** Not honoured yet (adds an `unsupported-setting` warning): chunks are not logged for reconnecting. */
   reconnectable?: boolean | { retainMs?: number };
 }
+
+/** `error.code` (and `error.id`) of a `StructuredOutputError`. */
+export type StructuredOutputErrorCode =
+  | 'STRUCTURED_OUTPUT_PARSE_FAILED'
+  | 'STRUCTURED_OUTPUT_SCHEMA_VALIDATION_FAILED'
+  | 'STRUCTURED_OUTPUT_TRUNCATED';
 
 export interface MemoryOptions {
   /** Not honoured yet (adds an `unsupported-setting` warning): only the last messages are loaded. */

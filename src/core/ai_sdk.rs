@@ -238,6 +238,8 @@ fn parts_of(chunk: &Value, state: &mut UiState) -> Vec<Value> {
             out.push(part("error", vec![("errorText", text.into())]));
         }
         "abort" => out.push(part("abort", vec![])),
+        // Structured output: partial `object` chunks have no part; the final value is a data part.
+        "object-result" => out.push(part("data-object", vec![("data", chunk.get("object").cloned().unwrap_or(Value::Null))])),
         // `finishReason` as `ai` sends it (useChat hands it to `onFinish`); one of its values.
         "finish" => {
             let reason = p.get("stepResult").and_then(|r| str_at(r, "reason"));

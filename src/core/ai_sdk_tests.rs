@@ -470,11 +470,10 @@ fn arguments_that_are_not_json_become_tool_input_error_then_tool_output_error() 
 }
 
 #[test]
-fn raw_structured_output_sources_and_unknown_chunks_have_no_part() {
+fn raw_partial_objects_sources_and_unknown_chunks_have_no_part() {
     for chunk in [
         js(Chunk::Raw("{\"id\":1}".into())),
         json!({ "type": "object", "runId": RUN, "from": "AGENT", "object": { "a": 1 } }),
-        json!({ "type": "object-result", "runId": RUN, "from": "AGENT", "object": { "a": 1 } }),
         json!({ "type": "source", "runId": RUN, "from": "AGENT", "payload": { "url": "https://example.com" } }),
         json!({ "type": "something-new", "payload": {} }),
         json!({ "no": "type" }),
@@ -483,6 +482,12 @@ fn raw_structured_output_sources_and_unknown_chunks_have_no_part() {
     ] {
         assert_eq!(one(chunk.clone()), Vec::<Value>::new(), "{chunk}");
     }
+}
+
+#[test]
+fn object_result_is_a_data_object_part() {
+    let chunk = json!({ "type": "object-result", "runId": RUN, "from": "AGENT", "object": { "a": 1 }, "metadata": { "fallback": true } });
+    assert_eq!(one(chunk), vec![json!({ "type": "data-object", "data": { "a": 1 } })]);
 }
 
 #[test]

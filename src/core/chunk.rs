@@ -40,6 +40,11 @@ pub enum Chunk {
     Abort { reason: Option<String> },
     /// A provider event as the provider sent it (JSON text).
     Raw(String),
+    /// Structured output's partial value changed (SPEC §12.3). Top level: no `payload`. Shared:
+    /// the same partial also goes to `objectStream`.
+    Object { object: std::rc::Rc<Value> },
+    /// Structured output's final value (`metadata: { fallback: true }` for the fallback value).
+    ObjectResult { object: Value, metadata: Option<Value> },
 }
 
 /// What `tool-call-approval` says the resume data looks like (a JSON Schema, as text).
@@ -82,6 +87,8 @@ impl Chunk {
             Chunk::Error(_) => "error",
             Chunk::Abort { .. } => "abort",
             Chunk::Raw(_) => "raw",
+            Chunk::Object { .. } => "object",
+            Chunk::ObjectResult { .. } => "object-result",
         }
     }
 
@@ -172,7 +179,27 @@ impl Chunk {
                 None => json!({}),
             },
             Chunk::Raw(text) => Value::String(text.clone()),
+            Chunk::Object { .. } | Chunk::ObjectResult { .. } => Value::Object(self.top_level().unwrap_or_default()),
         }
+    }
+
+    /// The fields of a chunk that carries them beside `type`, `runId` and `from` instead of in
+    /// a `payload` (structured output's, as in the reference).
+    pub fn top_level(&self) -> Option<Map<String, Value>> {
+        let mut m = Map::new();
+        match self {
+            Chunk::Object { object } => {
+                m.insert("object".into(), Value::clone(object));
+            }
+            Chunk::ObjectResult { object, metadata } => {
+                m.insert("object".into(), object.clone());
+                if let Some(meta) = metadata {
+                    m.insert("metadata".into(), meta.clone());
+                }
+            }
+            _ => return None,
+        }
+        Some(m)
     }
 }
 
@@ -229,6 +256,11 @@ pub fn error_json(e: &AgentError) -> Value {
     }
     if let Some(code) = e.storage_code() {
         m.insert("code".into(), code.into());
+    }
+    if let AgentError::StructuredOutput { code, value, .. } = e {
+        m.insert("code".into(), (*code).into());
+        m.insert("id".into(), (*code).into());
+        m.insert("details".into(), json!({ "value": value }));
     }
     Value::Object(m)
 }

@@ -24,6 +24,8 @@ pub enum AgentError {
     /// Memory storage failed; `kind` is what JavaScript reads as `error.code`.
     Storage { message: String, kind: StorageKind },
     Validation { message: String },
+    /// Structured output failed (SPEC §12.4): `code` says how, `value` is the model's raw text.
+    StructuredOutput { code: &'static str, message: String, value: String },
 }
 
 /// What kind of storage failure a `StorageError` is (`error.code` in JavaScript), so callers can
@@ -124,6 +126,7 @@ impl AgentError {
             AgentError::Tool { .. } => "ToolError",
             AgentError::Storage { .. } => "StorageError",
             AgentError::Validation { .. } => "ValidationError",
+            AgentError::StructuredOutput { .. } => "StructuredOutputError",
         }
     }
 
@@ -159,7 +162,8 @@ impl fmt::Display for AgentError {
             AgentError::Abort { reason: None } => f.write_str("The run was aborted"),
             AgentError::Tool { message }
             | AgentError::Storage { message, .. }
-            | AgentError::Validation { message } => f.write_str(message),
+            | AgentError::Validation { message }
+            | AgentError::StructuredOutput { message, .. } => f.write_str(message),
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod retry;
 pub mod run;
 pub mod schema;
 pub mod step;
+pub mod structured_schema;
 pub mod tools;
 pub mod transport;
 pub mod unsupported;

@@ -117,6 +117,40 @@ pub struct ModelRequest {
     pub tool_choice: Option<ToolChoice>,
     /// `providerOptions` of this provider, passed through to the request body.
     pub provider_options: Option<serde_json::Map<String, Value>>,
+    /// Structured output (SPEC §12.2): the reply must be JSON matching a schema.
+    pub response_format: Option<ResponseFormat>,
+}
+
+/// "Answer in JSON matching `schema`", as a provider-neutral request field. A provider with a
+/// native JSON-schema mode sends it there; one without appends `inline_text` to the latest user
+/// message instead (`ResponseFormat::inline_into`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResponseFormat {
+    /// `response`: the name the schema goes by.
+    pub name: String,
+    pub schema: Value,
+    /// `structuredOutput.instructions`, as the format's description.
+    pub description: Option<String>,
+    /// Whether the schema is strict-compatible, so the provider may enforce it exactly.
+    pub strict: bool,
+    /// What to tell the model in words when the schema cannot go natively.
+    pub inline_text: String,
+}
+
+impl ResponseFormat {
+    /// The messages with `inline_text` as a last text part of the latest user message (this
+    /// request only; a prompt without a user message gets one).
+    pub fn inline_into(&self, messages: &[ModelMessage]) -> Vec<ModelMessage> {
+        let mut out = messages.to_vec();
+        match out.iter_mut().rev().find_map(|m| match m {
+            ModelMessage::User(parts) => Some(parts),
+            _ => None,
+        }) {
+            Some(parts) => parts.push(UserPart::Text(self.inline_text.clone())),
+            None => out.push(ModelMessage::User(vec![UserPart::Text(self.inline_text.clone())])),
+        }
+        out
+    }
 }
 
 /// A non-fatal note about the request, e.g. a setting the provider does not support.

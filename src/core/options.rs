@@ -270,6 +270,7 @@ pub fn build_request(model_name: &str, prompt: Vec<ModelMessage>, opts: &CallOpt
         settings: opts.model_settings.clone(),
         tools: Vec::new(),
         tool_choice: None,
+        response_format: None,
         // The transport's own keys configure the client, not the model.
         provider_options: opts.provider_options.as_ref().and_then(|p| p.get(provider)).and_then(|v| v.as_object()).map(|o| {
             let mut o = o.clone();

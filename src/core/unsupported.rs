@@ -12,11 +12,6 @@ use super::model::Warning;
 /// Each option by its dotted name in `stream()` options, and what happens instead (one sentence).
 /// A nested name (`memory.options.semanticRecall`) is one whose parent is honoured.
 pub const UNSUPPORTED: &[(&str, &str)] = &[
-    (
-        "structuredOutput",
-        "Structured output is not produced yet: the reply stays plain text and `object` resolves to undefined.",
-    ),
-    ("output", "The deprecated `output` (structured output) is not produced yet: the reply stays plain text."),
     ("inputProcessors", "Input processors do not run yet: the messages reach the model as given."),
     ("outputProcessors", "Output processors do not run yet: the chunks and the reply reach you unchanged."),
     ("maxProcessorRetries", "Processors do not run yet, so no processor ever asks for a retry."),
@@ -87,6 +82,16 @@ mod tests {
     /// none of it may ever warn.
     const HONOURED: &[&str] = &[
         "maxSteps",
+        "structuredOutput",
+        "structuredOutput.schema",
+        "structuredOutput.errorStrategy",
+        "structuredOutput.fallbackValue",
+        "structuredOutput.instructions",
+        "structuredOutput.jsonPromptInjection",
+        "structuredOutput.providerOptions",
+        "structuredOutput.model",
+        "structuredOutput.useAgent",
+        "output",
         "stopWhen",
         "prepareStep",
         "onIterationComplete",
@@ -138,8 +143,6 @@ mod tests {
         }
         let names: Vec<&str> = UNSUPPORTED.iter().map(|(n, _)| *n).collect();
         for name in [
-            "structuredOutput",
-            "output",
             "inputProcessors",
             "outputProcessors",
             "maxProcessorRetries",
@@ -173,10 +176,10 @@ mod tests {
 
     #[test]
     fn only_the_options_given_warn_in_table_order() {
-        let given = ["versions", "structuredOutput", "memory.options.semanticRecall", "maxSteps", "noSuchOption"];
+        let given = ["versions", "scorers", "memory.options.semanticRecall", "maxSteps", "noSuchOption"];
         let ws = setting_warnings(&mut |n| given.contains(&n));
         let names: Vec<_> = ws.iter().map(|w| w.setting.clone().unwrap()).collect();
-        assert_eq!(names, ["structuredOutput", "versions", "memory.options.semanticRecall"]);
+        assert_eq!(names, ["scorers", "versions", "memory.options.semanticRecall"]);
         assert!(setting_warnings(&mut |_| false).is_empty());
     }
 

@@ -52,6 +52,23 @@ pub(crate) fn key_header(endpoint: &Endpoint) -> Option<(String, String)> {
     })
 }
 
+/// A structured-output schema as both OpenAI APIs name it: `{ name, schema, strict, description? }`
+/// (with `type: 'json_schema'` first for the Responses API's `text.format`).
+pub(crate) fn json_schema(format: &crate::core::model::ResponseFormat, typed: bool) -> serde_json::Value {
+    use serde_json::{Map, Value};
+    let mut o = Map::new();
+    if typed {
+        o.insert("type".into(), "json_schema".into());
+    }
+    o.insert("name".into(), format.name.clone().into());
+    if let Some(d) = &format.description {
+        o.insert("description".into(), d.clone().into());
+    }
+    o.insert("schema".into(), format.schema.clone());
+    o.insert("strict".into(), format.strict.into());
+    Value::Object(o)
+}
+
 /// The wire protocol of `api`, for the core's `HttpModel`.
 pub fn protocol(api: Api) -> &'static dyn Protocol {
     match api {

@@ -1,4 +1,4 @@
-// The README's tool examples, run as tests. Each example sits between `// README:<name>` and
+// The README's examples, run as tests. Each example sits between `// README:<name>` and
 // `// END` exactly as the README shows it, except for two lines: the imports are comments here
 // (this file imports at the top) and `model:` points at the local model server instead of
 // 'openai/gpt-4o-mini'. `console.log` is captured so the test can check what the example prints.
@@ -143,6 +143,38 @@ test('README: generate()', T, async () => {
   assert.match(console.lines[1], /^stop \d+ tokens$/);
   const request = server.current.requests.filter((r) => r.body?.input?.[0]?.content === 'Answer in one sentence.').at(-1).body;
   assert.equal(request.max_output_tokens, 100);
+});
+
+test('README: structured output with a zod schema', T, async () => {
+  const console = capture();
+  const MODEL_URL = server.current.url;
+
+  // README:structured-output
+  // import { Agent } from 'wasm-agent'
+  // import { z } from 'zod'
+
+  const agent = new Agent({ id: 'summariser', instructions: 'Summarise the thread.', model: { id: 'openai/json', url: MODEL_URL, apiKey: 'local' } }) // README: const agent = new Agent({ id: 'summariser', instructions: 'Summarise the thread.', model: 'openai/gpt-4o-mini' })
+
+  const out = await agent.stream('Alice: can we ship on Friday? Bob: yes, once QA signs off on Thursday.', {
+    structuredOutput: { schema: z.object({ title: z.string(), bullets: z.array(z.string()) }) },
+  })
+  // The object fills in while the JSON streams; `object` is the validated value (zod parsed it).
+  for await (const partial of out.objectStream) console.log('so far:', JSON.stringify(partial))
+  const summary = await out.object
+  console.log(summary.title, summary.bullets)
+  // END
+
+  // The local model answers with a value made to fit the schema it was sent: {"title":"example","bullets":["example"]}.
+  const partials = console.lines.filter((l) => l.startsWith('so far: '));
+  assert.ok(partials.length >= 3, console.lines.join('\n'));
+  assert.equal(partials[0], 'so far: {}');
+  assert.equal(partials.at(-1), 'so far: {"title":"example","bullets":["example"]}');
+  assert.equal(console.lines.at(-1), "example [ 'example' ]");
+  // openai/ speaks the Responses API: the strict-compatible schema went in text.format.
+  const request = server.current.requests.filter((r) => r.body?.text?.format?.name === 'response').at(-1);
+  assert.equal(request.path, '/v1/responses');
+  assert.equal(request.body.text.format.strict, true);
+  assert.deepEqual(request.body.text.format.schema.required, ['title', 'bullets']);
 });
 
 noUnhandledRejections();

@@ -31,9 +31,8 @@ after(() => {
 const toldAbout = (name) => told.filter((l) => l.includes(`'${name}'`));
 
 /** Each unsupported option with a value a Mastra user would write. */
+const SENTIMENT = { type: 'object', properties: { sentiment: { type: 'string' } } };
 const UNSUPPORTED = {
-  structuredOutput: { schema: { type: 'object', properties: { sentiment: { type: 'string' } } }, errorStrategy: 'warn' },
-  output: { type: 'object', properties: { sentiment: { type: 'string' } } },
   inputProcessors: [{ id: 'trim', processInput: ({ messages }) => messages }],
   outputProcessors: [{ id: 'batch', processOutputStream: ({ part }) => part }],
   maxProcessorRetries: 2,
@@ -100,9 +99,9 @@ test('several unsupported options in one call: one warning each, in one list, li
   const { warnings, stepStart, chunks } = await warningsOf(agentOn(), {
     scorers: UNSUPPORTED.scorers,
     versions: UNSUPPORTED.versions,
-    structuredOutput: UNSUPPORTED.structuredOutput,
+    telemetry: UNSUPPORTED.telemetry,
   });
-  assert.deepEqual(settingsOf(warnings), ['structuredOutput', 'scorers', 'versions']);
+  assert.deepEqual(settingsOf(warnings), ['scorers', 'versions', 'telemetry']);
   assert.deepEqual(stepStart, warnings);
   assert.equal(chunks.filter((c) => c.type === 'step-start').length, 1);
 });
@@ -140,6 +139,7 @@ test('honoured options do not warn', T, async () => {
   const before = told.length;
   const { warnings, stepStart } = await warningsOf(agentOn(), {
     maxSteps: 3,
+    structuredOutput: { schema: SENTIMENT, errorStrategy: 'fallback', fallbackValue: {}, instructions: 'x', jsonPromptInjection: 'auto', useAgent: true },
     stopWhen: () => false,
     toolChoice: 'auto',
     activeTools: [],

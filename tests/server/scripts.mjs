@@ -11,6 +11,7 @@
 import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { FLUSH_AT, randomId, textOf, words } from './chat-stream.mjs';
+import { jsonScripts } from './json-scripts.mjs';
 
 // ---------------------------------------------------------------------------------------------
 // Reading the request
@@ -55,7 +56,7 @@ function requestTools(body) {
 const CITIES = ['Paris', 'London', 'Tokyo', 'Berlin'];
 
 /** A value that satisfies the common parts of a JSON Schema (so agents' argument checks pass). */
-function sampleValue(key, schema, variant, depth) {
+export function sampleValue(key, schema, variant, depth) {
   if (!schema || typeof schema !== 'object' || depth > 4) return 'example';
   if (schema.const !== undefined) return schema.const;
   if (Array.isArray(schema.enum) && schema.enum.length) return schema.enum[variant % schema.enum.length];
@@ -175,6 +176,17 @@ async function streamText(ex, text, { finish = 'stop', delayMs = 0, reasoning = 
     chat.content(piece);
     if (delayMs) await chat.pause(delayMs);
     else await chat.maybeFlush();
+  }
+  await chat.complete(finish);
+}
+
+/** Streams `pieces` as content deltas, as they are (JSON replies: no word splitting). */
+export async function streamPieces(ex, pieces, { finish = 'stop' } = {}) {
+  const chat = ex.chat();
+  chat.role();
+  for (const piece of pieces) {
+    chat.content(piece);
+    await chat.maybeFlush();
   }
   await chat.complete(finish);
 }
@@ -540,6 +552,7 @@ export function builtinScripts() {
   add('replay', replayScript);
   for (const [name, script] of extraToolScripts()) add(name, script);
   for (const [name, script] of providerWireScripts()) add(name, script);
+  for (const [name, script] of jsonScripts()) add(name, script);
   for (const [name, script] of backgroundScripts()) add(name, script);
   return scripts;
 }
@@ -817,7 +830,7 @@ function anthropicProblem(ex) {
 }
 
 /** Runs `reply(ex)` if the request passes anthropicProblem, else sends the API's error. */
-function anthropicScript(description, reply) {
+export function anthropicScript(description, reply) {
   return {
     description,
     async run(ex) {
@@ -838,7 +851,7 @@ const anthropicEvent = (type, data = {}) => `event: ${type}\ndata: ${JSON.string
  * request streams (text in word-sized text_deltas, tool input in input_json_deltas split at odd
  * places after an empty first one, usage in message_start and message_delta), else as one Message.
  */
-async function anthropicReply(ex, blocks, stopReason, { beforeStop } = {}) {
+export async function anthropicReply(ex, blocks, stopReason, { beforeStop } = {}) {
   const id = 'msg_01' + randomId(22);
   const model = ex.body.model;
   const inputTokens = wirePromptTokens(ex.body);
@@ -1161,7 +1174,7 @@ function geminiWantsSignatures(model) {
 }
 
 /** Runs `reply(ex, model)` if the request passes geminiProblem, else sends the API's error. */
-function geminiScript(description, reply) {
+export function geminiScript(description, reply) {
   return {
     description,
     async run(ex) {
@@ -1185,7 +1198,7 @@ function modelFromGeminiPath(pathname) {
  * sends them) for `:streamGenerateContent?alt=sse`, as a JSON array without `alt=sse`, and as one
  * merged response for `:generateContent`.
  */
-async function geminiReply(ex, model, events, { finishReason = 'STOP', after } = {}) {
+export async function geminiReply(ex, model, events, { finishReason = 'STOP', after } = {}) {
   const prompt = wirePromptTokens(ex.body);
   const responseId = randomId(22);
   let answer = 0;

@@ -30,6 +30,7 @@ import {
   type StorageResource,
   type StorageThread,
   type StreamOptions,
+  type StructuredOutputErrorCode,
   type Tool,
   type ToolExecutionContext,
   type UIMessage,
@@ -433,6 +434,11 @@ const badSettings: StreamOptions = { modelSettings: { temperature: 'hot' } };
 const badChoice: StreamOptions = { toolChoice: 'sometimes' };
 // @ts-expect-error a run's memory needs its resource
 const badMemory: StreamOptions = { memory: { thread: 't1' } };
+const structured: StreamOptions = {
+  structuredOutput: { schema: { type: 'array', items: { type: 'string' } }, errorStrategy: 'fallback', fallbackValue: [], jsonPromptInjection: 'inline', instructions: 'A list.' },
+  output: { type: 'object' },
+};
+void structured;
 // Options of the reference this version does not honour yet compile; each one given adds an
 // `unsupported-setting` warning to the output's `warnings` (and the first step-start).
 const referenceOptions: StreamOptions = {
@@ -479,6 +485,13 @@ async function outputs() {
   const warnings = await out.warnings;
   const object: unknown = await out.object;
   void [runId, text, reasoning, reason, usage, total, steps, object, warnings];
+  // Structured output: the partials and elements as streams, the fallback flag, the chunks.
+  for await (const partial of out.objectStream) void partial;
+  for await (const element of out.elementStream) void element;
+  const fellBack: boolean = out.usedFallbackValue;
+  const fullObject: unknown = (await out.getFullOutput()).object;
+  const code: StructuredOutputErrorCode = 'STRUCTURED_OUTPUT_TRUNCATED';
+  void [fellBack, fullObject, code];
   void [calls[0]?.toolName, results[0]?.result, response.messages.length];
 
   // generate(): the same options, the getFullOutput() shape.

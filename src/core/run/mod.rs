@@ -8,6 +8,8 @@ use std::rc::Rc;
 
 pub mod memory;
 mod outcome;
+pub mod structured;
+mod structured_model;
 
 pub use outcome::RunOutcome;
 pub use super::error::Stop;
@@ -59,6 +61,8 @@ pub struct RunConfig {
     /// Options of the call this version does not honour (`core::unsupported`): told on the first
     /// `step-start`, so once in the run's `warnings` too.
     pub setting_warnings: Vec<Warning>,
+    /// `structuredOutput` (SPEC §12).
+    pub structured: Option<Rc<structured::StructuredOutput>>,
 }
 
 /// The manager a run hands background calls to, and the agent they belong to.
@@ -87,6 +91,11 @@ pub async fn run(
     approvals: &Approvals,
     abort: &AbortFlag,
 ) -> RunOutcome {
+    let object_sink = cfg.structured.clone().map(|so| structured::ObjectSink::new(sink, so));
+    let sink: &dyn Sink = match &object_sink {
+        Some(s) => s,
+        None => sink,
+    };
     let message_id = env.new_id();
     let mut outcome = RunOutcome { message_id: message_id.clone(), ..Default::default() };
     sink.emit(Chunk::Start { message_id: message_id.clone() });
@@ -395,6 +404,15 @@ async fn run_steps(
                 go_on = true;
             }
         }
+        if let (false, Some(so)) = (go_on, &cfg.structured) {
+            let history = match (&so.model, &cfg.memory, session.as_ref()) {
+                (Some(m), Some(mem), Some(s)) if m.use_agent => s.history_messages(mem.config.filter_incomplete_tool_calls),
+                _ => Vec::new(),
+            };
+            let settled = abort.race(so.settle(&outcome.steps, &history, sink, &cx)).await.ok_or(Stop::Aborted)?;
+            outcome.total_usage = outcome.total_usage.add(&settled.usage);
+            outcome.structured = Some(settled);
+        }
         let last = outcome.steps.last().expect("a step was just pushed");
         sink.emit(Chunk::StepFinish { step: Box::new(last.clone()), is_continued: go_on, total_usage: outcome.total_usage });
         // `onStepFinish` may never settle: an abort must still end the run.
@@ -436,6 +454,9 @@ fn step_request(cfg: &RunConfig, messages: &[ModelMessage], overrides: &StepOver
     }
     request.tools = cfg.tools.iter().filter(|t| is_active(cfg, overrides, &t.name)).map(ToolDef::spec).collect();
     request.tool_choice = overrides.tool_choice.clone().or_else(|| cfg.tool_choice.clone());
+    if let Some(so) = &cfg.structured {
+        so.apply(&mut request);
+    }
     request
 }
 

@@ -16,6 +16,8 @@ pub struct RunOutcome {
     pub error: Option<AgentError>,
     /// `Some(reason)` when the run was aborted.
     pub aborted: Option<Option<String>>,
+    /// How structured output ended, when the run asked for it and reached its final step.
+    pub structured: Option<super::structured::StructuredResult>,
 }
 
 impl RunOutcome {
@@ -95,6 +97,12 @@ impl RunOutcome {
         }
         if let Some(e) = &self.error {
             out["error"] = crate::core::chunk::error_json(e);
+        }
+        if let Some(s) = &self.structured {
+            if let Some(o) = &s.object {
+                out["object"] = o.clone();
+            }
+            out["usedFallbackValue"] = s.used_fallback.into();
         }
         out
     }

@@ -219,6 +219,7 @@ fn config(max_retries: u32, include_raw: bool) -> RunConfig {
         title: None,
         background: None,
         setting_warnings: vec![],
+        structured: None,
     }
 }
 
@@ -593,6 +594,10 @@ mod memory;
 #[cfg(test)]
 #[path = "warnings_tests.rs"]
 mod warnings;
+
+#[cfg(test)]
+#[path = "structured_tests.rs"]
+mod structured;
 
 #[test]
 fn retry_after_values_are_read_without_float_parsing() {

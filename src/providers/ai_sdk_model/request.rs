@@ -72,5 +72,9 @@ pub fn call_options(req: &ModelRequest) -> Value {
         );
     }
     put("providerOptions", req.provider_options.clone().map(Value::Object));
+    put(
+        "responseFormat",
+        req.response_format.as_ref().map(|f| json!({ "type": "json", "schema": f.schema, "name": f.name, "description": f.description })),
+    );
     Value::Object(o)
 }

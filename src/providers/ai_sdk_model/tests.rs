@@ -20,6 +20,7 @@ fn call_options_follow_the_v2_prompt_shape() {
         tools: vec![ToolSpec { name: "w".into(), description: Some("weather".into()), parameters: json!({ "type": "object" }) }],
         tool_choice: Some(ToolChoice::Required),
         provider_options: None,
+        response_format: None,
     };
     let o = call_options(&req);
     assert_eq!(o["prompt"][0], json!({ "role": "system", "content": "Be brief." }));

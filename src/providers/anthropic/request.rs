@@ -32,7 +32,9 @@ pub fn build_request(
     body.insert("model".into(), req.model_id.clone().into());
     body.insert("max_tokens".into(), s.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS).into());
     body.insert("stream".into(), true.into());
-    let (system, messages) = messages(&req.messages)?;
+    // No native JSON-schema output on this API: the schema goes in words (SPEC §12.2).
+    let inlined = req.response_format.as_ref().map(|f| f.inline_into(&req.messages));
+    let (system, messages) = messages(inlined.as_deref().unwrap_or(&req.messages))?;
     if !system.is_empty() {
         body.insert("system".into(), system.into());
     }

@@ -21,12 +21,23 @@ use crate::providers::{append_paragraph, set_header, starts_with_ignore_case, En
 /// replaces it.
 pub fn build_request(endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpRequest, Vec<Warning>), AgentError> {
     let mut body = Map::new();
-    let (contents, system) = contents(&req.messages, needs_thought_signature(&req.model_id))?;
+    let gemini3 = needs_thought_signature(&req.model_id);
+    // Before Gemini 3 the JSON mode cannot be combined with tools: then the schema goes in words.
+    let (native, inlined) = match &req.response_format {
+        Some(f) if gemini3 || req.tools.is_empty() => (Some(f), None),
+        Some(f) => (None, Some(f.inline_into(&req.messages))),
+        None => (None, None),
+    };
+    let (contents, system) = contents(inlined.as_deref().unwrap_or(&req.messages), gemini3)?;
     body.insert("contents".into(), contents);
     if !system.is_empty() {
         body.insert("systemInstruction".into(), object(vec![("parts", Value::Array(vec![text_part(&system)]))]));
     }
-    let config = generation_config(&req.settings);
+    let mut config = generation_config(&req.settings);
+    if let Some(f) = native {
+        config.insert("responseMimeType".into(), "application/json".into());
+        config.insert("responseJsonSchema".into(), f.schema.clone());
+    }
     if !config.is_empty() {
         body.insert("generationConfig".into(), Value::Object(config));
     }

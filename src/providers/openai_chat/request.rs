@@ -71,6 +71,10 @@ pub fn build_request(endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpReq
         }
     }
 
+    if let Some(format) = &req.response_format {
+        body.insert("response_format".into(), json!({ "type": "json_schema", "json_schema": crate::providers::json_schema(format, false) }));
+    }
+
     if let Some(options) = &req.provider_options {
         for (key, value) in options {
             body.insert(snake_case(key).into_owned(), value.clone());
@@ -87,7 +91,6 @@ pub fn build_request(endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpReq
     let url = format!("{}/chat/completions", endpoint.base_url.trim_end_matches('/'));
     Ok((HttpRequest { url, headers, body }, warnings))
 }
-
 
 
 fn messages(messages: &[ModelMessage]) -> Result<Vec<Value>, AgentError> {

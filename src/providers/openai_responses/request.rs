@@ -88,6 +88,10 @@ pub fn build_request(endpoint: &Endpoint, req: &ModelRequest) -> Result<(HttpReq
         }
     }
 
+    if let Some(format) = &req.response_format {
+        body.insert("text".into(), json!({ "format": crate::providers::json_schema(format, true) }));
+    }
+
     if let Some(options) = &req.provider_options {
         // Flat keys first, nested ones after, so `reasoning: {…}` and `reasoningEffort` combine
         // in either order.

@@ -15,4 +15,6 @@ mod recordings;
 mod splits;
 pub(crate) mod sse;
 #[cfg(all(feature = "chat", feature = "responses", feature = "anthropic", feature = "google"))]
+mod structured;
+#[cfg(all(feature = "chat", feature = "responses", feature = "anthropic", feature = "google"))]
 mod tool_args;
