@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod background;
+pub mod builtin_processors;
 pub mod ai_sdk;
 pub mod chunk_js;
 pub mod convert;
@@ -10,6 +11,7 @@ pub mod mastra;
 pub mod options;
 pub mod memory;
 pub mod output;
+pub mod processors;
 pub mod report;
 pub mod run;
 pub mod stop;
@@ -79,7 +81,7 @@ export interface ModelSettings {
 
 /** `code` of a `StorageError` (on the error and on its `error` chunk): what kind of storage failure it is. */
 export type StorageErrorCode = 'quota' | 'version' | 'blocked' | 'invalid-state' | 'not-found' | 'data' | 'aborted' | 'unknown';
-export type FinishReason = 'stop' | 'length' | 'tool-calls' | 'content-filter' | 'error' | 'abort' | 'other';
+export type FinishReason = 'stop' | 'length' | 'tool-calls' | 'content-filter' | 'error' | 'abort' | 'tripwire' | 'other';
 
 export interface Usage {
   inputTokens?: number;
@@ -368,5 +370,6 @@ export type ChunkType =
   | Envelope<'finish', { stepResult: { reason: FinishReason }; output: { usage: Usage }; totalUsage: Usage; metadata: { modelId?: string } }>
   | Envelope<'error', { error: { name: string; message: string; status?: number; body?: string; code?: StorageErrorCode } }>
   | Envelope<'abort', { reason?: string }>
+  | Envelope<'tripwire', TripwirePayload>
   | Envelope<'raw', unknown>;
 "#;

@@ -191,6 +191,8 @@ pub fn to_ui_parts(chunk: &Value, state: &mut UiState) -> Vec<Value> {
             out.push(part("error", vec![("errorText", text.into())]));
         }
         "abort" => out.push(part("abort", vec![])),
+        // A processor's tripwire: the UI sees why the reply stopped; `finish` follows.
+        "tripwire" => out.push(part("data-tripwire", vec![("data", p.clone())])),
         // No `finishReason`: older AI SDK 5 readers validate strictly and refuse it.
         "finish" => out.push(part("finish", vec![])),
         _ if kind.starts_with("data-") => {

@@ -24,6 +24,8 @@ pub enum AgentError {
     /// Memory storage failed; `kind` is what JavaScript reads as `error.code`.
     Storage { message: String, kind: StorageKind },
     Validation { message: String },
+    /// A processor threw (SPEC §13.5); the message is `<processor id>: <what it threw>`.
+    Processor { message: String },
 }
 
 /// What kind of storage failure a `StorageError` is (`error.code` in JavaScript), so callers can
@@ -124,6 +126,7 @@ impl AgentError {
             AgentError::Tool { .. } => "ToolError",
             AgentError::Storage { .. } => "StorageError",
             AgentError::Validation { .. } => "ValidationError",
+            AgentError::Processor { .. } => "ProcessorError",
         }
     }
 
@@ -159,7 +162,8 @@ impl fmt::Display for AgentError {
             AgentError::Abort { reason: None } => f.write_str("The run was aborted"),
             AgentError::Tool { message }
             | AgentError::Storage { message, .. }
-            | AgentError::Validation { message } => f.write_str(message),
+            | AgentError::Validation { message }
+            | AgentError::Processor { message } => f.write_str(message),
         }
     }
 }

@@ -17,9 +17,6 @@ pub const UNSUPPORTED: &[(&str, &str)] = &[
         "Structured output is not produced yet: the reply stays plain text and `object` resolves to undefined.",
     ),
     ("output", "The deprecated `output` (structured output) is not produced yet: the reply stays plain text."),
-    ("inputProcessors", "Input processors do not run yet: the messages reach the model as given."),
-    ("outputProcessors", "Output processors do not run yet: the chunks and the reply reach you unchanged."),
-    ("maxProcessorRetries", "Processors do not run yet, so no processor ever asks for a retry."),
     ("scorers", "Scorers do not run yet: no scores are computed for this run."),
     ("returnScorerData", "Scorers do not run yet, so the output carries no scoring data."),
     (
@@ -123,6 +120,9 @@ mod tests {
         "runId",
         "requestContext",
         "untilIdle",
+        "inputProcessors",
+        "outputProcessors",
+        "maxProcessorRetries",
     ];
 
     #[test]
@@ -140,9 +140,6 @@ mod tests {
         for name in [
             "structuredOutput",
             "output",
-            "inputProcessors",
-            "outputProcessors",
-            "maxProcessorRetries",
             "scorers",
             "returnScorerData",
             "isTaskComplete",

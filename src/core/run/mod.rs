@@ -8,6 +8,9 @@ use std::rc::Rc;
 
 pub mod memory;
 mod outcome;
+pub mod processors;
+pub mod builtin_processors;
+mod steps_io;
 
 pub use outcome::RunOutcome;
 pub use super::error::Stop;
@@ -20,6 +23,8 @@ pub use super::hooks::{Hooks, IterationDecision, NoHooks, StepOverrides, StopCon
 pub use super::retry::{parse_retry_after, retry_delay_ms};
 use super::model_api::{CallCx, EventSource, ModelApi};
 use super::transport::Transport;
+use processors::{Ended, Phase, Pipeline, Processors, Tripwire};
+use super::model::FinishReason;
 use memory::{generate_title, working_memory_prompt, working_memory_text, working_memory_tool, MemoryTools, TitleJob};
 use super::model::{ModelMessage, ModelRequest, ToolChoice, UserPart, Warning};
 use super::step::{messages_json, IdSource, StepBuilder, StepResult};
@@ -56,6 +61,8 @@ pub struct RunConfig {
     /// Options of the call this version does not honour (`core::unsupported`): told on the first
     /// `step-start`, so once in the run's `warnings` too.
     pub setting_warnings: Vec<Warning>,
+    /// `inputProcessors`, `outputProcessors`, `maxProcessorRetries` (SPEC §13).
+    pub processors: Processors,
 }
 
 /// The manager a run hands background calls to, and the agent they belong to.
@@ -87,16 +94,57 @@ pub async fn run(
     let message_id = env.new_id();
     let mut outcome = RunOutcome { message_id: message_id.clone(), ..Default::default() };
     sink.emit(Chunk::Start { message_id: message_id.clone() });
+    let procs = std::mem::take(&mut cfg.processors);
+    let pipe = Pipeline::new(&procs, &cfg.run_id, abort);
+    // The system messages and context, then (after memory's history) the caller's input.
     let mut messages = cfg.request.messages.clone();
+    let mut input = messages.split_off(cfg.input_start.min(messages.len()));
     let mut session = None;
     if let Some(mem) = &cfg.memory {
-        match open_memory(mem, &cfg, &mut messages, env, abort, &mut outcome).await {
+        match open_memory(mem, env, abort, &mut outcome).await {
             Ok(s) => session = s,
             Err(stop) => {
                 stop.record(&mut outcome, abort);
                 return finish(outcome, sink);
             }
         }
+    }
+    let mut stopped = None;
+    if pipe.has(processors::Phase::Input) {
+        // What processInput leaves is what the model is sent and memory stores.
+        match steps_io::process_input(&pipe, &mut messages, &mut input, session.as_mut(), env, sink).await {
+            Ok(()) => {}
+            Err(Ended::Tripwire(t)) => stopped = Some(Ended::Tripwire(t)),
+            Err(Ended::Stop(stop)) => stopped = Some(Ended::Stop(stop)),
+        }
+    }
+    if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
+        match remember_input(mem, s, &mut input, env, abort, &mut outcome).await {
+            Ok(history) => messages.extend(history),
+            Err(stop) => {
+                stop.record(&mut outcome, abort);
+                return finish(outcome, sink);
+            }
+        }
+    }
+    let first_user = input.iter().find_map(|m| match m {
+        ModelMessage::User(parts) => parts.iter().find_map(|p| match p {
+            UserPart::Text(t) if !t.is_empty() => Some(t.clone()),
+            _ => None,
+        }),
+        _ => None,
+    });
+    messages.extend(input);
+    match stopped {
+        Some(Ended::Tripwire(t)) => {
+            trip(&mut outcome, t, sink);
+            return finish(outcome, sink);
+        }
+        Some(Ended::Stop(stop)) => {
+            stop.record(&mut outcome, abort);
+            return finish(outcome, sink);
+        }
+        None => {}
     }
     if let (Some(mem), Some(s)) = (&cfg.memory, &session) {
         match working_memory_text(mem, &s.thread).await {
@@ -115,20 +163,13 @@ pub async fn run(
             }
         }
     }
-    let first_user = cfg.request.messages[cfg.input_start.min(cfg.request.messages.len())..].iter().find_map(|m| match m {
-        ModelMessage::User(parts) => parts.iter().find_map(|p| match p {
-            UserPart::Text(t) if !t.is_empty() => Some(t.clone()),
-            _ => None,
-        }),
-        _ => None,
-    });
-    if let Err(stop) = run_steps(&cfg, env, sink, hooks, approvals, abort, &mut outcome, messages, &mut session).await {
+    if let Err(stop) = run_steps(&cfg, env, sink, hooks, approvals, abort, &pipe, &mut outcome, messages, &mut session).await {
         stop.record(&mut outcome, abort);
     }
     if cfg.transport != Transport::Fetch {
         env.release_sockets(&cfg.run_id);
     }
-    let done_well = outcome.error.is_none() && outcome.aborted.is_none();
+    let done_well = outcome.error.is_none() && outcome.aborted.is_none() && outcome.tripwire.is_none();
     if let (Some(mem), Some(s), Some(job), Some(first), true) = (&cfg.memory, session.as_mut(), &cfg.title, first_user, done_well) {
         if s.created && !mem.config.read_only {
             match generate_title(job, &first, env, abort).await {
@@ -152,8 +193,14 @@ pub async fn run(
     if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
         // Also after an abort or a failure: complete steps and what the user saw are kept.
         let partial = if outcome.aborted.is_some() || outcome.error.is_some() { outcome.partial.as_ref() } else { None };
-        let steps = with_finished_tasks(&outcome.steps, cfg.background.as_ref());
-        if let Err(e) = mem.save_assistant(s, &steps, partial, env.now_ms()).await {
+        // The step a tripwire stopped is not stored; processOutputResult may replace the rest.
+        let kept = outcome.steps.len() - usize::from(outcome.tripwire_step);
+        let steps = with_finished_tasks(&outcome.steps[..kept], cfg.background.as_ref());
+        let saved = match outcome.stored_instead.take() {
+            Some(instead) => mem.save_input(s, &instead, env.now_ms(), &mut || env.new_id()).await.map(|_| ()),
+            None => mem.save_assistant(s, &steps, partial, env.now_ms()).await,
+        };
+        if let Err(e) = saved {
             outcome.write_failed(e);
         }
     }
@@ -191,44 +238,53 @@ fn finish(outcome: RunOutcome, sink: &dyn Sink) -> RunOutcome {
     outcome
 }
 
-/// Opens the thread, puts its history before the input and saves the input. A failed read (the
-/// thread, its history) fails the run before the model is called: no reply from a context the
-/// user did not intend. A failed write lets the reply stream and fails the run at its end
-/// (`RunOutcome::write_failed`); a thread that could not be created leaves the run without memory.
-async fn open_memory(
-    mem: &MemoryRun,
-    cfg: &RunConfig,
-    messages: &mut Vec<ModelMessage>,
-    env: &dyn Env,
-    abort: &AbortFlag,
-    outcome: &mut RunOutcome,
-) -> Result<Option<Session>, Stop> {
+/// Opens the thread and loads its history. A failed read (the thread, its history) fails the run
+/// before the model is called: no reply from a context the user did not intend. A thread that
+/// could not be created leaves the run without memory.
+async fn open_memory(mem: &MemoryRun, env: &dyn Env, abort: &AbortFlag, outcome: &mut RunOutcome) -> Result<Option<Session>, Stop> {
     let opened = abort.race(mem.open(env.now_ms(), outcome.message_id.clone())).await.ok_or(Stop::Aborted)?;
     let mut session = opened.map_err(Stop::Failed)?;
     if let Err(e) = abort.race(mem.save_new_thread(&session)).await.ok_or(Stop::Aborted)? {
         outcome.write_failed(e);
         return Ok(None);
     }
-    let at = cfg.input_start.min(messages.len());
     abort.race(mem.load_history(&mut session)).await.ok_or(Stop::Aborted)?.map_err(Stop::Failed)?;
-    let input = &cfg.request.messages[at..];
-    let saved = abort.race(mem.save_input(&mut session, input, env.now_ms(), &mut || env.new_id())).await.ok_or(Stop::Aborted)?;
+    Ok(Some(session))
+}
+
+/// Saves the input and returns the history to put before it. A failed write lets the reply
+/// stream and fails the run at its end (`RunOutcome::write_failed`).
+async fn remember_input(
+    mem: &MemoryRun,
+    session: &mut Session,
+    input: &mut Vec<ModelMessage>,
+    env: &dyn Env,
+    abort: &AbortFlag,
+    outcome: &mut RunOutcome,
+) -> Result<Vec<ModelMessage>, Stop> {
+    let saved = abort.race(mem.save_input(session, input, env.now_ms(), &mut || env.new_id())).await.ok_or(Stop::Aborted)?;
     let folded = saved.unwrap_or_else(|e| {
         outcome.write_failed(e);
         Vec::new()
     });
     // Results that completed a call of the history now travel with that call.
     if !folded.is_empty() {
-        for m in messages[at..].iter_mut() {
+        for m in input.iter_mut() {
             if let ModelMessage::Tool(results) = m {
                 results.retain(|r| !folded.contains(&r.tool_call_id));
             }
         }
-        messages.retain(|m| !matches!(m, ModelMessage::Tool(r) if r.is_empty()));
+        input.retain(|m| !matches!(m, ModelMessage::Tool(r) if r.is_empty()));
     }
-    let history = session.history_messages(mem.config.filter_incomplete_tool_calls);
-    messages.splice(at..at, history);
-    Ok(Some(session))
+    Ok(session.history_messages(mem.config.filter_incomplete_tool_calls))
+}
+
+/// A processor's `abort()`: the `tripwire` chunk, and the run ends with it.
+/// (A retry that is not granted is a plain tripwire: no `retry` in it.)
+fn trip(outcome: &mut RunOutcome, mut t: Tripwire, sink: &dyn Sink) {
+    t.retry = false;
+    sink.emit(Chunk::Tripwire(t.clone()));
+    outcome.tripwire = Some(t);
 }
 
 impl Stop {
@@ -246,7 +302,7 @@ impl Stop {
 }
 
 /// The steps of the run. Returns how the run stopped early, if it did; a step cut short is
-/// left in `outcome.partial`.
+/// left in `outcome.partial`. A tripwire ends it with `Ok` and `outcome.tripwire` set.
 #[allow(clippy::too_many_arguments)]
 async fn run_steps(
     cfg: &RunConfig,
@@ -255,6 +311,7 @@ async fn run_steps(
     hooks: &dyn Hooks,
     approvals: &Approvals,
     abort: &AbortFlag,
+    pipe: &Pipeline<'_>,
     outcome: &mut RunOutcome,
     mut messages: Vec<ModelMessage>,
     session: &mut Option<Session>,
@@ -266,30 +323,82 @@ async fn run_steps(
     let cx = CallCx { env, abort, run_id: &cfg.run_id, max_retries: cfg.max_retries, include_raw: cfg.include_raw, transport: &transport };
     loop {
         let step_number = outcome.steps.len();
-        let overrides = match abort.race(hooks.prepare_step(step_number, &outcome.steps)).await {
+        let mut overrides = match abort.race(hooks.prepare_step(step_number, &outcome.steps)).await {
             Some(Ok(o)) => o.unwrap_or_default(),
             Some(Err(e)) => return Err(Stop::Failed(e)),
             None => return Err(Stop::Aborted),
         };
-        let request = step_request(cfg, &messages, &overrides);
+        let mut step_messages = None;
+        if pipe.has(Phase::InputStep) {
+            let request = step_request(cfg, &messages, &overrides);
+            let args = steps_io::input_step_args(step_number, &outcome.steps, &request, &overrides, cfg);
+            let changed = match pipe.input_step(args.clone(), sink).await {
+                Ok(done) => steps_io::step_changes(&args, &done, &mut overrides),
+                Err(e) => Err(e),
+            };
+            match changed {
+                Ok(m) => step_messages = m,
+                Err(e) => return tripped(e, outcome, sink),
+            }
+        }
+        let request = step_request(cfg, step_messages.as_deref().unwrap_or(&messages), &overrides);
         let mut call = cfg.model.prepare(&request).map_err(Stop::Failed)?;
         if step_number == 0 {
             call.warnings.splice(0..0, cfg.setting_warnings.iter().cloned());
         }
         let warnings = std::mem::take(&mut call.warnings);
-        sink.emit(Chunk::StepStart { message_id: message_id.clone(), request_body: call.body.clone(), warnings: warnings.clone() });
-        let mut step = StepBuilder::new(ids, message_id.clone(), call.body.clone(), warnings, env.now_ms());
-        let streamed = stream_step(&*cfg.model, &call, &cx, sink, &mut step).await;
-        let mut out = Vec::new();
-        step.close(&mut out, streamed.is_ok());
-        for c in out {
-            sink.emit(c);
+        let mut step = StepBuilder::new(ids, message_id.clone(), call.body.clone(), warnings.clone(), env.now_ms());
+        let start = Chunk::StepStart { message_id: message_id.clone(), request_body: call.body.clone(), warnings };
+        if let Err(e) = pipe.emit(start, 0, sink, None).await {
+            return tripped(e, outcome, sink);
+        }
+        let mut streamed = stream_step(&*cfg.model, &call, &cx, sink, &mut step, pipe).await;
+        if !matches!(streamed, Err(Ended::Tripwire(_))) {
+            let mut out = Vec::new();
+            step.close(&mut out, streamed.is_ok());
+            for c in out {
+                match &streamed {
+                    Ok(()) => {
+                        if let Err(e) = pipe.emit(c, 0, sink, Some(&mut step)).await {
+                            streamed = Err(e);
+                        }
+                    }
+                    // A failed step's blocks close as they did without processors.
+                    Err(Ended::Stop(_)) => sink.emit(c),
+                    Err(Ended::Tripwire(_)) => {}
+                }
+            }
         }
         let (next_ids, mut result) = step.into_parts();
         ids = next_ids;
-        if let Err(stop) = streamed {
-            outcome.partial = Some(result);
-            return Err(stop);
+        match streamed {
+            Ok(()) => {}
+            Err(Ended::Stop(stop)) => {
+                outcome.partial = Some(result);
+                return Err(stop);
+            }
+            Err(Ended::Tripwire(t)) => return stopped_step(outcome, result, t, sink, abort).await,
+        }
+        if pipe.has(Phase::OutputStep) {
+            let args = steps_io::output_step_args(step_number, &result, &outcome.steps, &request.messages);
+            match pipe.output_step(args, sink).await {
+                Ok(()) => {}
+                Err(Ended::Stop(stop)) => {
+                    outcome.partial = Some(result);
+                    return Err(stop);
+                }
+                Err(Ended::Tripwire(t)) if pipe.take_retry(&t) => {
+                    // The rejected step closes, out of `steps`, and runs again with the feedback.
+                    let reason = t.reason.clone();
+                    sink.emit(Chunk::Tripwire(t));
+                    outcome.total_usage = outcome.total_usage.add(&result.usage);
+                    result.finish_reason = FinishReason::Tripwire;
+                    sink.emit(Chunk::StepFinish { step: Box::new(result), is_continued: true, total_usage: outcome.total_usage });
+                    steps_io::add_feedback(&mut messages, &reason);
+                    continue;
+                }
+                Err(Ended::Tripwire(t)) => return stopped_step(outcome, result, t, sink, abort).await,
+            }
         }
         if !result.tool_calls.is_empty() {
             let data = RefCell::new(Vec::new());
@@ -347,6 +456,7 @@ async fn run_steps(
         outcome.total_usage = outcome.total_usage.add(&result.usage);
         let answered = !result.tool_results.is_empty()
             && result.tool_results.iter().all(|r| !matches!(r.outcome, Outcome::Client));
+        let before_step = messages.len();
         messages.extend(result.response_messages());
         outcome.steps.push(result);
         let mut go_on = answered && outcome.steps.len() < max_steps;
@@ -363,7 +473,11 @@ async fn run_steps(
             }
         }
         let last = outcome.steps.last().expect("a step was just pushed");
-        sink.emit(Chunk::StepFinish { step: Box::new(last.clone()), is_continued: go_on, total_usage: outcome.total_usage });
+        let finish_chunk = Chunk::StepFinish { step: Box::new(last.clone()), is_continued: go_on, total_usage: outcome.total_usage };
+        if let Err(e) = pipe.emit(finish_chunk, 0, sink, None).await {
+            outcome.tripwire_step = matches!(e, Ended::Tripwire(_));
+            return tripped(e, outcome, sink);
+        }
         // `onStepFinish` may never settle: an abort must still end the run.
         abort.race(sink.step_finished(last)).await.ok_or(Stop::Aborted)?;
         if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
@@ -373,10 +487,56 @@ async fn run_steps(
                 }
             }
         }
-        if !go_on {
+        if go_on {
+            continue;
+        }
+        if !pipe.has(Phase::OutputResult) {
             return Ok(());
         }
+        match pipe.output_result(steps_io::result_args(outcome), sink).await {
+            Ok(instead) => {
+                outcome.stored_instead = steps_io::parse_stored(instead).map_err(Stop::Failed)?;
+                return Ok(());
+            }
+            Err(Ended::Tripwire(t)) if pipe.take_retry(&t) => {
+                // The final step was not accepted: it leaves `steps` and runs again.
+                let reason = t.reason.clone();
+                sink.emit(Chunk::Tripwire(t));
+                outcome.steps.pop();
+                messages.truncate(before_step);
+                steps_io::add_feedback(&mut messages, &reason);
+            }
+            Err(e) => {
+                outcome.tripwire_step = matches!(e, Ended::Tripwire(_));
+                return tripped(e, outcome, sink);
+            }
+        }
     }
+}
+
+/// How a processor stopped the loop outside a step: a tripwire ends the run (`Ok`), a failure
+/// or an abort stops it.
+fn tripped(e: Ended, outcome: &mut RunOutcome, sink: &dyn Sink) -> Result<(), Stop> {
+    match e {
+        Ended::Tripwire(t) => {
+            trip(outcome, t, sink);
+            Ok(())
+        }
+        Ended::Stop(stop) => Err(stop),
+    }
+}
+
+/// A tripwire inside a step: the `tripwire` chunk, then the step's closing `step-finish`. The
+/// step is in `steps` (its text was seen) but is not stored.
+async fn stopped_step(outcome: &mut RunOutcome, mut step: StepResult, t: Tripwire, sink: &dyn Sink, abort: &AbortFlag) -> Result<(), Stop> {
+    trip(outcome, t, sink);
+    step.finish_reason = FinishReason::Tripwire;
+    outcome.total_usage = outcome.total_usage.add(&step.usage);
+    outcome.steps.push(step);
+    outcome.tripwire_step = true;
+    let last = outcome.steps.last().expect("a step was just pushed");
+    sink.emit(Chunk::StepFinish { step: Box::new(last.clone()), is_continued: false, total_usage: outcome.total_usage });
+    abort.race(sink.step_finished(last)).await.ok_or(Stop::Aborted)
 }
 
 fn is_active(cfg: &RunConfig, overrides: &StepOverrides, name: &str) -> bool {
@@ -420,8 +580,16 @@ async fn stop_condition_met(conditions: &[StopCondition], hooks: &dyn Hooks, ste
     false
 }
 
-/// Sends one step's call and streams its response into `step`, emitting chunks as they form.
-async fn stream_step(model: &dyn ModelApi, call: &super::model_api::Call, cx: &CallCx<'_>, sink: &dyn Sink, step: &mut StepBuilder) -> Result<(), Stop> {
+/// Sends one step's call and streams its response into `step`, emitting chunks as they form
+/// (through the output processors, event by event, so what they change is what `step` keeps).
+async fn stream_step(
+    model: &dyn ModelApi,
+    call: &super::model_api::Call,
+    cx: &CallCx<'_>,
+    sink: &dyn Sink,
+    step: &mut StepBuilder,
+    pipe: &Pipeline<'_>,
+) -> Result<(), Ended> {
     let abort = cx.abort;
     let mut source: Box<dyn EventSource + '_> = abort.race(model.open(call, cx)).await.ok_or(Stop::Aborted)??;
     let mut events = Vec::new();
@@ -429,17 +597,13 @@ async fn stream_step(model: &dyn ModelApi, call: &super::model_api::Call, cx: &C
     loop {
         let more = abort.race(source.next(&mut events)).await.ok_or(Stop::Aborted)?;
         // Events that came before a failure still reach the user.
-        let mut applied = Ok(());
-        for ev in events.drain(..) {
-            if let Err(e) = step.apply(ev, &mut chunks) {
-                applied = Err(e);
-                break;
+        for ev in std::mem::take(&mut events) {
+            let applied = step.apply(ev, &mut chunks);
+            for c in chunks.drain(..) {
+                pipe.emit(c, 0, sink, Some(&mut *step)).await?;
             }
+            applied.map_err(Stop::Failed)?;
         }
-        for c in chunks.drain(..) {
-            sink.emit(c);
-        }
-        applied.map_err(Stop::Failed)?;
         if !more.map_err(Stop::Failed)? {
             return Ok(());
         }

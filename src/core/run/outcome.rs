@@ -16,6 +16,12 @@ pub struct RunOutcome {
     pub error: Option<AgentError>,
     /// `Some(reason)` when the run was aborted.
     pub aborted: Option<Option<String>>,
+    /// A processor's `abort()` ended the run (SPEC §13.3).
+    pub tripwire: Option<super::processors::Tripwire>,
+    /// The last of `steps` is the one the tripwire stopped: shown, but not stored.
+    pub tripwire_step: bool,
+    /// What `processOutputResult` gave to store in place of the run's response messages.
+    pub stored_instead: Option<Vec<ModelMessage>>,
 }
 
 impl RunOutcome {
@@ -33,6 +39,8 @@ impl RunOutcome {
             FinishReason::Abort
         } else if self.error.is_some() {
             FinishReason::Error
+        } else if self.tripwire.is_some() {
+            FinishReason::Tripwire
         } else {
             self.steps.last().map(|s| s.finish_reason).unwrap_or(FinishReason::Other)
         }
@@ -95,6 +103,9 @@ impl RunOutcome {
         }
         if let Some(e) = &self.error {
             out["error"] = crate::core::chunk::error_json(e);
+        }
+        if let Some(t) = &self.tripwire {
+            out["tripwire"] = t.to_json();
         }
         out
     }
