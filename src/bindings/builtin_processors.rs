@@ -18,11 +18,11 @@ fn options_json(v: Option<JsValue>, path: &str) -> Result<Value, JsValue> {
     to_json(&v, path).map_err(|e| error_to_js(&e))
 }
 
-fn whole(v: &Value, path: &str, min: f64) -> Result<Option<f64>, JsValue> {
+fn whole(v: &Value, path: &str, min: u32) -> Result<Option<f64>, JsValue> {
     match v {
         Value::Null => Ok(None),
         Value::Number(n) => match n.as_f64() {
-            Some(f) if f >= min && f.fract() == 0.0 => Ok(Some(f)),
+            Some(f) if f >= f64::from(min) && f.fract() == 0.0 => Ok(Some(f)),
             _ => Err(type_error(path, &format!("expected a whole number of at least {min}, got {n}"))),
         },
         other => Err(type_error(path, &format!("expected a number, got {}", kind(other)))),
@@ -56,7 +56,7 @@ impl BatchPartsProcessor {
         let field = |k: &str| o.get(k).cloned().unwrap_or(Value::Null);
         let mut opts = BatchOptions::default();
         // `maxBatchSize` is what the seed's example writes; `batchSize` wins when both are set.
-        let size = whole(&field("batchSize"), &format!("{P}.batchSize"), 1.0)?.or(whole(&field("maxBatchSize"), &format!("{P}.maxBatchSize"), 1.0)?);
+        let size = whole(&field("batchSize"), &format!("{P}.batchSize"), 1)?.or(whole(&field("maxBatchSize"), &format!("{P}.maxBatchSize"), 1)?);
         if let Some(n) = size {
             opts.batch_size = n.min(1e6) as usize;
         }
@@ -116,8 +116,8 @@ impl TokenLimiterProcessor {
         const P: &str = "new TokenLimiterProcessor(options)";
         let o = options_json(Some(options), P)?;
         let (limit, o) = match &o {
-            Value::Number(_) => (whole(&o, P, 1.0)?, Value::Null),
-            Value::Object(m) => (whole(m.get("limit").unwrap_or(&Value::Null), &format!("{P}.limit"), 1.0)?, o.clone()),
+            Value::Number(_) => (whole(&o, P, 1)?, Value::Null),
+            Value::Object(m) => (whole(m.get("limit").unwrap_or(&Value::Null), &format!("{P}.limit"), 1)?, o.clone()),
             other => return Err(type_error(P, &format!("expected a token limit (a number) or {{ limit, strategy?, countMode? }}, got {}", kind(other)))),
         };
         let Some(limit) = limit else { return Err(type_error(&format!("{P}.limit"), "is required: the number of tokens allowed")) };

@@ -3,8 +3,6 @@
 //! as JSON: `processInput` sees stored messages (§7's shape, with ids, so a processor's rewrite of
 //! the new ones is what memory stores), `processInputStep` the prompt's model messages.
 
-use std::collections::HashSet;
-
 use serde_json::{json, Map, Value};
 
 use super::processors::{processor_error, result_args as make_result_args, retry_message, system_json, Ended, Pipeline, STEP_KEYS};
@@ -45,7 +43,7 @@ pub async fn process_input(
         updated_at: String::new(),
     });
     let history: &[StoredMessage] = session.as_ref().map(|s| s.history.as_slice()).unwrap_or(&[]);
-    let known: HashSet<String> = history.iter().map(|m| m.id.clone()).collect();
+    let known: Vec<&str> = history.iter().map(|m| m.id.as_str()).collect();
     let mut all: Vec<Value> = history.iter().map(StoredMessage::to_json).collect();
     let now = env.now_ms();
     for m in input_messages(input, &thread, &mut || (env.new_id(), iso_time(now))) {
@@ -63,7 +61,7 @@ pub async fn process_input(
     let mut new_input = Vec::new();
     for (i, m) in messages.iter().enumerate() {
         let id = m.get("id").and_then(Value::as_str);
-        if let Some(id) = id.filter(|id| known.contains(*id)) {
+        if let Some(id) = id.filter(|id| known.contains(id)) {
             let stored = StoredMessage::from_json(m, "processInput").map_err(|e| bad_input(&e, id))?;
             new_history.push(stored);
         } else {
