@@ -17,7 +17,7 @@ export type {
 export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, Mastra, BatchPartsProcessor, TokenLimiterProcessor } from './wasm_agent.js';
 export { TokenLimiterProcessor as TokenLimiter } from './wasm_agent.js';
 /** Normalises the text of the input messages (SPEC §13.6): NFKC first, then the options. */
-export declare class UnicodeNormalizer implements import('./wasm_agent.js').Processor {
+export declare class UnicodeNormalizer implements Processor {
   constructor(options?: { stripControlChars?: boolean; preserveEmojis?: boolean; collapseWhitespace?: boolean; trim?: boolean });
   readonly id: 'unicode-normalizer';
   readonly name: string;
@@ -25,7 +25,7 @@ export declare class UnicodeNormalizer implements import('./wasm_agent.js').Proc
   normalize(text: string): string;
   processInput(args: { messages: StorageMessage[] }): StorageMessage[];
 }
-import type { ChunkType, StorageMessage, UIMessage } from './wasm_agent.js';
+import type { ChunkType, Processor, StorageMessage, UIMessage } from './wasm_agent.js';
 
 declare module './wasm_agent.js' {
   interface AgentStreamOutput {

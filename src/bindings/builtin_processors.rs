@@ -46,7 +46,10 @@ pub struct BatchPartsProcessor {
 impl BatchPartsProcessor {
     #[wasm_bindgen(constructor)]
     pub fn new(
-        #[wasm_bindgen(unchecked_optional_param_type = "{ batchSize?: number; maxBatchSize?: number; maxWaitTime?: number; emitOnNonText?: boolean }")] options: Option<JsValue>,
+        #[wasm_bindgen(
+            unchecked_optional_param_type = "{ batchSize?: number; maxBatchSize?: number; maxWaitTime?: number; emitOnNonText?: boolean }"
+        )]
+        options: Option<JsValue>,
     ) -> Result<BatchPartsProcessor, JsValue> {
         const P: &str = "new BatchPartsProcessor(options)";
         let o = options_json(options, P)?;
@@ -56,21 +59,36 @@ impl BatchPartsProcessor {
         let field = |k: &str| o.get(k).cloned().unwrap_or(Value::Null);
         let mut opts = BatchOptions::default();
         // `maxBatchSize` is what the seed's example writes; `batchSize` wins when both are set.
-        let size = whole(&field("batchSize"), &format!("{P}.batchSize"), 1)?.or(whole(&field("maxBatchSize"), &format!("{P}.maxBatchSize"), 1)?);
+        let size = whole(&field("batchSize"), &format!("{P}.batchSize"), 1)?.or(whole(
+            &field("maxBatchSize"),
+            &format!("{P}.maxBatchSize"),
+            1,
+        )?);
         if let Some(n) = size {
             opts.batch_size = n.min(1e6) as usize;
         }
         match field("maxWaitTime") {
             Value::Null => {}
             Value::Number(n) if n.as_f64().is_some_and(|f| f >= 0.0) => opts.max_wait_ms = n.as_f64(),
-            other => return Err(type_error(&format!("{P}.maxWaitTime"), &format!("expected a non-negative number of milliseconds, got {}", kind(&other)))),
+            other => {
+                return Err(type_error(
+                    &format!("{P}.maxWaitTime"),
+                    &format!("expected a non-negative number of milliseconds, got {}", kind(&other)),
+                ))
+            }
         }
         match field("emitOnNonText") {
             Value::Null => {}
             Value::Bool(b) => opts.emit_on_non_text = b,
-            other => return Err(type_error(&format!("{P}.emitOnNonText"), &format!("expected a boolean, got {}", kind(&other)))),
+            other => {
+                return Err(type_error(
+                    &format!("{P}.emitOnNonText"),
+                    &format!("expected a boolean, got {}", kind(&other)),
+                ))
+            }
         }
-        let make: MakeProcessor = Rc::new(move || Rc::new(BatchParts::new(opts.clone(), Rc::new(js_sys::Date::now))) as Rc<dyn Processor>);
+        let make: MakeProcessor =
+            Rc::new(move || Rc::new(BatchParts::new(opts.clone(), Rc::new(js_sys::Date::now))) as Rc<dyn Processor>);
         let reg = register_builtin(&make);
         Ok(BatchPartsProcessor { make, reg })
     }
@@ -111,25 +129,45 @@ pub struct TokenLimiterProcessor {
 impl TokenLimiterProcessor {
     #[wasm_bindgen(constructor)]
     pub fn new(
-        #[wasm_bindgen(unchecked_param_type = "number | { limit: number; strategy?: 'truncate' | 'abort'; countMode?: 'cumulative' | 'part' }")] options: JsValue,
+        #[wasm_bindgen(
+            unchecked_param_type = "number | { limit: number; strategy?: 'truncate' | 'abort'; countMode?: 'cumulative' | 'part' }"
+        )]
+        options: JsValue,
     ) -> Result<TokenLimiterProcessor, JsValue> {
         const P: &str = "new TokenLimiterProcessor(options)";
         let o = options_json(Some(options), P)?;
         let (limit, o) = match &o {
             Value::Number(_) => (whole(&o, P, 1)?, Value::Null),
             Value::Object(m) => (whole(m.get("limit").unwrap_or(&Value::Null), &format!("{P}.limit"), 1)?, o.clone()),
-            other => return Err(type_error(P, &format!("expected a token limit (a number) or {{ limit, strategy?, countMode? }}, got {}", kind(other)))),
+            other => {
+                return Err(type_error(
+                    P,
+                    &format!(
+                        "expected a token limit (a number) or {{ limit, strategy?, countMode? }}, got {}",
+                        kind(other)
+                    ),
+                ))
+            }
         };
-        let Some(limit) = limit else { return Err(type_error(&format!("{P}.limit"), "is required: the number of tokens allowed")) };
+        let Some(limit) = limit else {
+            return Err(type_error(&format!("{P}.limit"), "is required: the number of tokens allowed"));
+        };
         let choice = |k: &str, values: [&str; 2]| -> Result<bool, JsValue> {
             match o.get(k) {
                 None | Some(Value::Null) => Ok(false),
                 Some(Value::String(s)) if s == values[0] => Ok(false),
                 Some(Value::String(s)) if s == values[1] => Ok(true),
-                Some(other) => Err(type_error(&format!("{P}.{k}"), &format!("expected '{}' or '{}', got {other}", values[0], values[1]))),
+                Some(other) => Err(type_error(
+                    &format!("{P}.{k}"),
+                    &format!("expected '{}' or '{}', got {other}", values[0], values[1]),
+                )),
             }
         };
-        let opts = TokenLimitOptions { limit: limit as u64, abort: choice("strategy", ["truncate", "abort"])?, per_part: choice("countMode", ["cumulative", "part"])? };
+        let opts = TokenLimitOptions {
+            limit: limit as u64,
+            abort: choice("strategy", ["truncate", "abort"])?,
+            per_part: choice("countMode", ["cumulative", "part"])?,
+        };
         let make: MakeProcessor = Rc::new(move || Rc::new(TokenLimiter::new(opts.clone())) as Rc<dyn Processor>);
         let reg = register_builtin(&make);
         Ok(TokenLimiterProcessor { make, reg })

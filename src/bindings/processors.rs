@@ -97,9 +97,16 @@ pub(crate) type MakeProcessor = Rc<dyn Fn() -> Rc<dyn Processor>>;
 /// One entry of a processor list, as read from the user's array.
 #[derive(Clone)]
 pub(crate) enum ProcessorDef {
-    Js { object: JsValue, id: String, methods: Vec<(Phase, Function)>, data_parts: bool },
+    Js {
+        object: JsValue,
+        id: String,
+        methods: Vec<(Phase, Function)>,
+        data_parts: bool,
+    },
     /// A processor class of this package, implemented in Rust.
-    Builtin { make: MakeProcessor },
+    Builtin {
+        make: MakeProcessor,
+    },
 }
 
 /// The processor lists of an agent or a call.
@@ -141,7 +148,14 @@ pub(crate) fn parse_list(v: &JsValue, path: &str, input: bool) -> Result<Option<
         return Ok(None);
     }
     if !Array::is_array(v) {
-        return Err(type_error(path, &format!("expected an array of processors ({{ id, {}… }}), got {}", if input { "processInput" } else { "processOutputStream" }, js_kind(v))));
+        return Err(type_error(
+            path,
+            &format!(
+                "expected an array of processors ({{ id, {}… }}), got {}",
+                if input { "processInput" } else { "processOutputStream" },
+                js_kind(v)
+            ),
+        ));
     }
     let mut out = Vec::new();
     let mut ids: Vec<String> = Vec::new();
@@ -152,16 +166,25 @@ pub(crate) fn parse_list(v: &JsValue, path: &str, input: bool) -> Result<Option<
         }
         let id_v = read(&item, "id", &at)?;
         let Some(id) = id_v.as_string().filter(|s| !s.is_empty()) else {
-            return Err(type_error(&format!("{at}.id"), &format!("is required: a non-empty string that names the processor, got {}", js_kind(&id_v))));
+            return Err(type_error(
+                &format!("{at}.id"),
+                &format!("is required: a non-empty string that names the processor, got {}", js_kind(&id_v)),
+            ));
         };
         if ids.contains(&id) {
-            return Err(type_error(&format!("{at}.id"), &format!("'{id}' is used by another processor of {path}: ids must be unique in a list")));
+            return Err(type_error(
+                &format!("{at}.id"),
+                &format!("'{id}' is used by another processor of {path}: ids must be unique in a list"),
+            ));
         }
         ids.push(id.clone());
         if let Some(make) = lookup_builtin(&item) {
             let p = make();
             if !Phase::ALL.iter().any(|ph| ph.is_input() == input && p.has(*ph)) {
-                return Err(type_error(&at, &format!("('{id}') has no {} phase", if input { "input" } else { "output" })));
+                return Err(type_error(
+                    &at,
+                    &format!("('{id}') has no {} phase", if input { "input" } else { "output" }),
+                ));
             }
             out.push(ProcessorDef::Builtin { make });
             continue;
@@ -172,12 +195,24 @@ pub(crate) fn parse_list(v: &JsValue, path: &str, input: bool) -> Result<Option<
             if m.is_undefined() || m.is_null() {
                 continue;
             }
-            let f = m.dyn_into::<Function>().map_err(|m| type_error(&format!("{at}.{}", phase.method()), &format!("('{id}') expected a function, got {}", js_kind(&m))))?;
+            let f = m.dyn_into::<Function>().map_err(|m| {
+                type_error(
+                    &format!("{at}.{}", phase.method()),
+                    &format!("('{id}') expected a function, got {}", js_kind(&m)),
+                )
+            })?;
             methods.push((phase, f));
         }
         if methods.is_empty() {
-            let needs = if input { "processInput or processInputStep" } else { "processOutputStream, processOutputStep or processOutputResult" };
-            return Err(type_error(&at, &format!("('{id}') is not an {} processor: it needs {needs}", if input { "input" } else { "output" })));
+            let needs = if input {
+                "processInput or processInputStep"
+            } else {
+                "processOutputStream, processOutputStep or processOutputResult"
+            };
+            return Err(type_error(
+                &at,
+                &format!("('{id}') is not an {} processor: it needs {needs}", if input { "input" } else { "output" }),
+            ));
         }
         let data_parts = read(&item, "processDataParts", &at)?.is_truthy();
         out.push(ProcessorDef::Js { object: item, id, methods, data_parts });
@@ -209,7 +244,9 @@ pub(crate) fn instantiate(defs: &[ProcessorDef], env: &ProcessorEnv) -> Vec<Rc<d
     defs.iter()
         .map(|d| match d {
             ProcessorDef::Builtin { make } => make(),
-            ProcessorDef::Js { object, id, methods, data_parts } => Rc::new(JsProcessor::new(object, id, methods, *data_parts, env)) as Rc<dyn Processor>,
+            ProcessorDef::Js { object, id, methods, data_parts } => {
+                Rc::new(JsProcessor::new(object, id, methods, *data_parts, env)) as Rc<dyn Processor>
+            }
         })
         .collect()
 }
@@ -249,16 +286,18 @@ impl JsProcessor {
         let writer = Object::new();
         let _ = Reflect::set(&writer, &"custom".into(), &write.into_js_value());
         let default_reason = format!("Tripwire triggered by {id}");
-        let abort = Closure::<dyn Fn(JsValue, JsValue) -> Result<(), JsValue>>::new(move |reason: JsValue, options: JsValue| {
-            let text = reason.as_string().unwrap_or_else(|| default_reason.clone());
-            let e = js_sys::Error::new(&text);
-            e.set_name("TripWire");
-            let mark = Object::new();
-            let _ = Reflect::set(&mark, &"reason".into(), &text.into());
-            let _ = Reflect::set(&mark, &"options".into(), &options);
-            let _ = Reflect::set(&e, &TRIPWIRE_MARK.into(), &mark);
-            Err(e.into())
-        });
+        let abort = Closure::<dyn Fn(JsValue, JsValue) -> Result<(), JsValue>>::new(
+            move |reason: JsValue, options: JsValue| {
+                let text = reason.as_string().unwrap_or_else(|| default_reason.clone());
+                let e = js_sys::Error::new(&text);
+                e.set_name("TripWire");
+                let mark = Object::new();
+                let _ = Reflect::set(&mark, &"reason".into(), &text.into());
+                let _ = Reflect::set(&mark, &"options".into(), &options);
+                let _ = Reflect::set(&e, &TRIPWIRE_MARK.into(), &mark);
+                Err(e.into())
+            },
+        );
         JsProcessor {
             object: object.clone(),
             id: id.to_string(),
@@ -316,8 +355,16 @@ fn halt_of(e: JsValue) -> Halt {
     let reason = Reflect::get(&mark, &"reason".into()).ok().and_then(|r| r.as_string()).unwrap_or_default();
     let options = Reflect::get(&mark, &"options".into()).unwrap_or(JsValue::UNDEFINED);
     let retry = options.is_object() && Reflect::get(&options, &"retry".into()).map(|r| r.is_truthy()).unwrap_or(false);
-    let metadata = if options.is_object() { Reflect::get(&options, &"metadata".into()).unwrap_or(JsValue::UNDEFINED) } else { JsValue::UNDEFINED };
-    let metadata = if metadata.is_undefined() { None } else { Some(to_json(&metadata, "abort(reason, { metadata })").unwrap_or(Value::Null)) };
+    let metadata = if options.is_object() {
+        Reflect::get(&options, &"metadata".into()).unwrap_or(JsValue::UNDEFINED)
+    } else {
+        JsValue::UNDEFINED
+    };
+    let metadata = if metadata.is_undefined() {
+        None
+    } else {
+        Some(to_json(&metadata, "abort(reason, { metadata })").unwrap_or(Value::Null))
+    };
     Halt::Abort { reason, retry, metadata }
 }
 
@@ -338,7 +385,9 @@ impl Processor for JsProcessor {
             let value = if ret.is_undefined() || ret.is_null() {
                 None
             } else {
-                Some(to_json(&ret, phase.method()).map_err(|e| Halt::Threw(format!("{} returned a value that is not plain data: {e}", phase.method())))?)
+                Some(to_json(&ret, phase.method()).map_err(|e| {
+                    Halt::Threw(format!("{} returned a value that is not plain data: {e}", phase.method()))
+                })?)
             };
             Ok(Reply { value, custom })
         })

@@ -48,7 +48,9 @@ impl BatchParts {
         *count = 0;
         for c in held.drain(..) {
             match (out.last_mut(), c) {
-                (Some(Chunk::TextDelta { id: last, text: joined }), Chunk::TextDelta { id, text }) if *last == id => joined.push_str(&text),
+                (Some(Chunk::TextDelta { id: last, text: joined }), Chunk::TextDelta { id, text }) if *last == id => {
+                    joined.push_str(&text)
+                }
                 (_, c) => out.push(c),
             }
         }
@@ -136,7 +138,9 @@ fn message_tokens(m: &Value) -> u64 {
     let mut n = 4;
     for p in parts.and_then(Value::as_array).into_iter().flatten() {
         match p.get("type").and_then(Value::as_str) {
-            Some("text") | Some("reasoning") => n += estimate_tokens(p.get("text").and_then(Value::as_str).unwrap_or("")),
+            Some("text") | Some("reasoning") => {
+                n += estimate_tokens(p.get("text").and_then(Value::as_str).unwrap_or(""))
+            }
             Some("file") | Some("image") => n += FILE_TOKENS,
             _ => n += estimate_tokens(&p.to_string()),
         }
@@ -181,7 +185,11 @@ impl TokenLimiter {
             return Ok(vec![Chunk::TextDelta { id, text }]);
         }
         if self.opts.abort {
-            return Err(Halt::Abort { reason: format!("Token limit of {} exceeded", self.opts.limit), retry: false, metadata: None });
+            return Err(Halt::Abort {
+                reason: format!("Token limit of {} exceeded", self.opts.limit),
+                retry: false,
+                metadata: None,
+            });
         }
         let room = self.opts.limit.saturating_sub(before) as usize * 4;
         let cut: String = text.chars().take(room).collect();

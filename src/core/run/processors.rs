@@ -42,7 +42,8 @@ impl Phase {
         }
     }
 
-    pub const ALL: [Phase; 5] = [Phase::Input, Phase::InputStep, Phase::OutputStream, Phase::OutputStep, Phase::OutputResult];
+    pub const ALL: [Phase; 5] =
+        [Phase::Input, Phase::InputStep, Phase::OutputStream, Phase::OutputStep, Phase::OutputResult];
 
     pub fn is_input(self) -> bool {
         matches!(self, Phase::Input | Phase::InputStep)
@@ -176,14 +177,22 @@ impl<'a> Pipeline<'a> {
 
     fn halted(p: &dyn Processor, h: Halt) -> Ended {
         match h {
-            Halt::Abort { reason, retry, metadata } => Ended::Tripwire(Tripwire { reason, retry, metadata, processor_id: p.id().to_string() }),
+            Halt::Abort { reason, retry, metadata } => {
+                Ended::Tripwire(Tripwire { reason, retry, metadata, processor_id: p.id().to_string() })
+            }
             Halt::Threw(message) => processor_error(p.id(), &message),
         }
     }
 
     /// Emits `chunk` as the output processors from index `from` on leave it; what they change
     /// in text or reasoning is changed in `step` too, so the step's text is what was streamed.
-    pub async fn emit(&self, chunk: Chunk, from: usize, sink: &dyn Sink, step: Option<&mut StepBuilder>) -> Result<(), Ended> {
+    pub async fn emit(
+        &self,
+        chunk: Chunk,
+        from: usize,
+        sink: &dyn Sink,
+        step: Option<&mut StepBuilder>,
+    ) -> Result<(), Ended> {
         if !self.streams || !passes(&chunk) {
             sink.emit(chunk);
             return Ok(());
@@ -251,7 +260,12 @@ impl<'a> Pipeline<'a> {
     }
 
     /// `processInput` over `{ messages, systemMessages }`: the final pair.
-    pub async fn input(&self, messages: Vec<Value>, system: Vec<String>, sink: &dyn Sink) -> Result<(Vec<Value>, Vec<String>), Ended> {
+    pub async fn input(
+        &self,
+        messages: Vec<Value>,
+        system: Vec<String>,
+        sink: &dyn Sink,
+    ) -> Result<(Vec<Value>, Vec<String>), Ended> {
         let mut args = json!({ "messages": messages, "systemMessages": system_json(&system) });
         self.chain(Phase::Input, &mut args, sink, &|args, v| match v {
             Value::Array(_) => {
@@ -269,7 +283,10 @@ impl<'a> Pipeline<'a> {
                 }
                 Ok(())
             }
-            other => Err(format!("returned {}: expected a messages array, {{ messages, systemMessages }} or undefined", crate::core::input::kind(&other))),
+            other => Err(format!(
+                "returned {}: expected a messages array, {{ messages, systemMessages }} or undefined",
+                crate::core::input::kind(&other)
+            )),
         })
         .await?;
         let messages = match args["messages"].take() {
@@ -323,7 +340,15 @@ pub const STEP_KEYS: &[&str] = &["messages", "systemMessages", "toolChoice", "ac
 
 /// Chunks of a model step that output processors see (not the run's own, nor background ones).
 fn passes(c: &Chunk) -> bool {
-    !matches!(c, Chunk::Start { .. } | Chunk::Finish { .. } | Chunk::Error(_) | Chunk::Abort { .. } | Chunk::Tripwire(_) | Chunk::Background { .. })
+    !matches!(
+        c,
+        Chunk::Start { .. }
+            | Chunk::Finish { .. }
+            | Chunk::Error(_)
+            | Chunk::Abort { .. }
+            | Chunk::Tripwire(_)
+            | Chunk::Background { .. }
+    )
 }
 
 fn check_array(v: &Value, what: &str) -> Result<(), String> {
@@ -340,13 +365,17 @@ pub fn system_json(system: &[String]) -> Value {
 
 /// The texts of `systemMessages`: strings or `{ role: 'system', content }`.
 pub fn system_texts(v: &Value) -> Result<Vec<String>, String> {
-    let Value::Array(items) = v else { return Err(format!("returned systemMessages as {}: expected an array", crate::core::input::kind(v))) };
+    let Value::Array(items) = v else {
+        return Err(format!("returned systemMessages as {}: expected an array", crate::core::input::kind(v)));
+    };
     items
         .iter()
         .enumerate()
         .map(|(i, m)| match m {
             Value::String(s) => Ok(s.clone()),
-            _ => crate::core::input::parse_instructions(m, &format!("systemMessages.{i}")).map(|t| t.join("\n")).map_err(|e| format!("returned {e}")),
+            _ => crate::core::input::parse_instructions(m, &format!("systemMessages.{i}"))
+                .map(|t| t.join("\n"))
+                .map_err(|e| format!("returned {e}")),
         })
         .collect()
 }

@@ -85,9 +85,20 @@ fn an_output_stream_abort_ends_the_step_with_tripwire_step_finish_finish_and_kee
         _ => Ok(vec![c]),
     });
     let cfg = with(config(0, false), vec![], vec![Rc::new(guard)], 0);
-    let (script, sink, out) = run_script(vec![ok_stream(&[delta("content", "fine "), delta("content", "bad"), delta("content", " more"), finish("stop")])], cfg);
+    let (script, sink, out) = run_script(
+        vec![ok_stream(&[
+            delta("content", "fine "),
+            delta("content", "bad"),
+            delta("content", " more"),
+            finish("stop"),
+        ])],
+        cfg,
+    );
     assert_eq!(sink.types(), ["start", "step-start", "text-start", "text-delta", "tripwire", "step-finish", "finish"]);
-    assert_eq!(tripwire_of(&sink), json!({ "reason": "no bad words", "metadata": { "why": "test" }, "processorId": "guard" }));
+    assert_eq!(
+        tripwire_of(&sink),
+        json!({ "reason": "no bad words", "metadata": { "why": "test" }, "processorId": "guard" })
+    );
     assert_eq!(out.text(), "fine ", "the text streamed before the tripwire, nothing of the chunk that tripped");
     assert_eq!(out.steps.len(), 1);
     assert_eq!(out.steps[0].text, "fine ");
@@ -122,7 +133,10 @@ fn process_input_rewrites_what_the_model_is_sent_and_sees_stored_message_shapes(
         Ok(Some(json!({ "messages": messages, "systemMessages": [{ "role": "system", "content": "Be safe." }] })))
     });
     let mut cfg = config(0, false);
-    cfg.request.messages = vec![ModelMessage::System("Be brief.".into()), ModelMessage::User(vec![UserPart::Text("my pin is 1234".into())])];
+    cfg.request.messages = vec![
+        ModelMessage::System("Be brief.".into()),
+        ModelMessage::User(vec![UserPart::Text("my pin is 1234".into())]),
+    ];
     cfg.input_start = 1;
     let (script, _, out) = run_script(vec![text_reply("ok")], with(cfg, vec![Rc::new(redact)], vec![], 0));
     assert!(out.error.is_none(), "{:?}", out.error);
@@ -132,7 +146,10 @@ fn process_input_rewrites_what_the_model_is_sent_and_sees_stored_message_shapes(
     assert_eq!(args["messages"][0]["content"]["format"], 2);
     assert!(args["messages"][0]["id"].is_string());
     let body: Value = serde_json::from_str(&script.requests.borrow()[0].body).unwrap();
-    assert_eq!(body["messages"], json!([{ "role": "system", "content": "Be safe." }, { "role": "user", "content": "my pin is ****" }]));
+    assert_eq!(
+        body["messages"],
+        json!([{ "role": "system", "content": "Be safe." }, { "role": "user", "content": "my pin is ****" }])
+    );
 }
 
 #[test]
@@ -162,7 +179,8 @@ fn what_process_input_rewrites_is_what_memory_stores() {
     cfg.request.messages = vec![ModelMessage::User(vec![UserPart::Text("the secret word".into())])];
     let (_, _, out) = run_script(vec![text_reply("noted")], cfg);
     assert!(out.error.is_none(), "{:?}", out.error);
-    let stored = block_on(store.list_messages(&MessageQuery { thread_id: "t1".into(), last: None, before: None })).unwrap();
+    let stored =
+        block_on(store.list_messages(&MessageQuery { thread_id: "t1".into(), last: None, before: None })).unwrap();
     let texts: Vec<&str> = stored.iter().map(text_of).collect();
     assert_eq!(texts, ["the [redacted] word", "noted"]);
 }
@@ -236,8 +254,19 @@ fn a_retry_runs_the_step_again_with_the_feedback_and_keeps_only_the_accepted_att
     assert_eq!(
         sink.types(),
         [
-            "start", "step-start", "text-start", "text-delta", "text-end", "tripwire", "step-finish", "step-start", "text-start", "text-delta",
-            "text-end", "step-finish", "finish"
+            "start",
+            "step-start",
+            "text-start",
+            "text-delta",
+            "text-end",
+            "tripwire",
+            "step-finish",
+            "step-start",
+            "text-start",
+            "text-delta",
+            "text-end",
+            "step-finish",
+            "finish"
         ]
     );
     assert_eq!(tripwire_of(&sink)["retry"], true);
@@ -258,7 +287,8 @@ fn with_the_retry_budget_spent_a_retry_is_a_plain_tripwire() {
     let cfg = with(config(0, false), vec![], vec![Rc::new(judge)], 1);
     let (script, sink, out) = run_script(vec![text_reply("one"), text_reply("two")], cfg);
     assert_eq!(script.requests.borrow().len(), 2);
-    let trips: Vec<Value> = sink.chunks.borrow().iter().filter(|c| c.type_name() == "tripwire").map(Chunk::payload).collect();
+    let trips: Vec<Value> =
+        sink.chunks.borrow().iter().filter(|c| c.type_name() == "tripwire").map(Chunk::payload).collect();
     assert_eq!(trips.len(), 2);
     assert_eq!(trips[0]["retry"], true);
     assert_eq!(trips[1].get("retry"), None);
@@ -292,8 +322,16 @@ fn stream_rewrites_reach_the_text_the_steps_and_memory() {
         _ => Ok(vec![c]),
     });
     let cfg = with(config(0, false), vec![], vec![Rc::new(upper), Rc::new(drop_x)], 0);
-    let (_, sink, out) = run_script(vec![ok_stream(&[delta("content", "ab"), delta("content", "x"), delta("content", "cd"), finish("stop")])], cfg);
-    let deltas: Vec<String> = sink.chunks.borrow().iter().filter_map(|c| if let Chunk::TextDelta { text, .. } = c { Some(text.clone()) } else { None }).collect();
+    let (_, sink, out) = run_script(
+        vec![ok_stream(&[delta("content", "ab"), delta("content", "x"), delta("content", "cd"), finish("stop")])],
+        cfg,
+    );
+    let deltas: Vec<String> = sink
+        .chunks
+        .borrow()
+        .iter()
+        .filter_map(|c| if let Chunk::TextDelta { text, .. } = c { Some(text.clone()) } else { None })
+        .collect();
     assert_eq!(deltas, ["AB", "CD"], "each processor gets the previous one's result");
     assert_eq!(out.text(), "ABCD");
     assert_eq!(out.steps[0].to_json()["response"]["messages"][0]["content"][0]["text"], "ABCD");
@@ -363,12 +401,14 @@ fn an_output_result_replaces_what_memory_stores_and_can_ask_for_a_retry() {
     });
     let mut cfg = config(0, false);
     cfg.memory = Some(memory);
-    let (script, sink, out) = run_script(vec![text_reply("first"), text_reply("second")], with(cfg, vec![], vec![Rc::new(result)], 1));
+    let (script, sink, out) =
+        run_script(vec![text_reply("first"), text_reply("second")], with(cfg, vec![], vec![Rc::new(result)], 1));
     assert_eq!(script.requests.borrow().len(), 2);
     assert_eq!(out.text(), "second");
     assert!(out.tripwire.is_none());
     assert_eq!(sink.types().last(), Some(&"finish"));
-    let stored = block_on(store.list_messages(&MessageQuery { thread_id: "t2".into(), last: None, before: None })).unwrap();
+    let stored =
+        block_on(store.list_messages(&MessageQuery { thread_id: "t2".into(), last: None, before: None })).unwrap();
     let texts: Vec<&str> = stored.iter().map(text_of).collect();
     assert_eq!(texts, ["hi", "[summary]"]);
 }
@@ -390,7 +430,8 @@ fn a_tripwire_keeps_the_user_message_in_memory_but_not_the_aborted_step() {
     cfg.memory = Some(memory);
     let (_, _, out) = run_script(vec![text_reply("forbidden")], with(cfg, vec![], vec![Rc::new(guard)], 0));
     assert_eq!(out.text(), "forbidden");
-    let stored = block_on(store.list_messages(&MessageQuery { thread_id: "t3".into(), last: None, before: None })).unwrap();
+    let stored =
+        block_on(store.list_messages(&MessageQuery { thread_id: "t3".into(), last: None, before: None })).unwrap();
     assert_eq!(stored.iter().map(|m| m.role.as_str()).collect::<Vec<_>>(), ["user"]);
 }
 
@@ -410,7 +451,13 @@ fn text_chunks(parts: &[&str]) -> Vec<Chunk> {
     let mut v = vec![Chunk::TextStart { id: "t1".into() }];
     v.extend(parts.iter().map(|p| Chunk::TextDelta { id: "t1".into(), text: (*p).into() }));
     v.push(Chunk::TextEnd { id: "t1".into() });
-    v.push(Chunk::StepFinish { step: Box::new(StepBuilder::new(IdSource::new("m".into()), "m".into(), String::new(), vec![], 0.0).into_parts().1), is_continued: false, total_usage: Default::default() });
+    v.push(Chunk::StepFinish {
+        step: Box::new(
+            StepBuilder::new(IdSource::new("m".into()), "m".into(), String::new(), vec![], 0.0).into_parts().1,
+        ),
+        is_continued: false,
+        total_usage: Default::default(),
+    });
     v
 }
 
@@ -418,19 +465,29 @@ fn text_chunks(parts: &[&str]) -> Vec<Chunk> {
 fn batch_parts_joins_deltas_and_never_loses_or_reorders_a_chunk() {
     let parts = ["a", "b", "c", "d", "e", "f", "g"];
     let out = batched(BatchOptions { batch_size: 3, ..Default::default() }, text_chunks(&parts));
-    let shown: Vec<String> = out.iter().map(|c| match c {
-        Chunk::TextDelta { text, .. } => format!("delta:{text}"),
-        c => c.type_name().to_string(),
-    }).collect();
+    let shown: Vec<String> = out
+        .iter()
+        .map(|c| match c {
+            Chunk::TextDelta { text, .. } => format!("delta:{text}"),
+            c => c.type_name().to_string(),
+        })
+        .collect();
     assert_eq!(shown, ["text-start", "delta:abc", "delta:def", "delta:g", "text-end", "step-finish"]);
     // Without flushing on other chunks, they wait behind the text, in order, until the step ends.
-    let held = batched(BatchOptions { batch_size: 100, emit_on_non_text: false, ..Default::default() }, text_chunks(&parts));
+    let held =
+        batched(BatchOptions { batch_size: 100, emit_on_non_text: false, ..Default::default() }, text_chunks(&parts));
     let shown: Vec<&str> = held.iter().map(Chunk::type_name).collect();
     assert_eq!(shown, ["text-start", "text-delta", "text-end", "step-finish"]);
     for size in 1..9 {
         for flush in [true, false] {
-            let out = batched(BatchOptions { batch_size: size, emit_on_non_text: flush, max_wait_ms: None }, text_chunks(&parts));
-            let text: String = out.iter().filter_map(|c| if let Chunk::TextDelta { text, .. } = c { Some(text.as_str()) } else { None }).collect();
+            let out = batched(
+                BatchOptions { batch_size: size, emit_on_non_text: flush, max_wait_ms: None },
+                text_chunks(&parts),
+            );
+            let text: String = out
+                .iter()
+                .filter_map(|c| if let Chunk::TextDelta { text, .. } = c { Some(text.as_str()) } else { None })
+                .collect();
             assert_eq!(text, "abcdefg", "size {size}");
             assert_eq!(out.first().map(Chunk::type_name), Some("text-start"));
             assert_eq!(out.last().map(Chunk::type_name), Some("step-finish"));
@@ -440,19 +497,49 @@ fn batch_parts_joins_deltas_and_never_loses_or_reorders_a_chunk() {
 
 #[test]
 fn batch_parts_in_the_loop_keeps_the_full_text() {
-    let cfg = with(config(0, false), vec![], vec![Rc::new(BatchParts::new(BatchOptions { batch_size: 2, ..Default::default() }, Rc::new(|| 0.0)))], 0);
-    let (_, sink, out) = run_script(vec![ok_stream(&[delta("content", "a"), delta("content", "b"), delta("content", "c"), finish("stop")])], cfg);
-    assert_eq!(sink.types(), ["start", "step-start", "text-start", "text-delta", "text-delta", "text-end", "step-finish", "finish"]);
+    let cfg = with(
+        config(0, false),
+        vec![],
+        vec![Rc::new(BatchParts::new(BatchOptions { batch_size: 2, ..Default::default() }, Rc::new(|| 0.0)))],
+        0,
+    );
+    let (_, sink, out) = run_script(
+        vec![ok_stream(&[delta("content", "a"), delta("content", "b"), delta("content", "c"), finish("stop")])],
+        cfg,
+    );
+    assert_eq!(
+        sink.types(),
+        ["start", "step-start", "text-start", "text-delta", "text-delta", "text-end", "step-finish", "finish"]
+    );
     assert_eq!(out.text(), "abc");
 }
 
 #[test]
 fn token_limiter_truncates_or_aborts_the_reply_and_trims_the_oldest_input() {
-    let cfg = with(config(0, false), vec![], vec![Rc::new(TokenLimiter::new(TokenLimitOptions { limit: 2, abort: false, per_part: false }))], 0);
-    let (_, _, out) = run_script(vec![ok_stream(&[delta("content", "abcd"), delta("content", "efghij"), delta("content", "klm"), finish("stop")])], cfg);
+    let cfg = with(
+        config(0, false),
+        vec![],
+        vec![Rc::new(TokenLimiter::new(TokenLimitOptions { limit: 2, abort: false, per_part: false }))],
+        0,
+    );
+    let (_, _, out) = run_script(
+        vec![ok_stream(&[
+            delta("content", "abcd"),
+            delta("content", "efghij"),
+            delta("content", "klm"),
+            finish("stop"),
+        ])],
+        cfg,
+    );
     assert_eq!(out.text(), "abcdefgh", "two tokens of about four characters");
-    let cfg = with(config(0, false), vec![], vec![Rc::new(TokenLimiter::new(TokenLimitOptions { limit: 2, abort: true, per_part: false }))], 0);
-    let (_, sink, out) = run_script(vec![ok_stream(&[delta("content", "abcd"), delta("content", "efghij"), finish("stop")])], cfg);
+    let cfg = with(
+        config(0, false),
+        vec![],
+        vec![Rc::new(TokenLimiter::new(TokenLimitOptions { limit: 2, abort: true, per_part: false }))],
+        0,
+    );
+    let (_, sink, out) =
+        run_script(vec![ok_stream(&[delta("content", "abcd"), delta("content", "efghij"), finish("stop")])], cfg);
     assert_eq!(tripwire_of(&sink)["processorId"], "token-limiter");
     assert_eq!(out.text(), "abcd");
     let limiter = TokenLimiter::new(TokenLimitOptions { limit: 12, abort: false, per_part: false });
@@ -461,7 +548,12 @@ fn token_limiter_truncates_or_aborts_the_reply_and_trims_the_oldest_input() {
         { "role": "assistant", "content": { "format": 2, "parts": [{ "type": "text", "text": "y".repeat(20) }] } },
         { "role": "user", "content": { "format": 2, "parts": [{ "type": "text", "text": "newest" }] } },
     ]);
-    let reply = block_on(limiter.call(Phase::Input, json!({ "messages": messages }), ProcessorCx { run_id: "r", retry_count: 0 })).unwrap();
+    let reply = block_on(limiter.call(
+        Phase::Input,
+        json!({ "messages": messages }),
+        ProcessorCx { run_id: "r", retry_count: 0 },
+    ))
+    .unwrap();
     let kept = reply.value.unwrap();
     assert_eq!(kept.as_array().unwrap().len(), 1, "{kept}");
     assert_eq!(kept[0]["content"]["parts"][0]["text"], "newest");

@@ -5,7 +5,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::processors::{processor_error, result_args as make_result_args, retry_message, system_json, Ended, Pipeline, STEP_KEYS};
+use super::processors::{
+    processor_error, result_args as make_result_args, retry_message, system_json, Ended, Pipeline, STEP_KEYS,
+};
 use super::{RunConfig, RunOutcome, Sink, StepOverrides};
 use crate::core::chunk::usage_json;
 use crate::core::env::Env;
@@ -128,7 +130,13 @@ fn steps_json(steps: &[StepResult]) -> Value {
 }
 
 /// `processInputStep`'s arguments for the step about to be sent.
-pub fn input_step_args(step_number: usize, steps: &[StepResult], request: &ModelRequest, overrides: &StepOverrides, cfg: &RunConfig) -> Value {
+pub fn input_step_args(
+    step_number: usize,
+    steps: &[StepResult],
+    request: &ModelRequest,
+    overrides: &StepOverrides,
+    cfg: &RunConfig,
+) -> Value {
     let (system, rest) = split_system(&request.messages);
     let active: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
     let tools: Vec<&str> = cfg.tools.iter().map(|t| t.name.as_str()).collect();
@@ -151,7 +159,11 @@ pub fn input_step_args(step_number: usize, steps: &[StepResult], request: &Model
 /// What the processors changed of `before`, into the step's overrides; the step's messages when
 /// they replaced them.
 #[allow(clippy::result_large_err)] // the same `Ended` as the loop's async steps, once per step
-pub fn step_changes(before: &Value, after: &Value, overrides: &mut StepOverrides) -> Result<Option<Vec<ModelMessage>>, Ended> {
+pub fn step_changes(
+    before: &Value,
+    after: &Value,
+    overrides: &mut StepOverrides,
+) -> Result<Option<Vec<ModelMessage>>, Ended> {
     let bad = |e: AgentError| processor_error("processInputStep", &format!("returned {e}"));
     let mut messages = None;
     for key in STEP_KEYS {
@@ -162,13 +174,16 @@ pub fn step_changes(before: &Value, after: &Value, overrides: &mut StepOverrides
         match *key {
             "messages" => messages = Some(parse_messages(new, "messages").map_err(bad)?),
             "systemMessages" => {
-                let texts = super::processors::system_texts(new).map_err(|m| processor_error("processInputStep", &m))?;
+                let texts =
+                    super::processors::system_texts(new).map_err(|m| processor_error("processInputStep", &m))?;
                 overrides.system = Some(texts);
             }
             "toolChoice" => overrides.tool_choice = Some(parse_tool_choice(new, "toolChoice").map_err(bad)?),
             "activeTools" => {
                 let names = new.as_array().map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect());
-                overrides.active_tools = Some(names.ok_or_else(|| processor_error("processInputStep", "returned activeTools that is not an array of tool names"))?);
+                overrides.active_tools = Some(names.ok_or_else(|| {
+                    processor_error("processInputStep", "returned activeTools that is not an array of tool names")
+                })?);
             }
             _ => {
                 let mut settings = parse_model_settings(new, "modelSettings").map_err(bad)?;
@@ -209,7 +224,9 @@ pub fn result_args(outcome: &RunOutcome) -> Value {
 /// The messages `processOutputResult` gave to store, as model messages.
 pub fn parse_stored(messages: Option<Vec<Value>>) -> Result<Option<Vec<ModelMessage>>, AgentError> {
     let Some(m) = messages else { return Ok(None) };
-    parse_messages(&Value::Array(m), "processOutputResult(…)").map(Some).map_err(|e| AgentError::Processor { message: format!("processOutputResult returned messages that are not valid: {e}") })
+    parse_messages(&Value::Array(m), "processOutputResult(…)").map(Some).map_err(|e| AgentError::Processor {
+        message: format!("processOutputResult returned messages that are not valid: {e}"),
+    })
 }
 
 /// The feedback of a retry: one system message after the others.
