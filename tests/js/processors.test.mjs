@@ -254,6 +254,11 @@ test('a processor that throws fails the run with a ProcessorError naming it; onE
   assert.equal(c2[1].payload.error.message, 'in: no input');
   assert.equal(requests().length, 0);
   await rejectionOf(out2.text);
+  // A result that is not messages fails the same way, naming the processor and the field.
+  const { agent: a3 } = agentOn('echo', { inputProcessors: [{ id: 'bad-shape', processInput: () => [{ role: 'robot', content: 'beep' }] }] });
+  const e3 = await rejectionOf((await a3.stream('hi')).text);
+  assert.equal(e3.name, 'ProcessorError');
+  assert.match(e3.message, /^bad-shape: processInput returned a message that is not valid: messages\[0\]\.role: expected "system", "user", "assistant" or "tool", got "robot"$/);
 });
 
 test('a processor that never settles is bounded by the run\'s abortSignal', T, async () => {

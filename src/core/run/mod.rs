@@ -23,9 +23,10 @@ pub use super::hooks::{Hooks, IterationDecision, NoHooks, StepOverrides, StopCon
 pub use super::retry::{parse_retry_after, retry_delay_ms};
 use super::model_api::{CallCx, EventSource, ModelApi};
 use super::transport::Transport;
-use processors::{Ended, Phase, Pipeline, Processors, Tripwire};
+use processors::{Ended, Phase, Pipeline, Processors};
+use steps_io::{stopped_step, trip, tripped};
 use super::model::FinishReason;
-use memory::{generate_title, working_memory_prompt, working_memory_text, working_memory_tool, MemoryTools, TitleJob};
+use memory::{generate_title, open_memory, remember_input, working_memory_prompt, working_memory_text, working_memory_tool, MemoryTools, TitleJob};
 use super::model::{ModelMessage, ModelRequest, ToolChoice, UserPart, Warning};
 use super::step::{messages_json, IdSource, StepBuilder, StepResult};
 use super::background::{Manager, MemoryTarget};
@@ -110,13 +111,10 @@ pub async fn run(
         }
     }
     let mut stopped = None;
-    if pipe.has(processors::Phase::Input) {
-        // What processInput leaves is what the model is sent and memory stores.
-        match steps_io::process_input(&pipe, &mut messages, &mut input, session.as_mut(), env, sink).await {
-            Ok(()) => {}
-            Err(Ended::Tripwire(t)) => stopped = Some(Ended::Tripwire(t)),
-            Err(Ended::Stop(stop)) => stopped = Some(Ended::Stop(stop)),
-        }
+    if pipe.has(Phase::Input) {
+        // What processInput leaves is what the model is sent and memory stores; a tripwire or a
+        // failure still stores the input as given.
+        stopped = steps_io::process_input(&pipe, &mut messages, &mut input, session.as_mut(), env, sink).await.err();
     }
     if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
         match remember_input(mem, s, &mut input, env, abort, &mut outcome).await {
@@ -236,55 +234,6 @@ fn finish(outcome: RunOutcome, sink: &dyn Sink) -> RunOutcome {
         });
     }
     outcome
-}
-
-/// Opens the thread and loads its history. A failed read (the thread, its history) fails the run
-/// before the model is called: no reply from a context the user did not intend. A thread that
-/// could not be created leaves the run without memory.
-async fn open_memory(mem: &MemoryRun, env: &dyn Env, abort: &AbortFlag, outcome: &mut RunOutcome) -> Result<Option<Session>, Stop> {
-    let opened = abort.race(mem.open(env.now_ms(), outcome.message_id.clone())).await.ok_or(Stop::Aborted)?;
-    let mut session = opened.map_err(Stop::Failed)?;
-    if let Err(e) = abort.race(mem.save_new_thread(&session)).await.ok_or(Stop::Aborted)? {
-        outcome.write_failed(e);
-        return Ok(None);
-    }
-    abort.race(mem.load_history(&mut session)).await.ok_or(Stop::Aborted)?.map_err(Stop::Failed)?;
-    Ok(Some(session))
-}
-
-/// Saves the input and returns the history to put before it. A failed write lets the reply
-/// stream and fails the run at its end (`RunOutcome::write_failed`).
-async fn remember_input(
-    mem: &MemoryRun,
-    session: &mut Session,
-    input: &mut Vec<ModelMessage>,
-    env: &dyn Env,
-    abort: &AbortFlag,
-    outcome: &mut RunOutcome,
-) -> Result<Vec<ModelMessage>, Stop> {
-    let saved = abort.race(mem.save_input(session, input, env.now_ms(), &mut || env.new_id())).await.ok_or(Stop::Aborted)?;
-    let folded = saved.unwrap_or_else(|e| {
-        outcome.write_failed(e);
-        Vec::new()
-    });
-    // Results that completed a call of the history now travel with that call.
-    if !folded.is_empty() {
-        for m in input.iter_mut() {
-            if let ModelMessage::Tool(results) = m {
-                results.retain(|r| !folded.contains(&r.tool_call_id));
-            }
-        }
-        input.retain(|m| !matches!(m, ModelMessage::Tool(r) if r.is_empty()));
-    }
-    Ok(session.history_messages(mem.config.filter_incomplete_tool_calls))
-}
-
-/// A processor's `abort()`: the `tripwire` chunk, and the run ends with it.
-/// (A retry that is not granted is a plain tripwire: no `retry` in it.)
-fn trip(outcome: &mut RunOutcome, mut t: Tripwire, sink: &dyn Sink) {
-    t.retry = false;
-    sink.emit(Chunk::Tripwire(t.clone()));
-    outcome.tripwire = Some(t);
 }
 
 impl Stop {
@@ -512,31 +461,6 @@ async fn run_steps(
             }
         }
     }
-}
-
-/// How a processor stopped the loop outside a step: a tripwire ends the run (`Ok`), a failure
-/// or an abort stops it.
-fn tripped(e: Ended, outcome: &mut RunOutcome, sink: &dyn Sink) -> Result<(), Stop> {
-    match e {
-        Ended::Tripwire(t) => {
-            trip(outcome, t, sink);
-            Ok(())
-        }
-        Ended::Stop(stop) => Err(stop),
-    }
-}
-
-/// A tripwire inside a step: the `tripwire` chunk, then the step's closing `step-finish`. The
-/// step is in `steps` (its text was seen) but is not stored.
-async fn stopped_step(outcome: &mut RunOutcome, mut step: StepResult, t: Tripwire, sink: &dyn Sink, abort: &AbortFlag) -> Result<(), Stop> {
-    trip(outcome, t, sink);
-    step.finish_reason = FinishReason::Tripwire;
-    outcome.total_usage = outcome.total_usage.add(&step.usage);
-    outcome.steps.push(step);
-    outcome.tripwire_step = true;
-    let last = outcome.steps.last().expect("a step was just pushed");
-    sink.emit(Chunk::StepFinish { step: Box::new(last.clone()), is_continued: false, total_usage: outcome.total_usage });
-    abort.race(sink.step_finished(last)).await.ok_or(Stop::Aborted)
 }
 
 fn is_active(cfg: &RunConfig, overrides: &StepOverrides, name: &str) -> bool {

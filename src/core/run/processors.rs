@@ -269,12 +269,13 @@ impl<'a> Pipeline<'a> {
         let mut args = json!({ "messages": messages, "systemMessages": system_json(&system) });
         self.chain(Phase::Input, &mut args, sink, &|args, v| match v {
             Value::Array(_) => {
+                check_messages(&v)?;
                 args["messages"] = v;
                 Ok(())
             }
             Value::Object(mut o) => {
                 if let Some(m) = o.remove("messages").filter(|m| !m.is_null()) {
-                    check_array(&m, "messages")?;
+                    check_messages(&m)?;
                     args["messages"] = m;
                 }
                 if let Some(s) = o.remove("systemMessages").filter(|s| !s.is_null()) {
@@ -349,6 +350,14 @@ fn passes(c: &Chunk) -> bool {
             | Chunk::Tripwire(_)
             | Chunk::Background { .. }
     )
+}
+
+/// Messages a processor returned: an array the input parser reads (stored or model shape).
+fn check_messages(v: &Value) -> Result<(), String> {
+    check_array(v, "messages")?;
+    crate::core::input::parse_messages(v, "messages")
+        .map(|_| ())
+        .map_err(|e| format!("returned a message that is not valid: {e}"))
 }
 
 fn check_array(v: &Value, what: &str) -> Result<(), String> {

@@ -5,15 +5,19 @@
 
 use serde_json::{json, Map, Value};
 
+use super::processors::Tripwire;
 use super::processors::{
     processor_error, result_args as make_result_args, retry_message, system_json, Ended, Pipeline, STEP_KEYS,
 };
-use super::{RunConfig, RunOutcome, Sink, StepOverrides};
+use super::{RunConfig, RunOutcome, Sink, StepOverrides, Stop};
+use crate::core::abort::AbortFlag;
 use crate::core::chunk::usage_json;
+use crate::core::chunk::Chunk;
 use crate::core::env::Env;
 use crate::core::error::AgentError;
 use crate::core::input::{parse_messages, parse_model_settings, parse_tool_choice};
 use crate::core::memory::{input_messages, iso_time, Session, StoredMessage};
+use crate::core::model::FinishReason;
 use crate::core::model::{ModelMessage, ModelRequest, ModelSettings, ToolChoice};
 use crate::core::step::{messages_json, StepResult, ToolCall};
 
@@ -233,4 +237,47 @@ pub fn parse_stored(messages: Option<Vec<Value>>) -> Result<Option<Vec<ModelMess
 pub fn add_feedback(messages: &mut Vec<ModelMessage>, reason: &str) {
     let at = messages.iter().take_while(|m| matches!(m, ModelMessage::System(_))).count();
     messages.insert(at, ModelMessage::System(retry_message(reason)));
+}
+
+/// A processor's `abort()`: the `tripwire` chunk, and the run ends with it.
+/// (A retry that is not granted is a plain tripwire: no `retry` in it.)
+pub(super) fn trip(outcome: &mut RunOutcome, mut t: Tripwire, sink: &dyn Sink) {
+    t.retry = false;
+    sink.emit(Chunk::Tripwire(t.clone()));
+    outcome.tripwire = Some(t);
+}
+
+/// How a processor stopped the loop outside a step: a tripwire ends the run (`Ok`), a failure
+/// or an abort stops it.
+pub(super) fn tripped(e: Ended, outcome: &mut RunOutcome, sink: &dyn Sink) -> Result<(), Stop> {
+    match e {
+        Ended::Tripwire(t) => {
+            trip(outcome, t, sink);
+            Ok(())
+        }
+        Ended::Stop(stop) => Err(stop),
+    }
+}
+
+/// A tripwire inside a step: the `tripwire` chunk, then the step's closing `step-finish`. The
+/// step is in `steps` (its text was seen) but is not stored.
+pub(super) async fn stopped_step(
+    outcome: &mut RunOutcome,
+    mut step: StepResult,
+    t: Tripwire,
+    sink: &dyn Sink,
+    abort: &AbortFlag,
+) -> Result<(), Stop> {
+    trip(outcome, t, sink);
+    step.finish_reason = FinishReason::Tripwire;
+    outcome.total_usage = outcome.total_usage.add(&step.usage);
+    outcome.steps.push(step);
+    outcome.tripwire_step = true;
+    let last = outcome.steps.last().expect("a step was just pushed");
+    sink.emit(Chunk::StepFinish {
+        step: Box::new(last.clone()),
+        is_continued: false,
+        total_usage: outcome.total_usage,
+    });
+    abort.race(sink.step_finished(last)).await.ok_or(Stop::Aborted)
 }
