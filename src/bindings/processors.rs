@@ -260,11 +260,11 @@ struct JsProcessor {
     methods: Vec<(Phase, Function)>,
     data_parts: bool,
     /// The common arguments, set on each call's args object.
-    state: JsValue,
-    abort_fn: JsValue,
-    writer: JsValue,
+    /// The common arguments that stay the same all run (`abort`, `state`, `runId`, …), copied
+    /// onto each call's args in one step; the output phases' also have `writer`.
+    common_input: Object,
+    common_output: Object,
     custom: Rc<RefCell<Vec<Result<Chunk, String>>>>,
-    env: ProcessorEnv,
     chunks: ChunkWriter,
     /// `streamParts`: the parts this processor was shown in the run, in order.
     parts: Array,
@@ -298,16 +298,26 @@ impl JsProcessor {
                 Err(e.into())
             },
         );
+        let common_input = Object::new();
+        let set = |k: &str, v: &JsValue| {
+            let _ = Reflect::set(&common_input, &k.into(), v);
+        };
+        set("abort", &abort.into_js_value());
+        set("state", &Object::new());
+        set("runId", &JsValue::from_str(&env.run_id));
+        set("requestContext", &env.request_context);
+        set("abortSignal", &env.abort_signal);
+        set("tracingContext", &Object::new());
+        let common_output = Object::assign(&Object::new(), &common_input);
+        let _ = Reflect::set(&common_output, &"writer".into(), &writer);
         JsProcessor {
             object: object.clone(),
             id: id.to_string(),
             methods: methods.to_vec(),
             data_parts,
-            state: Object::new().into(),
-            abort_fn: abort.into_js_value(),
-            writer: writer.into(),
+            common_input,
+            common_output,
             custom,
-            env: env.clone(),
             chunks: ChunkWriter::new(&env.run_id),
             parts: Array::new(),
         }
@@ -319,19 +329,9 @@ impl JsProcessor {
 
     /// Sets the common arguments on `args` (SPEC §13.1).
     fn common(&self, args: &JsValue, cx: ProcessorCx<'_>, output: bool) {
-        let set = |k: &str, v: &JsValue| {
-            let _ = Reflect::set(args, &k.into(), v);
-        };
-        set("abort", &self.abort_fn);
-        set("state", &self.state);
-        set("retryCount", &JsValue::from(cx.retry_count));
-        set("runId", &JsValue::from_str(cx.run_id));
-        set("requestContext", &self.env.request_context);
-        set("abortSignal", &self.env.abort_signal);
-        set("tracingContext", &Object::new());
-        if output {
-            set("writer", &self.writer);
-        }
+        let args: &Object = args.unchecked_ref();
+        Object::assign(args, if output { &self.common_output } else { &self.common_input });
+        let _ = Reflect::set(args, &"retryCount".into(), &JsValue::from(cx.retry_count));
     }
 
     /// Calls `phase` with `args`: its value, or how it stopped.
