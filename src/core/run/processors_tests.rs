@@ -558,3 +558,19 @@ fn token_limiter_truncates_or_aborts_the_reply_and_trims_the_oldest_input() {
     assert_eq!(kept.as_array().unwrap().len(), 1, "{kept}");
     assert_eq!(kept[0]["content"]["parts"][0]["text"], "newest");
 }
+
+#[test]
+fn batch_parts_flushes_a_batch_that_waited_max_wait_time_when_the_next_part_comes() {
+    let now = Rc::new(std::cell::Cell::new(0.0));
+    let clock = now.clone();
+    let b = BatchParts::new(BatchOptions { batch_size: 100, max_wait_ms: Some(50.0), emit_on_non_text: true }, Rc::new(move || clock.get()));
+    let cx = ProcessorCx { run_id: "r", retry_count: 0 };
+    let mut feed = |text: &str, at: f64| {
+        now.set(at);
+        block_on(b.stream(Chunk::TextDelta { id: "t".into(), text: text.into() }, cx)).unwrap()
+    };
+    assert!(feed("a", 0.0).is_empty());
+    assert!(feed("b", 20.0).is_empty());
+    assert_eq!(feed("c", 60.0), [Chunk::TextDelta { id: "t".into(), text: "abc".into() }], "the first part waited 60 ms");
+    assert!(feed("d", 70.0).is_empty(), "a new batch starts its own wait");
+}
