@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, T, collect, errorOf, modelFor, noUnhandledRejections, rejectionOf, requestsOf, types, uid, useModelServer } from './helpers.mjs';
 import {
-  BatchPartsProcessor, InMemoryStore, Memory, TokenLimiter, TokenLimiterProcessor, UnicodeNormalizer, toAISdkStream,
+  BatchPartsProcessor, createTool, InMemoryStore, Memory, TokenLimiter, TokenLimiterProcessor, UnicodeNormalizer, toAISdkStream,
 } from '../../pkg/index.node.js';
 
 const server = useModelServer();
@@ -282,6 +282,23 @@ test('per-call lists replace the agent\'s; toAISdkStream maps a tripwire to data
   const t = types(parts);
   assert.deepEqual(t.slice(-2), ['data-tripwire', 'finish'], t.join(','));
   assert.deepEqual(parts.at(-2).data, { reason: 'agent list ran', processorId: 'agent-level' });
+});
+
+test('processOutputStream sees the chunks of tool calls too; a tripwire on a tool result stops before the next step', T, async () => {
+  const lookup = createTool({ id: 'lookup', description: 'Looks up', inputSchema: { type: 'object', properties: { q: { type: 'string' } } }, execute: async () => ({ found: 'yes' }) });
+  const seen = [];
+  const watch = { id: 'watch', processOutputStream: ({ part }) => { seen.push(part.type); return part; } };
+  const { agent, requests } = agentOn('tool-call', { tools: { lookup }, outputProcessors: [watch] });
+  const { chunks } = await run(agent, 'find it');
+  assert.deepEqual(seen, types(chunks).filter((t) => !['start', 'finish'].includes(t)), 'every chunk of the steps, in order');
+  assert.ok(seen.includes('tool-result'));
+  assert.equal(requests().length, 2);
+  const stop = { id: 'no-results', processOutputStream: ({ part, abort }) => (part.type === 'tool-result' ? abort('results are private') : part) };
+  const second = agentOn('tool-call', { tools: { lookup }, outputProcessors: [stop] });
+  const { out, chunks: c2 } = await run(second.agent, 'find it');
+  assert.deepEqual(types(c2).slice(-4), ['tool-call', 'tripwire', 'step-finish', 'finish']);
+  assert.equal(second.requests().length, 1);
+  assert.equal(await out.finishReason, 'tripwire');
 });
 
 test('BatchPartsProcessor joins text deltas without losing or reordering any; maxBatchSize is an alias; bad options are TypeErrors', T, async () => {

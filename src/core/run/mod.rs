@@ -351,11 +351,17 @@ async fn run_steps(
         }
         if !result.tool_calls.is_empty() {
             let data = RefCell::new(Vec::new());
+            // With output processors, what the tools write waits for them (`with_tool_chunks`).
+            let held = processors::ToolChunks::default();
             let emit = |c: Chunk| {
                 if let Chunk::Data { kind, data: d, id, transient: false } = &c {
                     data.borrow_mut().push(serde_json::json!({ "type": kind, "data": d, "id": id }));
                 }
-                sink.emit(c);
+                if pipe.streams() {
+                    held.push(c);
+                } else {
+                    sink.emit(c);
+                }
             };
             let prompt_json = messages_json(&request.messages);
             let memory_tools = match (&cfg.memory, session.as_ref()) {
@@ -389,7 +395,15 @@ async fn run_steps(
                     Box::pin(fut) as LocalFuture<'_, Option<ToolResult>>
                 })
                 .collect();
-            let done = run_limited(calls, cfg.tool_call_concurrency).await;
+            let done = match pipe.with_tool_chunks(run_limited(calls, cfg.tool_call_concurrency), &held, sink).await {
+                Ok(done) => done,
+                Err(Ended::Stop(stop)) => {
+                    outcome.partial = Some(result);
+                    return Err(stop);
+                }
+                // The step's other tools are dropped unfinished: nothing runs after a tripwire.
+                Err(Ended::Tripwire(t)) => return stopped_step(outcome, result, t, sink, abort).await,
+            };
             if done.len() < result.tool_calls.len() || abort.is_aborted() {
                 outcome.partial = Some(result);
                 return Err(Stop::Aborted);

@@ -8,8 +8,12 @@
 //! method that never settles cannot hold a run the caller aborted. Nothing here holds a borrow
 //! across a call.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::pin;
 use std::rc::Rc;
+use std::task::{Poll, Waker};
 
 use serde_json::{json, Map, Value};
 
@@ -232,6 +236,49 @@ impl<'a> Pipeline<'a> {
         Ok(())
     }
 
+    /// Whether chunks go through `processOutputStream` (else straight to the sink).
+    pub fn streams(&self) -> bool {
+        self.streams
+    }
+
+    /// Awaits a step's `tools` while the chunks they write (`queue`, filled by their sync
+    /// writers) go through the output processors as they come, in order.
+    pub async fn with_tool_chunks<T>(
+        &self,
+        tools: impl Future<Output = T>,
+        queue: &ToolChunks,
+        sink: &dyn Sink,
+    ) -> Result<T, Ended> {
+        let mut tools = pin!(tools);
+        loop {
+            self.drain(queue, sink).await?;
+            let finished = std::future::poll_fn(|cx| {
+                if let Poll::Ready(v) = tools.as_mut().poll(cx) {
+                    return Poll::Ready(Some(v));
+                }
+                if !queue.items.borrow().is_empty() {
+                    return Poll::Ready(None);
+                }
+                *queue.waker.borrow_mut() = Some(cx.waker().clone());
+                Poll::Pending
+            })
+            .await;
+            if let Some(v) = finished {
+                self.drain(queue, sink).await?;
+                return Ok(v);
+            }
+        }
+    }
+
+    /// Emits what the tools wrote so far; the queue is not borrowed while a processor runs.
+    async fn drain(&self, queue: &ToolChunks, sink: &dyn Sink) -> Result<(), Ended> {
+        loop {
+            let next = queue.items.borrow_mut().pop_front();
+            let Some(c) = next else { return Ok(()) };
+            self.emit(c, 0, sink, None).await?;
+        }
+    }
+
     /// Runs `phase` of its list in order over `args` (a JSON object); `apply` merges each reply's
     /// value into the args the next one gets, or says why the value is unusable. `writer.custom`
     /// chunks go out through the later output processors.
@@ -333,6 +380,24 @@ impl<'a> Pipeline<'a> {
             Value::Array(a) if Value::Array(a.clone()) != before => Some(a),
             _ => None,
         })
+    }
+}
+
+/// Chunks the tools of a step write while they run (`tool-result`, `tool-output`, `data-*`, …),
+/// held for the output processors: a tool's writer is sync, a processor is not.
+#[derive(Default)]
+pub struct ToolChunks {
+    items: RefCell<VecDeque<Chunk>>,
+    waker: RefCell<Option<Waker>>,
+}
+
+impl ToolChunks {
+    pub fn push(&self, c: Chunk) {
+        self.items.borrow_mut().push_back(c);
+        let waker = self.waker.borrow_mut().take();
+        if let Some(w) = waker {
+            w.wake();
+        }
     }
 }
 

@@ -563,14 +563,55 @@ fn token_limiter_truncates_or_aborts_the_reply_and_trims_the_oldest_input() {
 fn batch_parts_flushes_a_batch_that_waited_max_wait_time_when_the_next_part_comes() {
     let now = Rc::new(std::cell::Cell::new(0.0));
     let clock = now.clone();
-    let b = BatchParts::new(BatchOptions { batch_size: 100, max_wait_ms: Some(50.0), emit_on_non_text: true }, Rc::new(move || clock.get()));
+    let b = BatchParts::new(
+        BatchOptions { batch_size: 100, max_wait_ms: Some(50.0), emit_on_non_text: true },
+        Rc::new(move || clock.get()),
+    );
     let cx = ProcessorCx { run_id: "r", retry_count: 0 };
-    let mut feed = |text: &str, at: f64| {
+    let feed = |text: &str, at: f64| {
         now.set(at);
         block_on(b.stream(Chunk::TextDelta { id: "t".into(), text: text.into() }, cx)).unwrap()
     };
     assert!(feed("a", 0.0).is_empty());
     assert!(feed("b", 20.0).is_empty());
-    assert_eq!(feed("c", 60.0), [Chunk::TextDelta { id: "t".into(), text: "abc".into() }], "the first part waited 60 ms");
+    assert_eq!(
+        feed("c", 60.0),
+        [Chunk::TextDelta { id: "t".into(), text: "abc".into() }],
+        "the first part waited 60 ms"
+    );
     assert!(feed("d", 70.0).is_empty(), "a new batch starts its own wait");
+}
+
+#[test]
+fn tool_chunks_pass_the_output_processors_in_order_and_can_trip_the_run() {
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let s = seen.clone();
+    let watch = Scripted::new("watch", &[Phase::OutputStream]).chunks(move |c| {
+        s.borrow_mut().push(c.type_name());
+        Ok(vec![c])
+    });
+    let mut host = TestHost::default();
+    host.write_output = true;
+    let cfg = with(with_tools(vec![tool("weather")]), vec![], vec![Rc::new(watch)], 0);
+    let r = simple(vec![calls_reply(&[("c1", "weather", r#"{"city":"Paris"}"#)]), text_reply("Sunny.")], cfg, &host);
+    let plain = simple(
+        vec![calls_reply(&[("c1", "weather", r#"{"city":"Paris"}"#)]), text_reply("Sunny.")],
+        with_tools(vec![tool("weather")]),
+        &host,
+    );
+    assert_eq!(r.sink.types(), plain.sink.types(), "the same chunks in the same order");
+    let seen = seen.borrow();
+    assert!(seen.contains(&"tool-result") && seen.contains(&"tool-output"), "{seen:?}");
+    assert!(!seen.contains(&"data"), "data chunks only with processDataParts");
+
+    let stop = Scripted::new("stop-results", &[Phase::OutputStream]).chunks(|c| match c {
+        Chunk::ToolResult { .. } => Err(abort_with("no results shown", false)),
+        c => Ok(vec![c]),
+    });
+    let cfg = with(with_tools(vec![tool("weather")]), vec![], vec![Rc::new(stop)], 0);
+    let r = simple(vec![calls_reply(&[("c1", "weather", r#"{"city":"Paris"}"#)])], cfg, &TestHost::default());
+    let types = r.sink.types();
+    assert_eq!(&types[types.len() - 4..], ["tool-call", "tripwire", "step-finish", "finish"]);
+    assert_eq!(r.requests(), 1, "no step after the tripwire");
+    assert_eq!(r.out.finish_reason(), FinishReason::Tripwire);
 }
