@@ -57,7 +57,7 @@ export interface Processor {
   /** Before every model call; what it returns applies to that call only. */
   processInputStep?(args: ProcessorArgs & {
     stepNumber: number; steps: StepResult[]; messages: ModelMessage[]; systemMessages: SystemMessage[]; model: string;
-    tools: string[]; toolChoice: ToolChoice; activeTools: string[]; modelSettings: ModelSettings; providerOptions: Record<string, unknown>;
+    tools: string[]; toolChoice: ToolChoice; activeTools: string[]; modelSettings: ModelSettings;
   }): MaybePromise<{ messages?: ModelMessage[]; systemMessages?: SystemMessage[]; toolChoice?: ToolChoice; activeTools?: string[]; modelSettings?: ModelSettings } | undefined | void>;
   /** Each chunk of each step: the chunk to emit (its text may change), or null/undefined to drop it. */
   processOutputStream?(args: ProcessorOutputArgs & { part: ChunkType; streamParts: ChunkType[] }): MaybePromise<ChunkType | null | undefined | void>;

@@ -226,6 +226,8 @@ fn process_input_step_changes_apply_to_that_request_only() {
 fn an_output_step_abort_stops_before_the_tools_run() {
     let check = Scripted::new("check", &[Phase::OutputStep]).calls(|_, args, _| {
         assert_eq!(args["toolCalls"][0]["toolName"], "weather");
+        let messages = args["messages"].as_array().unwrap();
+        assert_eq!(messages.iter().map(|m| m["role"].as_str().unwrap()).collect::<Vec<_>>(), ["user", "assistant"], "the step's response last");
         Err(abort_with("no tools today", true))
     });
     let host = TestHost::default();

@@ -144,7 +144,6 @@ pub fn input_step_args(
     let (system, rest) = split_system(&request.messages);
     let active: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
     let tools: Vec<&str> = cfg.tools.iter().map(|t| t.name.as_str()).collect();
-    let provider_options = request.provider_options.clone().map(Value::Object).unwrap_or(Value::Object(Map::new()));
     let _ = overrides;
     json!({
         "stepNumber": step_number,
@@ -156,7 +155,6 @@ pub fn input_step_args(
         "toolChoice": tool_choice_json(&request.tool_choice),
         "activeTools": active,
         "modelSettings": settings_json(&request.settings),
-        "providerOptions": provider_options,
     })
 }
 
@@ -203,9 +201,13 @@ pub fn step_changes(
     Ok(messages)
 }
 
-/// `processOutputStep`'s arguments: the step that just streamed, before its tools run.
+/// `processOutputStep`'s arguments: the step that just streamed, before its tools run;
+/// `messages` are the conversation with this step's response at the end.
 pub fn output_step_args(step_number: usize, step: &StepResult, steps: &[StepResult], prompt: &[ModelMessage]) -> Value {
     let (system, rest) = split_system(prompt);
+    let mut rest = rest.to_vec();
+    rest.extend(step.response_messages());
+    let rest = rest.as_slice();
     json!({
         "stepNumber": step_number,
         "finishReason": step.finish_reason.as_str(),
