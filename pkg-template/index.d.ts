@@ -12,9 +12,20 @@ export type {
   ResponseInfo, StepResult, StopCondition, StorageAdapter, StorageErrorCode, StorageMessage, StorageResource, StorageThread,
   StreamOptions, StructuredOutputErrorCode, SystemInstructions, TextPart, Tool, ToolCallPart, ToolCallPayload, ToolChoice, ToolDefinition,
   ToolExecutionContext, ToolInputSchema, ToolResultPart, ToolResultPayload, ToolWriter, UIMessage, Usage, Warning,
+  Processor, ProcessorArgs, ProcessorOutputArgs, SystemMessage, TripwirePayload,
 } from './wasm_agent.js';
-export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, Mastra } from './wasm_agent.js';
-import type { ChunkType, StorageMessage, UIMessage } from './wasm_agent.js';
+export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, Mastra, BatchPartsProcessor, TokenLimiterProcessor } from './wasm_agent.js';
+export { TokenLimiterProcessor as TokenLimiter } from './wasm_agent.js';
+/** Normalises the text of the input messages (SPEC §13.6): NFKC first, then the options. */
+export declare class UnicodeNormalizer implements Processor {
+  constructor(options?: { stripControlChars?: boolean; preserveEmojis?: boolean; collapseWhitespace?: boolean; trim?: boolean });
+  readonly id: 'unicode-normalizer';
+  readonly name: string;
+  /** One text, normalised as the options say. */
+  normalize(text: string): string;
+  processInput(args: { messages: StorageMessage[] }): StorageMessage[];
+}
+import type { ChunkType, Processor, StorageMessage, UIMessage } from './wasm_agent.js';
 
 declare module './wasm_agent.js' {
   interface AgentStreamOutput {

@@ -16,6 +16,7 @@ use super::options::{self, browser_headers, AgentDefaults, CallSetup};
 use super::output::{AgentStreamOutput, Shared};
 use super::run::{spawn_run, IdleSetup, Turn};
 use super::tools::{parse_tools, JsTool, ToolEnv};
+use super::processors::{self, ProcessorEnv, ProcessorLists};
 use crate::core::abort::AbortFlag;
 use crate::core::background::{parse_background_config, Manager, Scope, TaskStatus};
 use crate::core::input::parse_messages_with_ids;
@@ -61,6 +62,8 @@ struct Inner {
     idle_wrappers: RefCell<Vec<((String, String), AbortFlag)>>,
     /// Runs in progress, for `approveToolCall` / `declineToolCall`.
     runs: RefCell<Vec<(String, Rc<Approvals>)>>,
+    /// `inputProcessors`, `outputProcessors`, `maxProcessorRetries` of the config.
+    processors: ProcessorLists,
 }
 
 /// What `model` resolved to.
@@ -136,6 +139,11 @@ impl Agent {
             }
         };
         let tools = parse_tools(&read(&config, "tools", "config")?, "config.tools", false)?;
+        let processors = ProcessorLists {
+            input: processors::parse_list(&read(&config, "inputProcessors", "config")?, "config.inputProcessors", true)?,
+            output: processors::parse_list(&read(&config, "outputProcessors", "config")?, "config.outputProcessors", false)?,
+            max_retries: processors::parse_max_retries(&read(&config, "maxProcessorRetries", "config")?, "config.maxProcessorRetries")?,
+        };
         let memory_js = read(&config, "memory", "config")?;
         let memory = if memory_js.is_undefined() || memory_js.is_null() {
             None
@@ -166,6 +174,7 @@ impl Agent {
                 own_background,
                 idle_wrappers,
                 runs,
+                processors,
             }),
         })
     }
@@ -438,6 +447,13 @@ impl Agent {
             abort_signal: tool_signal,
             request_context: call.request_context.clone(),
         };
+        let penv = ProcessorEnv { run_id: run_id.clone(), request_context: call.request_context.clone(), abort_signal: env.abort_signal.clone() };
+        let (own, agent) = (&call.processors, &inner.processors);
+        let run_processors = crate::core::run::processors::Processors {
+            input: own.input.as_ref().or(agent.input.as_ref()).map(|l| processors::instantiate(l, &penv)).unwrap_or_default(),
+            output: own.output.as_ref().or(agent.output.as_ref()).map(|l| processors::instantiate(l, &penv)).unwrap_or_default(),
+            max_retries: own.max_retries.or(agent.max_retries).unwrap_or(0),
+        };
         let host = JsHost::new(call.tools.clone(), env, &call.js, call.max_steps as usize, call.base_settings.clone());
         let background = inner.manager.borrow().clone().map(|manager| BackgroundRun { manager, agent_id: inner.config.id.clone() });
         let cfg = RunConfig {
@@ -462,6 +478,7 @@ impl Agent {
             // A continuation turn (untilIdle) has the first turn's options, which told them.
             setting_warnings: if directive.is_none() { call.setting_warnings.clone() } else { Vec::new() },
             structured: call.structured.clone(),
+            processors: run_processors,
         };
         let approvals = Rc::new(Approvals::default());
         inner.runs.borrow_mut().push((run_id.clone(), approvals.clone()));

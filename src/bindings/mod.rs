@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod background;
+pub mod builtin_processors;
 pub mod ai_sdk;
 pub mod chunk_js;
 pub mod convert;
@@ -11,6 +12,7 @@ pub mod options;
 pub mod memory;
 pub mod object_streams;
 pub mod output;
+pub mod processors;
 pub mod report;
 pub mod run;
 pub mod stop;
@@ -81,7 +83,7 @@ export interface ModelSettings {
 
 /** `code` of a `StorageError` (on the error and on its `error` chunk): what kind of storage failure it is. */
 export type StorageErrorCode = 'quota' | 'version' | 'blocked' | 'invalid-state' | 'not-found' | 'data' | 'aborted' | 'unknown';
-export type FinishReason = 'stop' | 'length' | 'tool-calls' | 'content-filter' | 'error' | 'abort' | 'other';
+export type FinishReason = 'stop' | 'length' | 'tool-calls' | 'content-filter' | 'error' | 'abort' | 'tripwire' | 'other';
 
 export interface Usage {
   inputTokens?: number;
@@ -376,5 +378,6 @@ export type ChunkType =
   | { type: 'object-result'; runId: string; from: 'AGENT'; object: any; metadata?: { fallback?: boolean } }
   | Envelope<'error', { error: { name: string; message: string; status?: number; body?: string; code?: StorageErrorCode | StructuredOutputErrorCode; id?: StructuredOutputErrorCode; details?: { value: string } } }>
   | Envelope<'abort', { reason?: string }>
+  | Envelope<'tripwire', TripwirePayload>
   | Envelope<'raw', unknown>;
 "#;

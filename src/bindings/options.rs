@@ -124,6 +124,8 @@ pub(crate) struct CallSetup {
     pub max_steps: u32,
     /// `structuredOutput` (or the deprecated `output`).
     pub structured: Option<Rc<crate::core::run::structured::StructuredOutput>>,
+    /// The call's `inputProcessors` / `outputProcessors` / `maxProcessorRetries` (each replaces the agent's).
+    pub processors: super::processors::ProcessorLists,
 }
 
 /// `generateTitle`: with which model (the run's when `None`) and instructions.
@@ -213,7 +215,13 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
     let provider_options = opts.provider_options.as_ref().and_then(|p| p.get(provider)).and_then(Value::as_object);
     let transport = transport::parse(provider_options, agent.api, &format!("options.providerOptions.{provider}")).map_err(js_err)?;
     let max_steps = opts.max_steps.unwrap_or(5);
+    let processors = super::processors::ProcessorLists {
+        input: super::processors::parse_list(&opt("inputProcessors")?, "options.inputProcessors", true)?,
+        output: super::processors::parse_list(&opt("outputProcessors")?, "options.outputProcessors", false)?,
+        max_retries: super::processors::parse_max_retries(&opt("maxProcessorRetries")?, "options.maxProcessorRetries")?,
+    };
     Ok(CallSetup {
+        processors,
         base_settings: merged.get("modelSettings").cloned().unwrap_or(Value::Null),
         opts,
         tools,

@@ -486,6 +486,16 @@ impl AgentStreamOutput {
         Reflect::get(&full, &"usedFallbackValue".into()).map(|v| v.is_truthy()).unwrap_or(false)
     }
 
+    /// The tripwire that stopped the run (`{ reason, retry?, metadata?, processorId }`), once the
+    /// stream ended; `undefined` before, and when no processor called `abort()`.
+    #[wasm_bindgen(getter, unchecked_return_type = "TripwirePayload | undefined")]
+    pub fn tripwire(&self) -> JsValue {
+        match &self.shared.st.borrow().result {
+            Some(Ok(full)) => Reflect::get(full, &"tripwire".into()).unwrap_or(JsValue::UNDEFINED),
+            _ => JsValue::UNDEFINED,
+        }
+    }
+
     /// Everything at once; rejects with the run's error when it failed.
     #[wasm_bindgen(js_name = getFullOutput, unchecked_return_type = "Promise<FullOutput>")]
     pub fn get_full_output(&self) -> Promise {

@@ -199,7 +199,7 @@ fn writer(call: &ToolCall, queue: &Rc<RefCell<WriterQueue>>) -> Object {
     w
 }
 
-fn custom_chunk(v: &JsValue) -> Result<Chunk, JsValue> {
+pub(crate) fn custom_chunk(v: &JsValue) -> Result<Chunk, JsValue> {
     let kind = get(v, "type").as_string().filter(|t| t.starts_with("data-") && t.len() > 5).ok_or_else(|| {
         type_error("writer.custom(chunk).type", "expected a string starting with 'data-', e.g. 'data-progress'")
     })?;

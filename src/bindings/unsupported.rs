@@ -35,12 +35,6 @@ export interface StreamOptions {
   };
   /** @deprecated Use `structuredOutput: { schema }`, which this means. */
   output?: ToolInputSchema;
-  /** Not honoured yet (adds an `unsupported-setting` warning): the messages reach the model as given. */
-  inputProcessors?: unknown[];
-  /** Not honoured yet (adds an `unsupported-setting` warning): the chunks reach you unchanged. */
-  outputProcessors?: unknown[];
-  /** Not honoured yet (adds an `unsupported-setting` warning). */
-  maxProcessorRetries?: number;
   /** Not honoured yet (adds an `unsupported-setting` warning): no scores are computed. */
   scorers?: Record<string, unknown> | unknown[];
   /** Not honoured yet (adds an `unsupported-setting` warning). */

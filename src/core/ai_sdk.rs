@@ -238,6 +238,8 @@ fn parts_of(chunk: &Value, state: &mut UiState) -> Vec<Value> {
             out.push(part("error", vec![("errorText", text.into())]));
         }
         "abort" => out.push(part("abort", vec![])),
+        // A processor's tripwire: the UI sees why the reply stopped; `finish` follows.
+        "tripwire" => out.push(part("data-tripwire", vec![("data", p.clone())])),
         // Structured output: partial `object` chunks have no part; the final value is a data part.
         "object-result" => out.push(part("data-object", vec![("data", chunk.get("object").cloned().unwrap_or(Value::Null))])),
         // `finishReason` as `ai` sends it (useChat hands it to `onFinish`); one of its values.

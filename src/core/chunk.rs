@@ -38,6 +38,8 @@ pub enum Chunk {
     Finish { reason: FinishReason, usage: Usage, total_usage: Usage, model_id: Option<String> },
     Error(AgentError),
     Abort { reason: Option<String> },
+    /// A processor's `abort()` (SPEC §13.3): its payload `{ reason, retry?, metadata?, processorId }`.
+    Tripwire(super::run::processors::Tripwire),
     /// A provider event as the provider sent it (JSON text).
     Raw(String),
     /// Structured output's partial value changed (SPEC §12.3). Top level: no `payload`. Shared:
@@ -86,6 +88,7 @@ impl Chunk {
             Chunk::Finish { .. } => "finish",
             Chunk::Error(_) => "error",
             Chunk::Abort { .. } => "abort",
+            Chunk::Tripwire(_) => "tripwire",
             Chunk::Raw(_) => "raw",
             Chunk::Object { .. } => "object",
             Chunk::ObjectResult { .. } => "object-result",
@@ -178,6 +181,7 @@ impl Chunk {
                 Some(r) => json!({ "reason": r }),
                 None => json!({}),
             },
+            Chunk::Tripwire(t) => t.to_json(),
             Chunk::Raw(text) => Value::String(text.clone()),
             Chunk::Object { .. } | Chunk::ObjectResult { .. } => Value::Object(self.top_level().unwrap_or_default()),
         }

@@ -26,6 +26,8 @@ pub enum AgentError {
     Validation { message: String },
     /// Structured output failed (SPEC §12.4): `code` says how, `value` is the model's raw text.
     StructuredOutput { code: &'static str, message: String, value: String },
+    /// A processor threw (SPEC §13.5); the message is `<processor id>: <what it threw>`.
+    Processor { message: String },
 }
 
 /// What kind of storage failure a `StorageError` is (`error.code` in JavaScript), so callers can
@@ -127,6 +129,7 @@ impl AgentError {
             AgentError::Storage { .. } => "StorageError",
             AgentError::Validation { .. } => "ValidationError",
             AgentError::StructuredOutput { .. } => "StructuredOutputError",
+            AgentError::Processor { .. } => "ProcessorError",
         }
     }
 
@@ -163,7 +166,8 @@ impl fmt::Display for AgentError {
             AgentError::Tool { message }
             | AgentError::Storage { message, .. }
             | AgentError::Validation { message }
-            | AgentError::StructuredOutput { message, .. } => f.write_str(message),
+            | AgentError::StructuredOutput { message, .. }
+            | AgentError::Processor { message } => f.write_str(message),
         }
     }
 }

@@ -170,6 +170,8 @@ pub enum FinishReason {
     ContentFilter,
     Error,
     Abort,
+    /// A processor stopped the run (`abort()`, SPEC §13.3).
+    Tripwire,
     Other,
 }
 
@@ -182,6 +184,7 @@ impl FinishReason {
             FinishReason::ContentFilter => "content-filter",
             FinishReason::Error => "error",
             FinishReason::Abort => "abort",
+            FinishReason::Tripwire => "tripwire",
             FinishReason::Other => "other",
         }
     }

@@ -161,6 +161,9 @@ pub struct StepBuilder {
     open_text: Option<String>,
     open_reasoning: Option<String>,
     calls: Vec<PendingCall>,
+    /// The part each text and reasoning block streams into, by block id (for processors that
+    /// change what streamed: `block_text`).
+    blocks: Vec<(String, usize)>,
     pub result: StepResult,
     finished: bool,
 }
@@ -188,6 +191,7 @@ impl StepBuilder {
             open_text: None,
             open_reasoning: None,
             calls: Vec::new(),
+            blocks: Vec::new(),
             result: StepResult {
                 message_id,
                 text: String::new(),
@@ -235,6 +239,7 @@ impl StepBuilder {
                         let id = self.ids.next();
                         out.push(Chunk::TextStart { id: id.clone() });
                         self.open_text = Some(id.clone());
+                        self.blocks.push((id.clone(), self.result.parts.len()));
                         self.result.parts.push(AssistantPart::Text(String::new(), None));
                         id
                     }
@@ -253,6 +258,7 @@ impl StepBuilder {
                         let id = self.ids.next();
                         out.push(Chunk::ReasoningStart { id: id.clone() });
                         self.open_reasoning = Some(id.clone());
+                        self.blocks.push((id.clone(), self.result.parts.len()));
                         self.result.parts.push(AssistantPart::Reasoning(String::new(), None));
                         id
                     }
@@ -351,6 +357,7 @@ impl StepBuilder {
         for call in self.calls.drain(..) {
             out.push(Chunk::ToolCallInputStreamingEnd { tool_call_id: call.id });
         }
+        self.blocks.clear();
         let r = &mut self.result;
         r.text.clear();
         r.reasoning.clear();
@@ -398,6 +405,16 @@ impl StepBuilder {
             });
             out.push(Chunk::ToolCall(tc.clone()));
             self.result.tool_calls.push(tc);
+        }
+    }
+
+    /// The text of block `id`'s part and the step's text (or reasoning) it adds to.
+    pub fn block_text(&mut self, id: &str) -> Option<(&mut String, &mut String)> {
+        let at = self.blocks.iter().find(|(b, _)| b == id)?.1;
+        match self.result.parts.get_mut(at)? {
+            AssistantPart::Text(t, _) => Some((t, &mut self.result.text)),
+            AssistantPart::Reasoning(t, _) => Some((t, &mut self.result.reasoning)),
+            AssistantPart::ToolCall { .. } => None,
         }
     }
 

@@ -12,9 +12,6 @@ use super::model::Warning;
 /// Each option by its dotted name in `stream()` options, and what happens instead (one sentence).
 /// A nested name (`memory.options.semanticRecall`) is one whose parent is honoured.
 pub const UNSUPPORTED: &[(&str, &str)] = &[
-    ("inputProcessors", "Input processors do not run yet: the messages reach the model as given."),
-    ("outputProcessors", "Output processors do not run yet: the chunks and the reply reach you unchanged."),
-    ("maxProcessorRetries", "Processors do not run yet, so no processor ever asks for a retry."),
     ("scorers", "Scorers do not run yet: no scores are computed for this run."),
     ("returnScorerData", "Scorers do not run yet, so the output carries no scoring data."),
     (
@@ -128,6 +125,9 @@ mod tests {
         "runId",
         "requestContext",
         "untilIdle",
+        "inputProcessors",
+        "outputProcessors",
+        "maxProcessorRetries",
     ];
 
     #[test]
@@ -143,9 +143,6 @@ mod tests {
         }
         let names: Vec<&str> = UNSUPPORTED.iter().map(|(n, _)| *n).collect();
         for name in [
-            "inputProcessors",
-            "outputProcessors",
-            "maxProcessorRetries",
             "scorers",
             "returnScorerData",
             "isTaskComplete",

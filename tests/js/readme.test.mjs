@@ -9,6 +9,7 @@ import { format } from 'node:util';
 import { z } from 'zod';
 import { Agent, T, noUnhandledRejections, useModelServer } from './helpers.mjs';
 import { createTool } from './tools-helpers.mjs';
+import { BatchPartsProcessor } from '../../pkg/index.node.js';
 
 const server = useModelServer();
 
@@ -175,6 +176,60 @@ test('README: structured output with a zod schema', T, async () => {
   assert.equal(request.path, '/v1/responses');
   assert.equal(request.body.text.format.strict, true);
   assert.deepEqual(request.body.text.format.schema.required, ['title', 'bullets']);
+});
+
+test('README: guardrails with processors', T, async () => {
+  const console = capture();
+  const MODEL_URL = server.current.url;
+
+  // README:guardrails
+  // import { Agent, BatchPartsProcessor } from 'wasm-agent'
+
+  const noCardNumbers = {
+    id: 'no-card-numbers',
+    // Before the model is called: what this returns is what the model sees and memory stores.
+    processInput: ({ messages }) =>
+      messages.map((m) => ({
+        ...m,
+        content: { ...m.content, parts: m.content.parts.map((p) => (p.type === 'text' ? { ...p, text: p.text.replace(/\d{12,19}/g, '[card]') } : p)) },
+      })),
+  }
+  const noShouting = {
+    id: 'no-shouting',
+    // Each chunk as it streams: return it (changed or not), null to drop it, or stop the run.
+    processOutputStream: ({ part, abort }) => {
+      if (part.type === 'text-delta' && /[A-Z]{8,}/.test(part.payload.text)) abort('The reply was shouting', { metadata: { policy: 'tone' } })
+      return part
+    },
+  }
+
+  const agent = new Agent({
+    id: 'support',
+    model: { id: 'openai/echo', url: MODEL_URL, apiKey: 'local' }, // README: model: 'openai/gpt-4o-mini',
+    inputProcessors: [noCardNumbers],
+    outputProcessors: [noShouting, new BatchPartsProcessor({ batchSize: 3 })],
+  })
+
+  const out = await agent.stream('My card 4242424242424242 was charged twice')
+  for await (const chunk of out.fullStream) {
+    if (chunk.type === 'tripwire') console.log('stopped by', chunk.payload.processorId + ':', chunk.payload.reason)
+  }
+  console.log(await out.text, '|', await out.finishReason)
+  // END
+
+  assert.deepEqual(console.lines, ['You said: My card [card] was charged twice | stop']);
+  const sent = server.current.requests.filter((r) => r.body?.input?.some?.((i) => JSON.stringify(i).includes('[card]')));
+  assert.equal(sent.length, 1, 'the model saw the redacted message');
+  assert.ok(!JSON.stringify(sent[0].body).includes('4242'));
+  const steps = await out.steps;
+  assert.equal(steps[0].text, 'You said: My card [card] was charged twice');
+  // The same agent stops a shouting reply with a tripwire.
+  const loud = await agent.stream('please STOPSHOUTING now')
+  const chunks = []
+  for await (const chunk of loud.fullStream) chunks.push(chunk)
+  assert.deepEqual(chunks.filter((c) => c.type === 'tripwire').map((c) => c.payload), [{ reason: 'The reply was shouting', metadata: { policy: 'tone' }, processorId: 'no-shouting' }]);
+  assert.equal(await loud.finishReason, 'tripwire');
+  assert.equal(await loud.text, 'You said: please');
 });
 
 noUnhandledRejections();

@@ -33,9 +33,6 @@ const toldAbout = (name) => told.filter((l) => l.includes(`'${name}'`));
 /** Each unsupported option with a value a Mastra user would write. */
 const SENTIMENT = { type: 'object', properties: { sentiment: { type: 'string' } } };
 const UNSUPPORTED = {
-  inputProcessors: [{ id: 'trim', processInput: ({ messages }) => messages }],
-  outputProcessors: [{ id: 'batch', processOutputStream: ({ part }) => part }],
-  maxProcessorRetries: 2,
   scorers: { relevance: { scorer: 'answer-relevancy', sampling: { type: 'ratio', rate: 1 } } },
   returnScorerData: true,
   isTaskComplete: { scorers: [], strategy: 'all' },
@@ -163,6 +160,9 @@ test('honoured options do not warn', T, async () => {
     runId: uid('run'),
     requestContext: { userId: 'u1' },
     untilIdle: false,
+    inputProcessors: [{ id: 'trim', processInput: ({ messages }) => messages }],
+    outputProcessors: [{ id: 'pass', processOutputStream: ({ part }) => part }],
+    maxProcessorRetries: 2,
     onChunk: () => {},
     onStepFinish: () => {},
     onFinish: () => {},

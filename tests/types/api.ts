@@ -13,6 +13,12 @@ import {
   stepCountIs,
   toAISdkStream,
   toAISdkV5Stream,
+  BatchPartsProcessor,
+  TokenLimiter,
+  TokenLimiterProcessor,
+  UnicodeNormalizer,
+  type Processor,
+  type TripwirePayload,
   type AISdkUIMessageChunk,
   type AgentConfig,
   type ChunkType,
@@ -650,4 +656,43 @@ function durableObject(storage: DurableObjectStorageLike) {
   return new Agent({ id: 'do', model: modelString, memory: new Memory({ storage: adapter }) });
 }
 
-void [cancelled, weatherTool, memoryCalls, outputs, wrongNarrowing, reading, approval, aiSdk, durableObject];
+async function processors() {
+  const redact: Processor = {
+    id: 'redact',
+    processInput: ({ messages, state }) => {
+      state.seen = messages.length;
+      return messages;
+    },
+  };
+  const guard: Processor = {
+    id: 'guard',
+    async processOutputStream({ part, abort, writer }) {
+      if (part.type === 'text-delta' && part.payload.text.includes('x')) abort('no x', { retry: false, metadata: { at: part.payload.id } });
+      if (part.type === 'text-start') await writer.custom({ type: 'data-note', data: 1 });
+      return part.type === 'reasoning-delta' ? null : part;
+    },
+    processOutputStep: ({ text, retryCount, abort }) => {
+      if (text === '' && retryCount < 2) abort('empty', { retry: true });
+    },
+  };
+  const agent = new Agent({
+    id: 'guarded',
+    model: modelString,
+    inputProcessors: [redact, new UnicodeNormalizer({ trim: false }), new TokenLimiterProcessor(1000)],
+    outputProcessors: [guard, new BatchPartsProcessor({ batchSize: 3 }), new TokenLimiter({ limit: 50, strategy: 'abort' })],
+    maxProcessorRetries: 2,
+  });
+  const out = await agent.stream('Hi', { outputProcessors: [] });
+  const trip: TripwirePayload | undefined = out.tripwire;
+  const reason: FinishReason = 'tripwire';
+  for await (const c of out.fullStream) if (c.type === 'tripwire') void (c.payload.processorId satisfies string);
+  const full = await out.getFullOutput();
+  void [trip, reason, full.tripwire?.reason];
+  // @ts-expect-error a processor needs an id
+  const noId: Processor = { processInput: () => undefined };
+  // @ts-expect-error strategy is 'truncate' or 'abort'
+  new TokenLimiterProcessor({ limit: 5, strategy: 'drop' });
+  void noId;
+}
+
+void [cancelled, weatherTool, memoryCalls, outputs, wrongNarrowing, reading, approval, aiSdk, durableObject, processors];

@@ -11,7 +11,8 @@ use crate::core::env::{Env, LocalFuture};
 use crate::core::error::AgentError;
 use crate::core::memory::{MemoryRun, Resource, Thread};
 use crate::core::model::{ModelEvent, ModelMessage, ModelRequest, ModelSettings, UserPart};
-use super::{Hooks, Stop};
+use super::{Hooks, RunOutcome, Stop};
+use crate::core::memory::Session;
 use crate::core::step::ToolCall;
 use crate::core::tools::{Approval, ToolCtx, ToolDef, ToolHost, ToolResult, Validation};
 use crate::core::model_api::{CallCx, ModelApi};
@@ -172,6 +173,48 @@ pub fn clean_title(raw: &str) -> Option<String> {
     let line = line.strip_prefix("Title:").map(str::trim).unwrap_or(line).trim_end_matches('.');
     let title: String = line.chars().take(80).collect();
     (!title.trim().is_empty()).then(|| title.trim().to_string())
+}
+
+/// Opens the thread and loads its history. A failed read (the thread, its history) fails the run
+/// before the model is called: no reply from a context the user did not intend. A thread that
+/// could not be created leaves the run without memory.
+pub(super) async fn open_memory(mem: &MemoryRun, env: &dyn Env, abort: &AbortFlag, outcome: &mut RunOutcome) -> Result<Option<Session>, Stop> {
+    let opened = abort.race(mem.open(env.now_ms(), outcome.message_id.clone())).await.ok_or(Stop::Aborted)?;
+    let mut session = opened.map_err(Stop::Failed)?;
+    if let Err(e) = abort.race(mem.save_new_thread(&session)).await.ok_or(Stop::Aborted)? {
+        outcome.write_failed(e);
+        return Ok(None);
+    }
+    abort.race(mem.load_history(&mut session)).await.ok_or(Stop::Aborted)?.map_err(Stop::Failed)?;
+    Ok(Some(session))
+}
+
+/// Saves the input and returns the history to put before it. A failed write lets the reply
+/// stream and fails the run at its end (`RunOutcome::write_failed`).
+pub(super) async fn remember_input(
+    mem: &MemoryRun,
+    session: &mut Session,
+    input: &mut Vec<ModelMessage>,
+    ids: &[Option<String>],
+    env: &dyn Env,
+    abort: &AbortFlag,
+    outcome: &mut RunOutcome,
+) -> Result<Vec<ModelMessage>, Stop> {
+    let saved = abort.race(mem.save_input(session, input, ids, env.now_ms(), &mut || env.new_id())).await.ok_or(Stop::Aborted)?;
+    let folded = saved.unwrap_or_else(|e| {
+        outcome.write_failed(e);
+        Vec::new()
+    });
+    // Results that completed a call of the history now travel with that call.
+    if !folded.is_empty() {
+        for m in input.iter_mut() {
+            if let ModelMessage::Tool(results) = m {
+                results.retain(|r| !folded.contains(&r.tool_call_id));
+            }
+        }
+        input.retain(|m| !matches!(m, ModelMessage::Tool(r) if r.is_empty()));
+    }
+    Ok(session.history_messages(mem.config.filter_incomplete_tool_calls))
 }
 
 #[cfg(test)]

@@ -10,6 +10,9 @@ pub mod memory;
 mod outcome;
 pub mod structured;
 mod structured_model;
+pub mod processors;
+pub mod builtin_processors;
+mod steps_io;
 
 pub use outcome::RunOutcome;
 pub use super::error::Stop;
@@ -22,7 +25,10 @@ pub use super::hooks::{Hooks, IterationDecision, NoHooks, StepOverrides, StopCon
 pub use super::retry::{parse_retry_after, retry_delay_ms};
 use super::model_api::{CallCx, EventSource, ModelApi};
 use super::transport::Transport;
-use memory::{generate_title, working_memory_prompt, working_memory_text, working_memory_tool, MemoryTools, TitleJob};
+use processors::{Ended, Phase, Pipeline, Processors};
+use steps_io::{stopped_step, trip, tripped};
+use super::model::FinishReason;
+use memory::{generate_title, open_memory, remember_input, working_memory_prompt, working_memory_text, working_memory_tool, MemoryTools, TitleJob};
 use super::model::{ModelMessage, ModelRequest, ToolChoice, UserPart, Warning};
 use super::step::{messages_json, IdSource, StepBuilder, StepResult};
 use super::background::{Manager, MemoryTarget};
@@ -63,6 +69,8 @@ pub struct RunConfig {
     pub setting_warnings: Vec<Warning>,
     /// `structuredOutput` (SPEC §12).
     pub structured: Option<Rc<structured::StructuredOutput>>,
+    /// `inputProcessors`, `outputProcessors`, `maxProcessorRetries` (SPEC §13).
+    pub processors: Processors,
 }
 
 /// The manager a run hands background calls to, and the agent they belong to.
@@ -99,16 +107,57 @@ pub async fn run(
     let message_id = env.new_id();
     let mut outcome = RunOutcome { message_id: message_id.clone(), ..Default::default() };
     sink.emit(Chunk::Start { message_id: message_id.clone() });
+    let procs = std::mem::take(&mut cfg.processors);
+    let pipe = Pipeline::new(&procs, &cfg.run_id, abort);
+    // The system messages and context, then (after memory's history) the caller's input.
     let mut messages = cfg.request.messages.clone();
+    let mut input = messages.split_off(cfg.input_start.min(messages.len()));
     let mut session = None;
     if let Some(mem) = &cfg.memory {
-        match open_memory(mem, &cfg, &mut messages, env, abort, &mut outcome).await {
+        match open_memory(mem, env, abort, &mut outcome).await {
             Ok(s) => session = s,
             Err(stop) => {
                 stop.record(&mut outcome, abort);
                 return finish(outcome, sink);
             }
         }
+    }
+    let mut stopped = None;
+    let given = input.len();
+    if pipe.has(Phase::Input) {
+        // What processInput leaves is what the model is sent and memory stores; a tripwire or a
+        // failure still stores the input as given.
+        stopped = steps_io::process_input(&pipe, &mut messages, &mut input, session.as_mut(), env, sink).await.err();
+    }
+    if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
+        // The input's own ids (user UI messages) go by position: only while processInput kept the count.
+        let ids = if input.len() == given { &cfg.input_ids[..] } else { &[] };
+        match remember_input(mem, s, &mut input, ids, env, abort, &mut outcome).await {
+            Ok(history) => messages.extend(history),
+            Err(stop) => {
+                stop.record(&mut outcome, abort);
+                return finish(outcome, sink);
+            }
+        }
+    }
+    let first_user = input.iter().find_map(|m| match m {
+        ModelMessage::User(parts) => parts.iter().find_map(|p| match p {
+            UserPart::Text(t) if !t.is_empty() => Some(t.clone()),
+            _ => None,
+        }),
+        _ => None,
+    });
+    messages.extend(input);
+    match stopped {
+        Some(Ended::Tripwire(t)) => {
+            trip(&mut outcome, t, sink);
+            return finish(outcome, sink);
+        }
+        Some(Ended::Stop(stop)) => {
+            stop.record(&mut outcome, abort);
+            return finish(outcome, sink);
+        }
+        None => {}
     }
     if let (Some(mem), Some(s)) = (&cfg.memory, &session) {
         match working_memory_text(mem, &s.thread).await {
@@ -127,20 +176,13 @@ pub async fn run(
             }
         }
     }
-    let first_user = cfg.request.messages[cfg.input_start.min(cfg.request.messages.len())..].iter().find_map(|m| match m {
-        ModelMessage::User(parts) => parts.iter().find_map(|p| match p {
-            UserPart::Text(t) if !t.is_empty() => Some(t.clone()),
-            _ => None,
-        }),
-        _ => None,
-    });
-    if let Err(stop) = run_steps(&cfg, env, sink, hooks, approvals, abort, &mut outcome, messages, &mut session).await {
+    if let Err(stop) = run_steps(&cfg, env, sink, hooks, approvals, abort, &pipe, &mut outcome, messages, &mut session).await {
         stop.record(&mut outcome, abort);
     }
     if cfg.transport != Transport::Fetch {
         env.release_sockets(&cfg.run_id);
     }
-    let done_well = outcome.error.is_none() && outcome.aborted.is_none();
+    let done_well = outcome.error.is_none() && outcome.aborted.is_none() && outcome.tripwire.is_none();
     if let (Some(mem), Some(s), Some(job), Some(first), true) = (&cfg.memory, session.as_mut(), &cfg.title, first_user, done_well) {
         if s.created && !mem.config.read_only {
             match generate_title(job, &first, env, abort).await {
@@ -166,8 +208,14 @@ pub async fn run(
     if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
         // Also after an abort or a failure: complete steps and what the user saw are kept.
         let partial = if outcome.aborted.is_some() || outcome.error.is_some() { outcome.partial.as_ref() } else { None };
-        let steps = with_finished_tasks(&outcome.steps, cfg.background.as_ref());
-        if let Err(e) = mem.save_assistant(s, &steps, partial, env.now_ms()).await {
+        // The step a tripwire stopped is not stored; processOutputResult may replace the rest.
+        let kept = outcome.steps.len() - usize::from(outcome.tripwire_step);
+        let steps = with_finished_tasks(&outcome.steps[..kept], cfg.background.as_ref());
+        let saved = match outcome.stored_instead.take() {
+            Some(instead) => mem.save_input(s, &instead, &[], env.now_ms(), &mut || env.new_id()).await.map(|_| ()),
+            None => mem.save_assistant(s, &steps, partial, env.now_ms()).await,
+        };
+        if let Err(e) = saved {
             outcome.write_failed(e);
         }
     }
@@ -205,46 +253,6 @@ fn finish(outcome: RunOutcome, sink: &dyn Sink) -> RunOutcome {
     outcome
 }
 
-/// Opens the thread, puts its history before the input and saves the input. A failed read (the
-/// thread, its history) fails the run before the model is called: no reply from a context the
-/// user did not intend. A failed write lets the reply stream and fails the run at its end
-/// (`RunOutcome::write_failed`); a thread that could not be created leaves the run without memory.
-async fn open_memory(
-    mem: &MemoryRun,
-    cfg: &RunConfig,
-    messages: &mut Vec<ModelMessage>,
-    env: &dyn Env,
-    abort: &AbortFlag,
-    outcome: &mut RunOutcome,
-) -> Result<Option<Session>, Stop> {
-    let opened = abort.race(mem.open(env.now_ms(), outcome.message_id.clone())).await.ok_or(Stop::Aborted)?;
-    let mut session = opened.map_err(Stop::Failed)?;
-    if let Err(e) = abort.race(mem.save_new_thread(&session)).await.ok_or(Stop::Aborted)? {
-        outcome.write_failed(e);
-        return Ok(None);
-    }
-    let at = cfg.input_start.min(messages.len());
-    abort.race(mem.load_history(&mut session)).await.ok_or(Stop::Aborted)?.map_err(Stop::Failed)?;
-    let input = &cfg.request.messages[at..];
-    let saved = abort.race(mem.save_input(&mut session, input, &cfg.input_ids, env.now_ms(), &mut || env.new_id())).await.ok_or(Stop::Aborted)?;
-    let folded = saved.unwrap_or_else(|e| {
-        outcome.write_failed(e);
-        Vec::new()
-    });
-    // Results that completed a call of the history now travel with that call.
-    if !folded.is_empty() {
-        for m in messages[at..].iter_mut() {
-            if let ModelMessage::Tool(results) = m {
-                results.retain(|r| !folded.contains(&r.tool_call_id));
-            }
-        }
-        messages.retain(|m| !matches!(m, ModelMessage::Tool(r) if r.is_empty()));
-    }
-    let history = session.history_messages(mem.config.filter_incomplete_tool_calls);
-    messages.splice(at..at, history);
-    Ok(Some(session))
-}
-
 /// A data part as memory stores it: `{ type, data, id? }` (a UI message's data part).
 fn stored_data_part(kind: &str, data: &serde_json::Value, id: Option<&str>) -> serde_json::Value {
     let mut part = serde_json::Map::new();
@@ -280,7 +288,7 @@ impl Stop {
 }
 
 /// The steps of the run. Returns how the run stopped early, if it did; a step cut short is
-/// left in `outcome.partial`.
+/// left in `outcome.partial`. A tripwire ends it with `Ok` and `outcome.tripwire` set.
 #[allow(clippy::too_many_arguments)]
 async fn run_steps(
     cfg: &RunConfig,
@@ -289,6 +297,7 @@ async fn run_steps(
     hooks: &dyn Hooks,
     approvals: &Approvals,
     abort: &AbortFlag,
+    pipe: &Pipeline<'_>,
     outcome: &mut RunOutcome,
     mut messages: Vec<ModelMessage>,
     session: &mut Option<Session>,
@@ -300,33 +309,87 @@ async fn run_steps(
     let cx = CallCx { env, abort, run_id: &cfg.run_id, max_retries: cfg.max_retries, include_raw: cfg.include_raw, transport: &transport };
     loop {
         let step_number = outcome.steps.len();
-        let overrides = match abort.race(hooks.prepare_step(step_number, &outcome.steps)).await {
+        let mut overrides = match abort.race(hooks.prepare_step(step_number, &outcome.steps)).await {
             Some(Ok(o)) => o.unwrap_or_default(),
             Some(Err(e)) => return Err(Stop::Failed(e)),
             None => return Err(Stop::Aborted),
         };
-        let request = step_request(cfg, &messages, &overrides);
+        let mut step_messages = None;
+        if pipe.has(Phase::InputStep) {
+            let request = step_request(cfg, &messages, &overrides);
+            let args = steps_io::input_step_args(step_number, &outcome.steps, &request, &overrides, cfg);
+            let changed = match pipe.input_step(args.clone(), sink).await {
+                Ok(done) => steps_io::step_changes(&args, &done, &mut overrides),
+                Err(e) => Err(e),
+            };
+            match changed {
+                Ok(m) => step_messages = m,
+                Err(e) => return tripped(e, outcome, sink),
+            }
+        }
+        let request = step_request(cfg, step_messages.as_deref().unwrap_or(&messages), &overrides);
         let mut call = cfg.model.prepare(&request).map_err(Stop::Failed)?;
         if step_number == 0 {
             call.warnings.splice(0..0, cfg.setting_warnings.iter().cloned());
         }
         let warnings = std::mem::take(&mut call.warnings);
-        sink.emit(Chunk::StepStart { message_id: message_id.clone(), request_body: call.body.clone(), warnings: warnings.clone() });
-        let mut step = StepBuilder::new(ids, message_id.clone(), call.body.clone(), warnings, env.now_ms());
-        let streamed = stream_step(&*cfg.model, &call, &cx, sink, &mut step).await;
-        let mut out = Vec::new();
-        step.close(&mut out, streamed.is_ok());
-        for c in out {
-            sink.emit(c);
+        let mut step = StepBuilder::new(ids, message_id.clone(), call.body.clone(), warnings.clone(), env.now_ms());
+        let start = Chunk::StepStart { message_id: message_id.clone(), request_body: call.body.clone(), warnings };
+        if let Err(e) = pipe.emit(start, 0, sink, None).await {
+            return tripped(e, outcome, sink);
+        }
+        let mut streamed = stream_step(&*cfg.model, &call, &cx, sink, &mut step, pipe).await;
+        if !matches!(streamed, Err(Ended::Tripwire(_))) {
+            let mut out = Vec::new();
+            step.close(&mut out, streamed.is_ok());
+            for c in out {
+                match &streamed {
+                    Ok(()) => {
+                        if let Err(e) = pipe.emit(c, 0, sink, Some(&mut step)).await {
+                            streamed = Err(e);
+                        }
+                    }
+                    // A failed step's blocks close as they did without processors.
+                    Err(Ended::Stop(_)) => sink.emit(c),
+                    Err(Ended::Tripwire(_)) => {}
+                }
+            }
         }
         let (next_ids, mut result) = step.into_parts();
         ids = next_ids;
-        if let Err(stop) = streamed {
-            outcome.partial = Some(result);
-            return Err(stop);
+        match streamed {
+            Ok(()) => {}
+            Err(Ended::Stop(stop)) => {
+                outcome.partial = Some(result);
+                return Err(stop);
+            }
+            Err(Ended::Tripwire(t)) => return stopped_step(outcome, result, t, sink, abort).await,
+        }
+        if pipe.has(Phase::OutputStep) {
+            let args = steps_io::output_step_args(step_number, &result, &outcome.steps, &request.messages);
+            match pipe.output_step(args, sink).await {
+                Ok(()) => {}
+                Err(Ended::Stop(stop)) => {
+                    outcome.partial = Some(result);
+                    return Err(stop);
+                }
+                Err(Ended::Tripwire(t)) if pipe.take_retry(&t) => {
+                    // The rejected step closes, out of `steps`, and runs again with the feedback.
+                    let reason = t.reason.clone();
+                    sink.emit(Chunk::Tripwire(t));
+                    outcome.total_usage = outcome.total_usage.add(&result.usage);
+                    result.finish_reason = FinishReason::Tripwire;
+                    sink.emit(Chunk::StepFinish { step: Box::new(result), is_continued: true, total_usage: outcome.total_usage });
+                    steps_io::add_feedback(&mut messages, &reason);
+                    continue;
+                }
+                Err(Ended::Tripwire(t)) => return stopped_step(outcome, result, t, sink, abort).await,
+            }
         }
         if !result.tool_calls.is_empty() {
             let data = RefCell::new(Vec::new());
+            // With output processors, what the tools write waits for them (`with_tool_chunks`).
+            let held = processors::ToolChunks::default();
             let emit = |c: Chunk| {
                 match &c {
                     Chunk::Data { kind, data: d, id, transient: false } => data.borrow_mut().push(stored_data_part(kind, d, id.as_deref())),
@@ -339,7 +402,11 @@ async fn run_steps(
                     }
                     _ => {}
                 }
-                sink.emit(c);
+                if pipe.streams() {
+                    held.push(c);
+                } else {
+                    sink.emit(c);
+                }
             };
             let prompt_json = messages_json(&request.messages);
             let memory_tools = match (&cfg.memory, session.as_ref()) {
@@ -373,7 +440,15 @@ async fn run_steps(
                     Box::pin(fut) as LocalFuture<'_, Option<ToolResult>>
                 })
                 .collect();
-            let done = run_limited(calls, cfg.tool_call_concurrency).await;
+            let done = match pipe.with_tool_chunks(run_limited(calls, cfg.tool_call_concurrency), &held, sink).await {
+                Ok(done) => done,
+                Err(Ended::Stop(stop)) => {
+                    outcome.partial = Some(result);
+                    return Err(stop);
+                }
+                // The step's other tools are dropped unfinished: nothing runs after a tripwire.
+                Err(Ended::Tripwire(t)) => return stopped_step(outcome, result, t, sink, abort).await,
+            };
             if done.len() < result.tool_calls.len() || abort.is_aborted() {
                 outcome.partial = Some(result);
                 return Err(Stop::Aborted);
@@ -389,6 +464,7 @@ async fn run_steps(
         outcome.total_usage = outcome.total_usage.add(&result.usage);
         let answered = !result.tool_results.is_empty()
             && result.tool_results.iter().all(|r| !matches!(r.outcome, Outcome::Client));
+        let before_step = messages.len();
         messages.extend(result.response_messages());
         outcome.steps.push(result);
         let mut go_on = answered && outcome.steps.len() < max_steps;
@@ -414,7 +490,11 @@ async fn run_steps(
             outcome.structured = Some(settled);
         }
         let last = outcome.steps.last().expect("a step was just pushed");
-        sink.emit(Chunk::StepFinish { step: Box::new(last.clone()), is_continued: go_on, total_usage: outcome.total_usage });
+        let finish_chunk = Chunk::StepFinish { step: Box::new(last.clone()), is_continued: go_on, total_usage: outcome.total_usage };
+        if let Err(e) = pipe.emit(finish_chunk, 0, sink, None).await {
+            outcome.tripwire_step = matches!(e, Ended::Tripwire(_));
+            return tripped(e, outcome, sink);
+        }
         // `onStepFinish` may never settle: an abort must still end the run.
         abort.race(sink.step_finished(last)).await.ok_or(Stop::Aborted)?;
         if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
@@ -424,8 +504,29 @@ async fn run_steps(
                 }
             }
         }
-        if !go_on {
+        if go_on {
+            continue;
+        }
+        if !pipe.has(Phase::OutputResult) {
             return Ok(());
+        }
+        match pipe.output_result(steps_io::result_args(outcome), sink).await {
+            Ok(instead) => {
+                outcome.stored_instead = steps_io::parse_stored(instead).map_err(Stop::Failed)?;
+                return Ok(());
+            }
+            Err(Ended::Tripwire(t)) if pipe.take_retry(&t) => {
+                // The final step was not accepted: it leaves `steps` and runs again.
+                let reason = t.reason.clone();
+                sink.emit(Chunk::Tripwire(t));
+                outcome.steps.pop();
+                messages.truncate(before_step);
+                steps_io::add_feedback(&mut messages, &reason);
+            }
+            Err(e) => {
+                outcome.tripwire_step = matches!(e, Ended::Tripwire(_));
+                return tripped(e, outcome, sink);
+            }
         }
     }
 }
@@ -474,8 +575,16 @@ async fn stop_condition_met(conditions: &[StopCondition], hooks: &dyn Hooks, ste
     false
 }
 
-/// Sends one step's call and streams its response into `step`, emitting chunks as they form.
-async fn stream_step(model: &dyn ModelApi, call: &super::model_api::Call, cx: &CallCx<'_>, sink: &dyn Sink, step: &mut StepBuilder) -> Result<(), Stop> {
+/// Sends one step's call and streams its response into `step`, emitting chunks as they form
+/// (through the output processors, event by event, so what they change is what `step` keeps).
+async fn stream_step(
+    model: &dyn ModelApi,
+    call: &super::model_api::Call,
+    cx: &CallCx<'_>,
+    sink: &dyn Sink,
+    step: &mut StepBuilder,
+    pipe: &Pipeline<'_>,
+) -> Result<(), Ended> {
     let abort = cx.abort;
     let mut source: Box<dyn EventSource + '_> = abort.race(model.open(call, cx)).await.ok_or(Stop::Aborted)??;
     let mut events = Vec::new();
@@ -483,17 +592,13 @@ async fn stream_step(model: &dyn ModelApi, call: &super::model_api::Call, cx: &C
     loop {
         let more = abort.race(source.next(&mut events)).await.ok_or(Stop::Aborted)?;
         // Events that came before a failure still reach the user.
-        let mut applied = Ok(());
-        for ev in events.drain(..) {
-            if let Err(e) = step.apply(ev, &mut chunks) {
-                applied = Err(e);
-                break;
+        for ev in std::mem::take(&mut events) {
+            let applied = step.apply(ev, &mut chunks);
+            for c in chunks.drain(..) {
+                pipe.emit(c, 0, sink, Some(&mut *step)).await?;
             }
+            applied.map_err(Stop::Failed)?;
         }
-        for c in chunks.drain(..) {
-            sink.emit(c);
-        }
-        applied.map_err(Stop::Failed)?;
         if !more.map_err(Stop::Failed)? {
             return Ok(());
         }

@@ -18,6 +18,12 @@ pub struct RunOutcome {
     pub aborted: Option<Option<String>>,
     /// How structured output ended, when the run asked for it and reached its final step.
     pub structured: Option<super::structured::StructuredResult>,
+    /// A processor's `abort()` ended the run (SPEC §13.3).
+    pub tripwire: Option<super::processors::Tripwire>,
+    /// The last of `steps` is the one the tripwire stopped: shown, but not stored.
+    pub tripwire_step: bool,
+    /// What `processOutputResult` gave to store in place of the run's response messages.
+    pub stored_instead: Option<Vec<ModelMessage>>,
 }
 
 impl RunOutcome {
@@ -35,6 +41,8 @@ impl RunOutcome {
             FinishReason::Abort
         } else if self.error.is_some() {
             FinishReason::Error
+        } else if self.tripwire.is_some() {
+            FinishReason::Tripwire
         } else {
             self.steps.last().map(|s| s.finish_reason).unwrap_or(FinishReason::Other)
         }
@@ -103,6 +111,9 @@ impl RunOutcome {
                 out["object"] = o.clone();
             }
             out["usedFallbackValue"] = s.used_fallback.into();
+        }
+        if let Some(t) = &self.tripwire {
+            out["tripwire"] = t.to_json();
         }
         out
     }

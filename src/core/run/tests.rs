@@ -220,6 +220,7 @@ fn config(max_retries: u32, include_raw: bool) -> RunConfig {
         background: None,
         setting_warnings: vec![],
         structured: None,
+        processors: Default::default(),
     }
 }
 
@@ -586,6 +587,10 @@ fn event_streams_are_read_whatever_the_parameters_of_their_content_type() {
 #[cfg(test)]
 #[path = "tools_tests.rs"]
 mod tools;
+
+#[cfg(test)]
+#[path = "processors_tests.rs"]
+mod processors_loop;
 
 #[cfg(test)]
 #[path = "memory_tests.rs"]

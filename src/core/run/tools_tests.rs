@@ -52,7 +52,7 @@ pub(super) struct TestHost {
     iteration: Option<Box<dyn Fn(usize) -> IterationDecision>>,
     skip_with: Option<Value>,
     after: RefCell<Vec<String>>,
-    write_output: bool,
+    pub(super) write_output: bool,
     runner: Option<Rc<dyn crate::core::background::TaskRunner>>,
 }
 

@@ -1,0 +1,285 @@
+//! What the loop tells processors and takes back from them (SPEC §13.2): the arguments of each
+//! phase built from the run's typed state, and their results read back into it. Messages cross
+//! as JSON: `processInput` sees stored messages (§7's shape, with ids, so a processor's rewrite of
+//! the new ones is what memory stores), `processInputStep` the prompt's model messages.
+
+use serde_json::{json, Map, Value};
+
+use super::processors::Tripwire;
+use super::processors::{
+    processor_error, result_args as make_result_args, retry_message, system_json, Ended, Pipeline, STEP_KEYS,
+};
+use super::{RunConfig, RunOutcome, Sink, StepOverrides, Stop};
+use crate::core::abort::AbortFlag;
+use crate::core::chunk::usage_json;
+use crate::core::chunk::Chunk;
+use crate::core::env::Env;
+use crate::core::error::AgentError;
+use crate::core::input::{parse_messages, parse_model_settings, parse_tool_choice};
+use crate::core::memory::{input_messages, iso_time, Session, StoredMessage};
+use crate::core::model::FinishReason;
+use crate::core::model::{ModelMessage, ModelRequest, ModelSettings, ToolChoice};
+use crate::core::step::{messages_json, StepResult, ToolCall};
+
+/// `processInput`: the history and the input as stored messages, the system messages apart.
+/// What comes back replaces them: messages whose id is one of the history's stay history (for
+/// this request only), every other one is new input (sent, and stored by the caller).
+pub async fn process_input(
+    pipe: &Pipeline<'_>,
+    head: &mut Vec<ModelMessage>,
+    input: &mut Vec<ModelMessage>,
+    session: Option<&mut Session>,
+    env: &dyn Env,
+    sink: &dyn Sink,
+) -> Result<(), Ended> {
+    let n_system = head.iter().take_while(|m| matches!(m, ModelMessage::System(_))).count();
+    let system: Vec<String> = head[..n_system]
+        .iter()
+        .filter_map(|m| match m {
+            ModelMessage::System(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect();
+    let thread = session.as_ref().map(|s| s.thread.clone()).unwrap_or_else(|| crate::core::memory::Thread {
+        id: String::new(),
+        resource_id: String::new(),
+        title: None,
+        metadata: None,
+        created_at: String::new(),
+        updated_at: String::new(),
+    });
+    let history: &[StoredMessage] = session.as_ref().map(|s| s.history.as_slice()).unwrap_or(&[]);
+    let known: Vec<&str> = history.iter().map(|m| m.id.as_str()).collect();
+    let mut all: Vec<Value> = history.iter().map(StoredMessage::to_json).collect();
+    let now = env.now_ms();
+    for m in input_messages(input, &thread, &mut || (env.new_id(), iso_time(now))) {
+        let mut v = m.to_json();
+        if thread.id.is_empty() {
+            if let Some(o) = v.as_object_mut() {
+                o.remove("threadId");
+                o.remove("resourceId");
+            }
+        }
+        all.push(v);
+    }
+    let (messages, new_system) = pipe.input(all, system, sink).await?;
+    let mut new_history = Vec::new();
+    let mut new_input = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        let id = m.get("id").and_then(Value::as_str);
+        if let Some(id) = id.filter(|id| known.contains(id)) {
+            let stored = StoredMessage::from_json(m, "processInput").map_err(|e| bad_input(&e, id))?;
+            new_history.push(stored);
+        } else {
+            let parsed = parse_messages(m, &format!("messages.{i}")).map_err(|e| bad_input(&e, ""))?;
+            new_input.extend(parsed);
+        }
+    }
+    if let Some(s) = session {
+        s.history = new_history;
+    }
+    *input = new_input;
+    head.splice(..n_system, new_system.into_iter().map(ModelMessage::System));
+    Ok(())
+}
+
+fn bad_input(e: &AgentError, _id: &str) -> Ended {
+    processor_error("processInput", &format!("returned a message that is not valid: {e}"))
+}
+
+/// `modelSettings` as a processor sees them.
+fn settings_json(s: &ModelSettings) -> Value {
+    let mut m = Map::new();
+    let mut put = |k: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            m.insert(k.into(), v);
+        }
+    };
+    put("temperature", s.temperature.map(Value::from));
+    put("maxOutputTokens", s.max_output_tokens.map(Value::from));
+    put("topP", s.top_p.map(Value::from));
+    put("topK", s.top_k.map(Value::from));
+    put("presencePenalty", s.presence_penalty.map(Value::from));
+    put("frequencyPenalty", s.frequency_penalty.map(Value::from));
+    put("seed", s.seed.map(Value::from));
+    if !s.stop_sequences.is_empty() {
+        m.insert("stopSequences".into(), s.stop_sequences.clone().into());
+    }
+    Value::Object(m)
+}
+
+fn tool_choice_json(c: &Option<ToolChoice>) -> Value {
+    match c {
+        None | Some(ToolChoice::Auto) => "auto".into(),
+        Some(ToolChoice::None) => "none".into(),
+        Some(ToolChoice::Required) => "required".into(),
+        Some(ToolChoice::Tool(name)) => json!({ "type": "tool", "toolName": name }),
+    }
+}
+
+fn split_system(messages: &[ModelMessage]) -> (Vec<String>, &[ModelMessage]) {
+    let n = messages.iter().take_while(|m| matches!(m, ModelMessage::System(_))).count();
+    let system = messages[..n]
+        .iter()
+        .filter_map(|m| match m {
+            ModelMessage::System(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect();
+    (system, &messages[n..])
+}
+
+fn steps_json(steps: &[StepResult]) -> Value {
+    Value::Array(steps.iter().map(StepResult::to_json).collect())
+}
+
+/// `processInputStep`'s arguments for the step about to be sent.
+pub fn input_step_args(
+    step_number: usize,
+    steps: &[StepResult],
+    request: &ModelRequest,
+    overrides: &StepOverrides,
+    cfg: &RunConfig,
+) -> Value {
+    let (system, rest) = split_system(&request.messages);
+    let active: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    let tools: Vec<&str> = cfg.tools.iter().map(|t| t.name.as_str()).collect();
+    let _ = overrides;
+    json!({
+        "stepNumber": step_number,
+        "steps": steps_json(steps),
+        "messages": messages_json(rest),
+        "systemMessages": system_json(&system),
+        "model": request.model_id,
+        "tools": tools,
+        "toolChoice": tool_choice_json(&request.tool_choice),
+        "activeTools": active,
+        "modelSettings": settings_json(&request.settings),
+    })
+}
+
+/// What the processors changed of `before`, into the step's overrides; the step's messages when
+/// they replaced them.
+#[allow(clippy::result_large_err)] // the same `Ended` as the loop's async steps, once per step
+pub fn step_changes(
+    before: &Value,
+    after: &Value,
+    overrides: &mut StepOverrides,
+) -> Result<Option<Vec<ModelMessage>>, Ended> {
+    let bad = |e: AgentError| processor_error("processInputStep", &format!("returned {e}"));
+    let mut messages = None;
+    for key in STEP_KEYS {
+        let (Some(new), old) = (after.get(*key), before.get(*key)) else { continue };
+        if Some(new) == old {
+            continue;
+        }
+        match *key {
+            "messages" => messages = Some(parse_messages(new, "messages").map_err(bad)?),
+            "systemMessages" => {
+                let texts =
+                    super::processors::system_texts(new).map_err(|m| processor_error("processInputStep", &m))?;
+                overrides.system = Some(texts);
+            }
+            "toolChoice" => overrides.tool_choice = Some(parse_tool_choice(new, "toolChoice").map_err(bad)?),
+            "activeTools" => {
+                let names = new.as_array().map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect());
+                overrides.active_tools = Some(names.ok_or_else(|| {
+                    processor_error("processInputStep", "returned activeTools that is not an array of tool names")
+                })?);
+            }
+            _ => {
+                let mut settings = parse_model_settings(new, "modelSettings").map_err(bad)?;
+                let base = overrides.settings.clone().unwrap_or_default();
+                if settings.headers.is_empty() {
+                    settings.headers = base.headers;
+                }
+                settings.max_retries = settings.max_retries.or(base.max_retries);
+                overrides.settings = Some(settings);
+            }
+        }
+    }
+    Ok(messages)
+}
+
+/// `processOutputStep`'s arguments: the step that just streamed, before its tools run;
+/// `messages` are the conversation with this step's response at the end.
+pub fn output_step_args(step_number: usize, step: &StepResult, steps: &[StepResult], prompt: &[ModelMessage]) -> Value {
+    let (system, rest) = split_system(prompt);
+    let mut rest = rest.to_vec();
+    rest.extend(step.response_messages());
+    let rest = rest.as_slice();
+    json!({
+        "stepNumber": step_number,
+        "finishReason": step.finish_reason.as_str(),
+        "text": step.text,
+        "toolCalls": step.tool_calls.iter().map(ToolCall::to_json).collect::<Vec<_>>(),
+        "usage": usage_json(&step.usage),
+        "steps": steps_json(steps),
+        "messages": messages_json(rest),
+        "systemMessages": system_json(&system),
+    })
+}
+
+/// `processOutputResult`'s arguments.
+pub fn result_args(outcome: &RunOutcome) -> Value {
+    let reason = outcome.steps.last().map(|s| s.finish_reason.as_str()).unwrap_or("other");
+    let messages = messages_json(&outcome.response_messages());
+    make_result_args(messages, outcome.text(), usage_json(&outcome.total_usage), reason, steps_json(&outcome.steps))
+}
+
+/// The messages `processOutputResult` gave to store, as model messages.
+pub fn parse_stored(messages: Option<Vec<Value>>) -> Result<Option<Vec<ModelMessage>>, AgentError> {
+    let Some(m) = messages else { return Ok(None) };
+    parse_messages(&Value::Array(m), "processOutputResult(…)").map(Some).map_err(|e| AgentError::Processor {
+        message: format!("processOutputResult returned messages that are not valid: {e}"),
+    })
+}
+
+/// The feedback of a retry: one system message after the others.
+pub fn add_feedback(messages: &mut Vec<ModelMessage>, reason: &str) {
+    let at = messages.iter().take_while(|m| matches!(m, ModelMessage::System(_))).count();
+    messages.insert(at, ModelMessage::System(retry_message(reason)));
+}
+
+/// A processor's `abort()`: the `tripwire` chunk, and the run ends with it.
+/// (A retry that is not granted is a plain tripwire: no `retry` in it.)
+pub(super) fn trip(outcome: &mut RunOutcome, mut t: Tripwire, sink: &dyn Sink) {
+    t.retry = false;
+    sink.emit(Chunk::Tripwire(t.clone()));
+    outcome.tripwire = Some(t);
+}
+
+/// How a processor stopped the loop outside a step: a tripwire ends the run (`Ok`), a failure
+/// or an abort stops it.
+pub(super) fn tripped(e: Ended, outcome: &mut RunOutcome, sink: &dyn Sink) -> Result<(), Stop> {
+    match e {
+        Ended::Tripwire(t) => {
+            trip(outcome, t, sink);
+            Ok(())
+        }
+        Ended::Stop(stop) => Err(stop),
+    }
+}
+
+/// A tripwire inside a step: the `tripwire` chunk, then the step's closing `step-finish`. The
+/// step is in `steps` (its text was seen) but is not stored.
+pub(super) async fn stopped_step(
+    outcome: &mut RunOutcome,
+    mut step: StepResult,
+    t: Tripwire,
+    sink: &dyn Sink,
+    abort: &AbortFlag,
+) -> Result<(), Stop> {
+    trip(outcome, t, sink);
+    step.finish_reason = FinishReason::Tripwire;
+    outcome.total_usage = outcome.total_usage.add(&step.usage);
+    outcome.steps.push(step);
+    outcome.tripwire_step = true;
+    let last = outcome.steps.last().expect("a step was just pushed");
+    sink.emit(Chunk::StepFinish {
+        step: Box::new(last.clone()),
+        is_continued: false,
+        total_usage: outcome.total_usage,
+    });
+    abort.race(sink.step_finished(last)).await.ok_or(Stop::Aborted)
+}
