@@ -12,6 +12,7 @@ pub mod memory;
 pub mod output;
 pub mod report;
 pub mod run;
+pub mod share;
 pub mod stop;
 pub mod tool_types;
 pub mod tools;
