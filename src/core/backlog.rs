@@ -18,7 +18,7 @@ impl FullBacklog {
     pub fn push(&mut self, turn: usize, chunk: Chunk) {
         if let Some((last_turn, last)) = self.0.last_mut() {
             if *last_turn == turn {
-                if let Err(chunk) = join(last, chunk) {
+                if let Some(chunk) = join(last, chunk) {
                     self.0.push((turn, chunk));
                 }
                 return;
@@ -34,23 +34,23 @@ impl FullBacklog {
 
 /// Appends `next` to `last` when both are deltas of the same text, reasoning or tool-call
 /// block; else hands `next` back.
-fn join(last: &mut Chunk, next: Chunk) -> Result<(), Chunk> {
+fn join(last: &mut Chunk, next: Chunk) -> Option<Chunk> {
     match (last, next) {
         (Chunk::TextDelta { id, text }, Chunk::TextDelta { id: next_id, text: more })
         | (Chunk::ReasoningDelta { id, text }, Chunk::ReasoningDelta { id: next_id, text: more })
             if *id == next_id =>
         {
             text.push_str(&more);
-            Ok(())
+            None
         }
         (
             Chunk::ToolCallDelta { tool_call_id, args_text_delta, .. },
             Chunk::ToolCallDelta { tool_call_id: next_id, args_text_delta: more, .. },
         ) if *tool_call_id == next_id => {
             args_text_delta.push_str(&more);
-            Ok(())
+            None
         }
-        (_, next) => Err(next),
+        (_, next) => Some(next),
     }
 }
 
@@ -92,7 +92,11 @@ mod tests {
 
     #[test]
     fn tool_call_argument_deltas_of_one_call_are_joined() {
-        let delta = |id: &str, a: &str| Chunk::ToolCallDelta { tool_call_id: id.into(), tool_name: "f".into(), args_text_delta: a.into() };
+        let delta = |id: &str, a: &str| Chunk::ToolCallDelta {
+            tool_call_id: id.into(),
+            tool_name: "f".into(),
+            args_text_delta: a.into(),
+        };
         let mut b = FullBacklog::default();
         for (id, a) in [("c1", "{\"q\""), ("c1", ":1}"), ("c2", "{}")] {
             b.push(0, delta(id, a));
