@@ -9,9 +9,10 @@ import { CONFIGS, configName, loadPackage, sequentialRuns } from './runs.mjs';
 
 const RUNS = 500;
 const EVERY = 100;
-// The wasm memory grows by 64 KiB pages and the allocator keeps some slack; a leak of even
-// 2 KB per run is 0.8 MB over these 400 runs.
-const TOLERANCE_BYTES = 1024 * 1024;
+// The goal. The wasm memory grows by 64 KiB pages and the allocator takes a region at
+// a time (seen: one +0.13 MB step over 1,000 runs, then flat). Keeping every run's output alive
+// (about 2 KB a run) grows both by 0.9 MB over these 400 runs and fails.
+const TOLERANCE_BYTES = 512 * 1024;
 const MB = 1024 * 1024;
 
 let server;
