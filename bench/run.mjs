@@ -5,6 +5,10 @@
 // protocol done by hand (`baseline-tool`).
 //
 //   node bench/run.mjs [--n 20000] [--runs 7] [--json bench/results/latest.json]
+//   node bench/run.mjs --mem [--sizes 200000,2000000] [--runs 1] [--json bench/results/memory.json]
+//
+// --mem is the memory benchmark (bench/memory.mjs): long replies read through textStream only and
+// fullStream only, peak RSS, wasm memory and JS heap beside the raw loop's.
 //
 // The server runs here; every measurement runs in a fresh `node bench/worker.mjs` so JIT warm-up
 // and GC state are comparable. Modes alternate round-robin, R runs each; the table shows medians.
@@ -17,6 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync, constants as zlib } from 'node:zlib';
 import { startModelServer } from '../tests/server/model-server.mjs';
+import { memoryBenchmark } from './memory.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..');
@@ -34,31 +39,40 @@ const TARGETS = { perChunkRatio: 3, firstChunkOverheadMs: 1, packageGzipKB: 150 
 class UsageError extends Error {}
 
 function parseArgs(argv) {
-  const opts = { n: 20_000, runs: 7, json: path.join(HERE, 'results', 'latest.json') };
+  const opts = { n: 20_000, runs: undefined, json: undefined, mem: false, sizes: [200_000, 2_000_000] };
   for (let i = 0; i < argv.length; i++) {
     let [key, value] = argv[i].split(/=(.*)/s, 2);
     if (key === '--help' || key === '-h') {
-      process.stdout.write('usage: node bench/run.mjs [--n N] [--runs R] [--json path]\n');
+      process.stdout.write('usage: node bench/run.mjs [--n N] [--runs R] [--json path]\n       node bench/run.mjs --mem [--sizes N,N…] [--runs R] [--json path]\n');
       process.exit(0);
     }
-    if (!['--n', '--runs', '--json'].includes(key)) throw new UsageError(`unknown option ${argv[i]}`);
+    if (key === '--mem') {
+      opts.mem = true;
+      continue;
+    }
+    if (!['--n', '--runs', '--json', '--sizes'].includes(key)) throw new UsageError(`unknown option ${argv[i]}`);
     if (value === undefined) value = argv[++i];
     if (value === undefined) throw new UsageError(`${key} needs a value`);
     if (key === '--json') opts.json = path.resolve(value);
-    else {
+    else if (key === '--sizes') {
+      opts.sizes = value.split(',').map(Number);
+      if (!opts.sizes.every((x) => Number.isInteger(x) && x > 0)) throw new UsageError('--sizes must be positive integers, comma-separated');
+    } else {
       const number = Number(value);
       if (!Number.isInteger(number) || number < 1) throw new UsageError(`${key} must be a positive integer`);
       opts[key.slice(2)] = number;
     }
   }
+  opts.runs ??= opts.mem ? 1 : 7;
+  opts.json ??= path.join(HERE, 'results', opts.mem ? 'memory.json' : 'latest.json');
   return opts;
 }
 
 /** Runs one worker; resolves to its result or to { error } (never rejects). */
-function runChild(mode, url, n) {
+function runChild(mode, url, n, extra = [], timeoutMs = CHILD_TIMEOUT_MS) {
   return new Promise((resolve) => {
     const started = Date.now();
-    const child = spawn(process.execPath, [WORKER, mode, url, String(n)], {
+    const child = spawn(process.execPath, [WORKER, mode, url, String(n), ...extra], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -70,7 +84,7 @@ function runChild(mode, url, n) {
     const timer = setTimeout(() => {
       timedOut = true;
       child.kill('SIGKILL');
-    }, CHILD_TIMEOUT_MS);
+    }, timeoutMs);
     child.on('error', (err) => {
       clearTimeout(timer);
       resolve({ mode, error: `could not start the worker: ${err.message}` });
@@ -79,7 +93,7 @@ function runChild(mode, url, n) {
       clearTimeout(timer);
       const wallMs = Date.now() - started;
       if (timedOut) {
-        resolve({ mode, error: `timed out after ${CHILD_TIMEOUT_MS / 1000} s and was killed`, stderr, wallMs });
+        resolve({ mode, error: `timed out after ${timeoutMs / 1000} s and was killed`, stderr, wallMs });
       } else if (code !== 0) {
         resolve({ mode, error: `exited with ${signal ?? `status ${code}`}`, stderr: stderr.trim(), wallMs });
       } else {
@@ -134,6 +148,11 @@ async function main() {
     throw new Error('pkg/ is missing or incomplete: run `./x build` first (or use `./x bench`)');
   }
 
+  if (opts.mem) {
+    const failed = await memoryBenchmark({ ...opts, runChild, startModelServer, writeReport });
+    if (failed) process.exitCode = 1;
+    return;
+  }
   const size = packageSize();
   const cpu = os.cpus()[0]?.model ?? 'unknown';
   console.log(`streaming benchmark: N = ${opts.n} deltas, ${opts.runs} runs per mode, node ${process.version}, ${cpu}`);
@@ -263,15 +282,19 @@ async function main() {
     failures,
     runs,
   };
-  mkdirSync(path.dirname(opts.json), { recursive: true });
-  writeFileSync(opts.json, JSON.stringify(report, null, 2) + '\n');
-  const shown = path.relative(process.cwd(), opts.json);
-  console.log(`\nresults: ${shown.startsWith('..') ? opts.json : shown}`);
+  writeReport(opts.json, report);
 
   if (failures.length) {
     console.error(`\nBENCHMARK FAILED: ${failures.length} failed run(s): ${failures.map((f) => `${f.mode} (${f.error})`).join('; ')}`);
     process.exitCode = 1;
   }
+}
+
+function writeReport(file, report) {
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
+  const shown = path.relative(process.cwd(), file);
+  console.log(`\nresults: ${shown.startsWith('..') ? file : shown}`);
 }
 
 main().catch((err) => {

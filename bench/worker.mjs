@@ -1,4 +1,4 @@
-// One benchmark measurement in a fresh process: `node bench/worker.mjs <mode> <serverUrl> <N>`.
+// One benchmark measurement in a fresh process: `node bench/worker.mjs <mode> <serverUrl> <N> [--mem]`.
 //
 //   mode       baseline | textStream | fullStream | baseline-tool | tool
 //   serverUrl  the model server's base URL, http://127.0.0.1:PORT/v1 (started by bench/run.mjs)
@@ -10,6 +10,11 @@
 //   { mode, n, totalMs, firstChunkMs, chunks, textLength, maxRssKB, warmup: { totalMs, firstChunkMs } }
 // The tool modes add toolCallMs (when the whole tool call was in hand); their firstChunkMs is the
 // first text delta of the second step, so it includes the tool round trip.
+// With --mem (the memory benchmark, `bench/run.mjs --mem`): one measured run, no warm-up, so the
+// peaks are those of one reply; memory is sampled every MEM_SAMPLE_EVERY chunks and at the end,
+// and the line adds `memory: { peakRssMB, peakWasmMB, peakHeapUsedMB, peakExternalMB,
+// peakArrayBuffersMB }` (wasm linear memory: the instance's memory.buffer.byteLength; a baseline
+// has none).
 // A wrong text, chunk count or tool call exits with status 1 and the reason on stderr.
 // BENCH_PKG=dir loads the package from dir instead of pkg/.
 
@@ -19,16 +24,34 @@ import { pathToFileURL } from 'node:url';
 
 const MODES = ['baseline', 'textStream', 'fullStream', 'baseline-tool', 'tool'];
 
-const [mode, serverUrl, nArg] = process.argv.slice(2);
+const [mode, serverUrl, nArg, memArg] = process.argv.slice(2);
 const n = Number.parseInt(nArg, 10);
-if (!MODES.includes(mode) || !serverUrl || !Number.isInteger(n) || n < 1) {
-  process.stderr.write(`usage: node bench/worker.mjs <${MODES.join('|')}> <serverUrl> <N>\n`);
+const MEM = memArg === '--mem';
+if (!MODES.includes(mode) || !serverUrl || !Number.isInteger(n) || n < 1 || (memArg !== undefined && !MEM)) {
+  process.stderr.write(`usage: node bench/worker.mjs <${MODES.join('|')}> <serverUrl> <N> [--mem]\n`);
   process.exit(2);
 }
 const host = new URL(serverUrl).hostname;
 if (host !== '127.0.0.1') {
   process.stderr.write(`worker: refusing to talk to ${host}; the benchmark only uses 127.0.0.1\n`);
   process.exit(2);
+}
+
+const MEM_SAMPLE_EVERY = 2048;
+const MB = 1024 * 1024;
+/** The package's wasm memory, once it is loaded (wasm-bindgen's initSync hands back the instance's exports). */
+let wasmMemory = null;
+/** Peaks of the --mem run, sampled every MEM_SAMPLE_EVERY chunks (`sample(count)`) and at the end. */
+const peaks = { wasm: 0, heapUsed: 0, external: 0, arrayBuffers: 0 };
+function sampleNow() {
+  const m = process.memoryUsage();
+  peaks.heapUsed = Math.max(peaks.heapUsed, m.heapUsed);
+  peaks.external = Math.max(peaks.external, m.external);
+  peaks.arrayBuffers = Math.max(peaks.arrayBuffers, m.arrayBuffers);
+  if (wasmMemory) peaks.wasm = Math.max(peaks.wasm, wasmMemory.buffer.byteLength);
+}
+function sample(count) {
+  if (MEM && count % MEM_SAMPLE_EVERY === 0) sampleNow();
 }
 
 /** What the `deltas:N` script sends: "w0 ", "w1 ", … */
@@ -69,6 +92,7 @@ async function readTextDeltas(res, t0, label) {
         if (firstChunkMs < 0) firstChunkMs = performance.now() - t0;
         text += content;
         chunks++;
+        sample(chunks);
       }
     }
   }
@@ -179,10 +203,11 @@ async function baselineTool() {
 let Agent, createTool;
 async function loadPackage() {
   // BENCH_PKG points at another build of the package (e.g. one that kept wasm names, for profiling).
-  const entry = process.env.BENCH_PKG
-    ? pathToFileURL(path.join(path.resolve(process.env.BENCH_PKG), 'index.node.js')).href
-    : '../pkg/index.node.js';
-  ({ Agent, createTool } = await import(entry));
+  const dir = process.env.BENCH_PKG ? pathToFileURL(path.resolve(process.env.BENCH_PKG) + '/') : new URL('../pkg/', import.meta.url);
+  ({ Agent, createTool } = await import(new URL('index.node.js', dir).href));
+  // The entry initialised the wasm already; a second initSync returns that instance's exports.
+  const { initSync } = await import(new URL('wasm_agent.js', dir).href);
+  wasmMemory = initSync(undefined).memory;
 }
 
 function newAgent() {
@@ -202,6 +227,7 @@ async function textStream() {
     if (firstChunkMs < 0) firstChunkMs = performance.now() - t0;
     text += t;
     chunks++;
+    sample(chunks);
   }
   const totalMs = performance.now() - t0;
   return { totalMs, firstChunkMs, chunks, text };
@@ -222,6 +248,7 @@ async function fullStream() {
       if (firstChunkMs < 0) firstChunkMs = performance.now() - t0;
       text += chunk.payload.text;
       chunks++;
+      sample(chunks);
     } else if (chunk.type === 'finish') {
       finished = true;
     } else if (chunk.type === 'error') {
@@ -302,9 +329,11 @@ const workloads = { baseline, textStream, fullStream, 'baseline-tool': baselineT
 try {
   if (mode !== 'baseline' && mode !== 'baseline-tool') await loadPackage();
   const run = workloads[mode];
-  const warm = await run();
-  check('warm-up', warm);
+  const warm = MEM ? null : await run();
+  if (warm) check('warm-up', warm);
+  sampleNow();
   const measured = await run();
+  sampleNow();
   check('measured', measured);
   const result = {
     mode,
@@ -315,7 +344,18 @@ try {
     chunks: measured.chunks,
     textLength: measured.text.length,
     maxRssKB: process.resourceUsage().maxRSS,
-    warmup: { totalMs: warm.totalMs, firstChunkMs: warm.firstChunkMs },
+    ...(warm ? { warmup: { totalMs: warm.totalMs, firstChunkMs: warm.firstChunkMs } } : {}),
+    ...(MEM
+      ? {
+          memory: {
+            peakRssMB: process.resourceUsage().maxRSS / 1024,
+            peakWasmMB: wasmMemory ? peaks.wasm / MB : null,
+            peakHeapUsedMB: peaks.heapUsed / MB,
+            peakExternalMB: peaks.external / MB,
+            peakArrayBuffersMB: peaks.arrayBuffers / MB,
+          },
+        }
+      : {}),
   };
   process.stdout.write(JSON.stringify(result) + '\n');
 } catch (err) {

@@ -3,12 +3,17 @@
 //! text deltas (the hot path) are written without building a JSON tree first.
 
 use std::cell::RefCell;
+use std::fmt::Write;
 
 use js_sys::JSON;
 use serde_json::Value;
 use wasm_bindgen::JsValue;
 
+use super::share::from_json_shared;
 use crate::core::chunk::{push_json_str, Chunk};
+
+/// The most the reused buffer keeps between chunks.
+const KEEP_BUFFER_BYTES: usize = 64 * 1024;
 
 /// Writes chunks for one run; reuses its buffer between chunks.
 pub struct ChunkWriter {
@@ -16,6 +21,7 @@ pub struct ChunkWriter {
     /// second one with `from: 'USER'`, for tool output).
     envelope: String,
     envelope_user: String,
+    run_id: String,
     buf: RefCell<String>,
 }
 
@@ -25,7 +31,7 @@ impl ChunkWriter {
         push_json_str(&mut envelope, run_id);
         let envelope_user = format!("{envelope},\"from\":\"USER\",\"payload\":");
         envelope.push_str(",\"from\":\"AGENT\",\"payload\":");
-        ChunkWriter { envelope, envelope_user, buf: RefCell::new(String::with_capacity(256)) }
+        ChunkWriter { envelope, envelope_user, run_id: run_id.to_owned(), buf: RefCell::new(String::with_capacity(256)) }
     }
 
     pub fn to_js(&self, chunk: &Chunk) -> JsValue {
@@ -39,6 +45,11 @@ impl ChunkWriter {
                 v["transient"] = serde_json::Value::Bool(true);
             }
             return JSON::parse(&v.to_string()).unwrap_or(JsValue::NULL);
+        }
+        if let Chunk::StepFinish { .. } = chunk {
+            // A step holds its text: the long strings go across once (`share`).
+            let v = serde_json::json!({ "type": chunk.type_name(), "runId": self.run_id, "from": chunk.from(), "payload": chunk.payload() });
+            return from_json_shared(v);
         }
         let mut buf = self.buf.borrow_mut();
         buf.clear();
@@ -73,10 +84,19 @@ impl ChunkWriter {
             }
             // The decoder only reports events it parsed as JSON.
             Chunk::Raw(raw) => buf.push_str(raw),
-            other => buf.push_str(&other.payload().to_string()),
+            // Written into the buffer, not through a string of its own: a step's payload holds
+            // its text.
+            other => {
+                let _ = write!(buf, "{}", other.payload());
+            }
         }
         buf.push('}');
         // The text is valid JSON by construction.
-        JSON::parse(&buf).unwrap_or(JsValue::NULL)
+        let js = JSON::parse(&buf).unwrap_or(JsValue::NULL);
+        // A long step's payload must not stay allocated for the rest of the run.
+        if buf.capacity() > KEEP_BUFFER_BYTES {
+            *buf = String::with_capacity(256);
+        }
+        js
     }
 }

@@ -2,6 +2,14 @@
 //! produces them; `fullStream` and `textStream` are created on first access and replay what came
 //! before, and the aggregate promises are created on first access and settle when the run ends
 //! (so a failed run the caller never asked about leaves no unhandled rejection behind).
+//!
+//! What a stream owes and has not handed over — everything before it was created, and what came
+//! while its reader was `LAG_LIMIT` chunks behind — waits here as Rust values, consecutive deltas
+//! of one block joined (`core::backlog`), and goes out when the reader pulls. So neither an
+//! unread branch (`textStream` read alone, `fullStream` never touched, or both taken and one
+//! left) nor a slow reader costs an object per delta: at most the text it owes, once. A reader
+//! that keeps up gets every delta as it came. (Backpressure would stall the branch that is read
+//! behind the one that is not, and nothing can be dropped: a branch may be read later.)
 
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
@@ -14,7 +22,15 @@ use web_sys::{ReadableStream, ReadableStreamDefaultController};
 use super::chunk_js::ChunkWriter;
 use super::object_streams::ObjectStreams;
 use crate::core::abort::AbortFlag;
+use crate::core::backlog::FullBacklog;
 use crate::core::chunk::Chunk;
+
+/// Chunks a created stream may have in its queue before the rest waits in the backlog, joined.
+/// A reader that keeps up is never this far behind (one network read brings a few thousand
+/// deltas at most).
+const LAG_LIMIT: f64 = 16_384.0;
+/// The queue's length is looked at every this many chunks (a boundary call).
+const LAG_CHECK_EVERY: u32 = 256;
 
 /// Where one output stream stands.
 #[derive(Default)]
@@ -23,9 +39,26 @@ struct Slot {
     cancelled: bool,
     closed: bool,
     ctrl: Option<ReadableStreamDefaultController>,
+    /// The reader is `LAG_LIMIT` chunks behind: chunks wait in the backlog until it pulls.
+    lagging: bool,
+    /// Chunks enqueued since the queue's length was last looked at.
+    since_check: u32,
 }
 
 impl Slot {
+    /// Whether the next chunk can go into the stream's queue (else it waits in the backlog).
+    fn open(&mut self, backlog_empty: bool) -> Option<ReadableStreamDefaultController> {
+        let ctrl = self.ctrl.as_ref()?;
+        if !self.lagging {
+            self.since_check += 1;
+            if self.since_check >= LAG_CHECK_EVERY {
+                self.since_check = 0;
+                self.lagging = ctrl.desired_size().is_some_and(|d| d <= -LAG_LIMIT);
+            }
+        }
+        (!self.lagging && backlog_empty).then(|| ctrl.clone())
+    }
+
     /// Whether chunks for this stream are wanted later (it may still be created).
     fn waiting(&self) -> bool {
         !self.created && !self.closed
@@ -45,10 +78,10 @@ impl Slot {
 struct State {
     full: Slot,
     text: Slot,
-    /// Chunks produced before `fullStream` was created, kept as Rust values: a caller who only
-    /// reads `textStream` never pays for chunk objects.
-    full_pending: Vec<(usize, Chunk)>,
-    /// Text produced before `textStream` was created; replayed as one piece.
+    /// Chunks `fullStream` owes (before it was created, or while its reader lags), as Rust
+    /// values: a caller who only reads `textStream` never pays for chunk objects.
+    full_pending: FullBacklog,
+    /// Text `textStream` owes; handed over as one piece.
     text_pending: String,
     /// `Ok(full output)` or `Err(error)` once the run ended.
     result: Option<Result<JsValue, JsValue>>,
@@ -132,19 +165,20 @@ impl Shared {
         let turn = self.turn();
         let (text, full) = {
             let mut st = self.st.borrow_mut();
+            let st = &mut *st;
             let mut text = None;
             if let Chunk::TextDelta { text: t, .. } = &chunk {
-                if let Some(c) = &st.text.ctrl {
-                    text = Some((c.clone(), JsValue::from_str(t)));
-                } else if st.text.waiting() {
+                if let Some(c) = st.text.open(st.text_pending.is_empty()) {
+                    text = Some((c, JsValue::from_str(t)));
+                } else if st.text.waiting() || st.text.ctrl.is_some() {
                     st.text_pending.push_str(t);
                 }
             }
-            let full = match st.full.ctrl.clone() {
+            let full = match st.full.open(st.full_pending.is_empty()) {
                 Some(c) => Some((c, chunk)),
                 None => {
-                    if st.full.waiting() {
-                        st.full_pending.push((turn, chunk));
+                    if st.full.waiting() || st.full.ctrl.is_some() {
+                        st.full_pending.push(turn, chunk);
                     }
                     None
                 }
@@ -190,16 +224,53 @@ impl Shared {
 
     pub fn close_streams(&self) {
         self.objects.close();
-        let (ctrls, drained) = {
+        let (full, text, drained) = {
             let mut st = self.st.borrow_mut();
-            ([st.full.close(), st.text.close()], std::mem::take(&mut st.drained))
+            // A stream not created yet keeps what it owes for its creation.
+            let full = st.full.close();
+            let full = full.map(|c| (c, st.full_pending.take()));
+            let text = st.text.close();
+            let text = text.map(|c| (c, std::mem::take(&mut st.text_pending)));
+            (full, text, std::mem::take(&mut st.drained))
         };
-        // Closed outside the borrow, like `deliver` enqueues.
-        for c in ctrls.into_iter().flatten() {
+        // What a lagging reader is owed goes into its queue before the end; enqueued and closed
+        // outside the borrow, like `deliver` enqueues.
+        if let Some((c, owed)) = full {
+            for (turn, chunk) in owed {
+                let _ = c.enqueue_with_chunk(&self.to_js(turn, &chunk));
+            }
+            let _ = c.close();
+        }
+        if let Some((c, owed)) = text {
+            if !owed.is_empty() {
+                let _ = c.enqueue_with_chunk(&JsValue::from_str(&owed));
+            }
             let _ = c.close();
         }
         for resolve in drained {
             let _ = resolve.call0(&JsValue::UNDEFINED);
+        }
+    }
+
+    /// Hands a stream what it owes (on start and on every pull: its reader wants more).
+    fn hand_over(&self, text: bool, ctrl: &ReadableStreamDefaultController) {
+        let (owed_text, owed_full) = {
+            let mut st = self.st.borrow_mut();
+            let slot = if text { &mut st.text } else { &mut st.full };
+            slot.lagging = false;
+            slot.since_check = 0;
+            if text {
+                (std::mem::take(&mut st.text_pending), Vec::new())
+            } else {
+                (String::new(), st.full_pending.take())
+            }
+        };
+        // Outside the borrow: enqueueing may run the reader's code (see `deliver`).
+        if !owed_text.is_empty() {
+            let _ = ctrl.enqueue_with_chunk(&JsValue::from_str(&owed_text));
+        }
+        for (turn, chunk) in owed_full {
+            let _ = ctrl.enqueue_with_chunk(&self.to_js(turn, &chunk));
         }
     }
 
@@ -208,17 +279,8 @@ impl Shared {
         let start = Closure::once_into_js(move |ctrl: JsValue| {
             let Some(me) = weak.upgrade() else { return };
             let ctrl: ReadableStreamDefaultController = ctrl.unchecked_into();
+            me.hand_over(text, &ctrl);
             let mut st = me.st.borrow_mut();
-            if text {
-                let pending = std::mem::take(&mut st.text_pending);
-                if !pending.is_empty() {
-                    let _ = ctrl.enqueue_with_chunk(&JsValue::from_str(&pending));
-                }
-            } else {
-                for (turn, chunk) in std::mem::take(&mut st.full_pending) {
-                    let _ = ctrl.enqueue_with_chunk(&me.to_js(turn, &chunk));
-                }
-            }
             let slot = if text { &mut st.text } else { &mut st.full };
             if slot.closed {
                 let _ = ctrl.close();
@@ -227,9 +289,17 @@ impl Shared {
             }
         });
         let weak = Rc::downgrade(self);
+        let pull = Closure::<dyn FnMut(JsValue)>::new(move |ctrl: JsValue| {
+            if let Some(me) = weak.upgrade() {
+                me.hand_over(text, ctrl.unchecked_ref());
+            }
+        })
+        .into_js_value();
+        let weak = Rc::downgrade(self);
         let cancel = Closure::<dyn FnMut(JsValue)>::new(move |_reason: JsValue| cancel_slot(&weak, text)).into_js_value();
         let source = Object::new();
         let _ = Reflect::set(&source, &"start".into(), &start);
+        let _ = Reflect::set(&source, &"pull".into(), &pull);
         let _ = Reflect::set(&source, &"cancel".into(), &cancel);
         {
             let mut st = self.st.borrow_mut();
@@ -325,7 +395,7 @@ impl AgentStreamOutput {
         let mut st = self.shared.st.borrow_mut();
         st.full.closed = true;
         st.text.closed = true;
-        st.full_pending.clear();
+        drop(st.full_pending.take());
         st.text_pending.clear();
     }
 }

@@ -11,7 +11,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 use super::options::{CallSetup, JsCallbacks};
-use super::convert::{error_to_js, from_json};
+use super::convert::error_to_js;
+use super::share::from_json_shared;
 use super::output::Shared;
 use super::host::JsHost;
 use crate::core::abort::AbortFlag;
@@ -44,7 +45,7 @@ impl Sink for JsSink {
     fn step_finished<'a>(&'a self, step: &'a StepResult) -> LocalFuture<'a, ()> {
         Box::pin(async move {
             if let Some(f) = &self.on_step_finish {
-                call_and_wait("onStepFinish", f, &from_json(&step.to_json())).await;
+                call_and_wait("onStepFinish", f, &from_json_shared(step.to_json())).await;
             }
         })
     }
@@ -156,7 +157,7 @@ async fn settle_first(
     abort: &AbortFlag,
     sink: &JsSink,
 ) -> Result<JsValue, JsValue> {
-    let full = from_json(&outcome.output_json(run_id));
+    let full = from_json_shared(outcome.output_json(run_id));
     let cut_short = |waited: bool| {
         if !waited {
             sink.emit(Chunk::Abort { reason: abort.reason() });

@@ -3,6 +3,7 @@
 pub mod abort;
 pub mod background;
 pub mod ai_sdk;
+pub mod backlog;
 pub mod base64;
 pub mod chunk;
 pub mod env;

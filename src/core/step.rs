@@ -211,7 +211,12 @@ impl StepBuilder {
     }
 
     /// Hands back the id source so block ids stay unique across the steps of a run.
-    pub fn into_parts(self) -> (IdSource, StepResult) {
+    /// The step's `text` and `reasoning` are joined from its parts here: while it streams, a
+    /// long reply is held once, in its parts (issue 18).
+    pub fn into_parts(mut self) -> (IdSource, StepResult) {
+        let r = &mut self.result;
+        r.text = r.parts.iter().filter_map(|p| if let AssistantPart::Text(t, _) = p { Some(t.as_str()) } else { None }).collect();
+        r.reasoning = r.parts.iter().filter_map(|p| if let AssistantPart::Reasoning(t, _) = p { Some(t.as_str()) } else { None }).collect();
         (self.ids, self.result)
     }
 
@@ -244,7 +249,6 @@ impl StepBuilder {
                         id
                     }
                 };
-                self.result.text.push_str(&text);
                 if let Some(AssistantPart::Text(t, _)) = self.result.parts.last_mut() {
                     t.push_str(&text);
                 }
@@ -263,7 +267,6 @@ impl StepBuilder {
                         id
                     }
                 };
-                self.result.reasoning.push_str(&text);
                 if let Some(AssistantPart::Reasoning(t, _)) = self.result.parts.last_mut() {
                     t.push_str(&text);
                 }

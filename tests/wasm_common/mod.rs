@@ -153,15 +153,16 @@ async fn an_agent_streams_chunks_and_resolves_its_promises() {
     let out = await_js(a.stream("hi".into(), None).into()).await.unwrap();
     let text = await_js(get(&out, "text")).await.unwrap();
     assert_eq!(text.as_string().unwrap(), "Hello wasm");
-    // fullStream created after the run still replays every chunk, in order.
+    // fullStream created after the run still replays every chunk, in order; the deltas of the
+    // block nobody read yet come joined into one.
     let collect = js(
         "out",
-        "return (async () => { const t = []; for await (const c of out.fullStream) t.push(c.type + (c.runId === out.runId ? '' : '!')); return t.join(','); })()",
+        "return (async () => { const t = []; for await (const c of out.fullStream) t.push(c.type + (c.runId === out.runId ? '' : '!') + (c.type === 'text-delta' ? `=${c.payload.text}` : '')); return t.join(','); })()",
     );
     let types = await_js(collect.call1(&JsValue::UNDEFINED, &out).unwrap()).await.unwrap();
     assert_eq!(
         types.as_string().unwrap(),
-        "start,step-start,text-start,text-delta,text-delta,text-end,step-finish,finish"
+        "start,step-start,text-start,text-delta=Hello wasm,text-end,step-finish,finish"
     );
     let again = Reflect::get(&out, &"fullStream".into());
     assert!(again.is_err(), "a second fullStream must be refused");

@@ -127,7 +127,7 @@ pub async fn run(
     if pipe.has(Phase::Input) {
         // What processInput leaves is what the model is sent and memory stores; a tripwire or a
         // failure still stores the input as given.
-        stopped = steps_io::process_input(&pipe, &mut messages, &mut input, session.as_mut(), env, sink).await.err();
+        stopped = steps_io::process_input(&pipe, &mut messages, &mut input, &cfg.input_ids, session.as_mut(), env, sink).await.err();
     }
     if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
         // The input's own ids (user UI messages) go by position: only while processInput kept the count.

@@ -28,6 +28,7 @@ pub async fn process_input(
     pipe: &Pipeline<'_>,
     head: &mut Vec<ModelMessage>,
     input: &mut Vec<ModelMessage>,
+    ids: &[Option<String>],
     session: Option<&mut Session>,
     env: &dyn Env,
     sink: &dyn Sink,
@@ -52,7 +53,7 @@ pub async fn process_input(
     let known: Vec<&str> = history.iter().map(|m| m.id.as_str()).collect();
     let mut all: Vec<Value> = history.iter().map(StoredMessage::to_json).collect();
     let now = env.now_ms();
-    for m in input_messages(input, &thread, &mut || (env.new_id(), iso_time(now))) {
+    for m in input_messages(input, ids, &thread, &mut || (env.new_id(), iso_time(now))) {
         let mut v = m.to_json();
         if thread.id.is_empty() {
             if let Some(o) = v.as_object_mut() {
