@@ -107,6 +107,28 @@ pub struct ModelSettings {
     pub headers: Vec<(String, String)>,
 }
 
+impl ModelSettings {
+    /// The sampling settings that are set, under the AI SDK's camelCase names (`modelSettings` as
+    /// JavaScript writes them): what an AI SDK model object and a processor are handed.
+    pub fn sampling_json(&self) -> serde_json::Map<String, Value> {
+        let mut m = serde_json::Map::new();
+        let mut put = |k: &str, v: Option<Value>| {
+            if let Some(v) = v {
+                m.insert(k.into(), v);
+            }
+        };
+        put("maxOutputTokens", self.max_output_tokens.map(Value::from));
+        put("temperature", self.temperature.map(Value::from));
+        put("topP", self.top_p.map(Value::from));
+        put("topK", self.top_k.map(Value::from));
+        put("presencePenalty", self.presence_penalty.map(Value::from));
+        put("frequencyPenalty", self.frequency_penalty.map(Value::from));
+        put("seed", self.seed.map(Value::from));
+        put("stopSequences", (!self.stop_sequences.is_empty()).then(|| self.stop_sequences.clone().into()));
+        m
+    }
+}
+
 /// Everything a provider needs to build one streaming request.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ModelRequest {

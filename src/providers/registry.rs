@@ -116,19 +116,9 @@ pub fn key_header(provider: &str) -> Option<&'static str> {
 /// A missing key is an error unless the provider needs none or the base URL was overridden
 /// (a proxy usually holds the key itself). Empty strings count as absent. Errors are
 /// `InvalidArgument` on `field`.
-pub fn resolve(
-    id: &str,
-    url: Option<String>,
-    api_key: Option<String>,
-    headers: Vec<(String, String)>,
-    env: &dyn Fn(&str) -> Option<String>,
-    field: &str,
-) -> Result<(Endpoint, String), AgentError> {
-    resolve_in(id, url, api_key, headers, env, field, false)
-}
-
-/// `resolve`, saying in a Worker (`in_worker`), which has no environment variables, that the
-/// key is passed from the Worker's `env` as `apiKey`.
+///
+/// In a Worker (`in_worker`), which has no environment variables, a missing key says to pass it
+/// from the Worker's `env` as `apiKey`.
 pub fn resolve_in(
     id: &str,
     url: Option<String>,
@@ -194,6 +184,18 @@ pub fn resolve_in(
 mod tests {
     use super::*;
 
+    /// `resolve_in` outside a Worker.
+    fn resolve(
+        id: &str,
+        url: Option<String>,
+        api_key: Option<String>,
+        headers: Vec<(String, String)>,
+        env: &dyn Fn(&str) -> Option<String>,
+        field: &str,
+    ) -> Result<(Endpoint, String), AgentError> {
+        resolve_in(id, url, api_key, headers, env, field, false)
+    }
+
     fn env_of(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
         move |name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
     }
@@ -255,7 +257,7 @@ mod tests {
         ];
         for (prefix, url, var) in cases {
             let env = move |name: &str| (name == var).then(|| format!("key-of-{prefix}"));
-            let (endpoint, model) = resolve(&format!("{prefix}/m"), None, None, vec![], &env, "model").unwrap();
+            let (endpoint, model) = resolve_in(&format!("{prefix}/m"), None, None, vec![], &env, "model", false).unwrap();
             assert_eq!((endpoint.base_url.as_str(), model.as_str()), (url, "m"));
             assert_eq!(endpoint.api_key, Some(format!("key-of-{prefix}")));
             assert_eq!(endpoint.provider, prefix);

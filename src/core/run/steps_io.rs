@@ -3,7 +3,7 @@
 //! as JSON: `processInput` sees stored messages (§7's shape, with ids, so a processor's rewrite of
 //! the new ones is what memory stores), `processInputStep` the prompt's model messages.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::processors::Tripwire;
 use super::processors::{
@@ -18,7 +18,7 @@ use crate::core::error::AgentError;
 use crate::core::input::{parse_messages, parse_model_settings, parse_tool_choice};
 use crate::core::memory::{input_messages, iso_time, Session, StoredMessage};
 use crate::core::model::FinishReason;
-use crate::core::model::{ModelMessage, ModelRequest, ModelSettings, ToolChoice};
+use crate::core::model::{ModelMessage, ModelRequest, ToolChoice};
 use crate::core::step::{messages_json, StepResult, ToolCall};
 
 /// `processInput`: the history and the input as stored messages, the system messages apart.
@@ -88,26 +88,6 @@ fn bad_input(e: &AgentError, _id: &str) -> Ended {
     processor_error("processInput", &format!("returned a message that is not valid: {e}"))
 }
 
-/// `modelSettings` as a processor sees them.
-fn settings_json(s: &ModelSettings) -> Value {
-    let mut m = Map::new();
-    let mut put = |k: &str, v: Option<Value>| {
-        if let Some(v) = v {
-            m.insert(k.into(), v);
-        }
-    };
-    put("temperature", s.temperature.map(Value::from));
-    put("maxOutputTokens", s.max_output_tokens.map(Value::from));
-    put("topP", s.top_p.map(Value::from));
-    put("topK", s.top_k.map(Value::from));
-    put("presencePenalty", s.presence_penalty.map(Value::from));
-    put("frequencyPenalty", s.frequency_penalty.map(Value::from));
-    put("seed", s.seed.map(Value::from));
-    if !s.stop_sequences.is_empty() {
-        m.insert("stopSequences".into(), s.stop_sequences.clone().into());
-    }
-    Value::Object(m)
-}
 
 fn tool_choice_json(c: &Option<ToolChoice>) -> Value {
     match c {
@@ -155,7 +135,7 @@ pub fn input_step_args(
         "tools": tools,
         "toolChoice": tool_choice_json(&request.tool_choice),
         "activeTools": active,
-        "modelSettings": settings_json(&request.settings),
+        "modelSettings": request.settings.sampling_json(),
     })
 }
 

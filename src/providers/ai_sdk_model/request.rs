@@ -39,19 +39,12 @@ pub fn call_options(req: &ModelRequest) -> Value {
     let s = &req.settings;
     let mut o = Map::new();
     o.insert("prompt".into(), Value::Array(prompt));
+    o.extend(s.sampling_json());
     let mut put = |k: &str, v: Option<Value>| {
         if let Some(v) = v {
             o.insert(k.into(), v);
         }
     };
-    put("maxOutputTokens", s.max_output_tokens.map(Value::from));
-    put("temperature", s.temperature.map(Value::from));
-    put("topP", s.top_p.map(Value::from));
-    put("topK", s.top_k.map(Value::from));
-    put("presencePenalty", s.presence_penalty.map(Value::from));
-    put("frequencyPenalty", s.frequency_penalty.map(Value::from));
-    put("seed", s.seed.map(Value::from));
-    put("stopSequences", (!s.stop_sequences.is_empty()).then(|| json!(s.stop_sequences)));
     let headers: Map<String, Value> = s.headers.iter().map(|(k, v)| (k.clone(), v.as_str().into())).collect();
     put("headers", (!headers.is_empty()).then_some(Value::Object(headers)));
     if !req.tools.is_empty() {
