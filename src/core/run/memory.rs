@@ -3,6 +3,9 @@
 //! thread, generated after its first exchange.
 
 use std::cell::RefCell;
+use std::pin::pin;
+
+use futures_util::future::select;
 
 use serde_json::{json, Value};
 
@@ -189,6 +192,9 @@ pub(super) async fn open_memory(mem: &MemoryRun, env: &dyn Env, abort: &AbortFla
     Ok(Some(session))
 }
 
+/// How long an abort lets a started write of the input finish before the run ends without it.
+const ABORT_SAVE_GRACE_MS: u64 = 2_000;
+
 /// Saves the input and returns the history to put before it. A failed write lets the reply
 /// stream and fails the run at its end (`RunOutcome::write_failed`).
 pub(super) async fn remember_input(
@@ -200,7 +206,21 @@ pub(super) async fn remember_input(
     abort: &AbortFlag,
     outcome: &mut RunOutcome,
 ) -> Result<Vec<ModelMessage>, Stop> {
-    let saved = abort.race(mem.save_input(session, input, ids, env.now_ms(), &mut || env.new_id())).await.ok_or(Stop::Aborted)?;
+    let now = env.now_ms();
+    let mut new_id = || env.new_id();
+    let saved = {
+        let mut save = pin!(mem.save_input(session, input, ids, now, &mut new_id));
+        match abort.race(save.as_mut()).await {
+            Some(saved) => saved,
+            None => {
+                // An abort while the user's message is being written must not roll that write
+                // back (SPEC §7: an aborted run keeps the user message); a store that never
+                // settles still cannot hold the abort for longer than the grace.
+                let _ = select(save, env.sleep(ABORT_SAVE_GRACE_MS)).await;
+                return Err(Stop::Aborted);
+            }
+        }
+    };
     let folded = saved.unwrap_or_else(|e| {
         outcome.write_failed(e);
         Vec::new()

@@ -622,3 +622,71 @@ fn signed_thinking_goes_back_in_the_tool_loop_is_stored_and_goes_back_on_the_nex
     let history = next.body(0)["messages"].clone();
     assert_eq!(history[1]["content"][0], signed, "the stored signature goes back: {history:#}");
 }
+
+/// A store whose `saveMessages` is still under way when the run is aborted: the abort lands on
+/// its first poll, the write completes on the next.
+struct AbortedMidSave {
+    inner: InMemoryStore,
+    abort: AbortFlag,
+}
+
+impl Store for AbortedMidSave {
+    fn get_thread_by_id<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<Thread>, AgentError>> {
+        self.inner.get_thread_by_id(id)
+    }
+    fn save_thread<'a>(&'a self, t: &'a Thread) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.inner.save_thread(t)
+    }
+    fn delete_thread<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.inner.delete_thread(id)
+    }
+    fn list_threads<'a>(&'a self, r: &'a str) -> LocalFuture<'a, Result<Vec<Thread>, AgentError>> {
+        self.inner.list_threads(r)
+    }
+    fn list_messages<'a>(&'a self, q: &'a MessageQuery) -> LocalFuture<'a, Result<Vec<StoredMessage>, AgentError>> {
+        self.inner.list_messages(q)
+    }
+    fn save_messages<'a>(&'a self, m: &'a [StoredMessage]) -> LocalFuture<'a, Result<(), AgentError>> {
+        let mut first = true;
+        Box::pin(std::future::poll_fn(move |cx| {
+            if std::mem::take(&mut first) {
+                self.abort.abort(None);
+                cx.waker().wake_by_ref();
+                return std::task::Poll::Pending;
+            }
+            self.inner.save_messages(m).as_mut().poll(cx)
+        }))
+    }
+    fn delete_messages<'a>(&'a self, ids: &'a [String]) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.inner.delete_messages(ids)
+    }
+    fn get_resource<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<crate::core::memory::Resource>, AgentError>> {
+        self.inner.get_resource(id)
+    }
+    fn save_resource<'a>(&'a self, r: &'a crate::core::memory::Resource) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.inner.save_resource(r)
+    }
+    fn save_task<'a>(&'a self, t: &'a crate::core::background::TaskRecord, p: Option<crate::core::background::TaskStatus>) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.inner.save_task(t, p)
+    }
+    fn list_tasks<'a>(&'a self, f: &'a crate::core::background::TaskFilter) -> LocalFuture<'a, Result<Vec<crate::core::background::TaskRecord>, AgentError>> {
+        self.inner.list_tasks(f)
+    }
+}
+
+#[test]
+fn an_abort_while_the_user_message_is_written_keeps_the_message() {
+    let script = Rc::new(Script { replies: RefCell::new(vec![text_reply("never")].into()), ..Default::default() });
+    let store = Rc::new(AbortedMidSave { inner: InMemoryStore::new(), abort: script.abort.clone() });
+    let memory = MemoryRun { store: store.clone(), thread_id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, config: MemoryConfig::default(), save_per_step: false };
+    let sink = Collect::default();
+    let abort = script.abort.clone();
+    let out = block_on(run(cfg_with(memory, "keep me"), &script, &sink, &NoHooks, &Approvals::default(), &abort));
+    assert!(out.aborted.is_some(), "the run ends as aborted");
+    assert_eq!(script.requests.borrow().len(), 0, "no model call after the abort");
+    assert_eq!(*sink.types().last().unwrap(), "abort");
+    let kept = stored(&store.inner, "t1");
+    assert_eq!(kept.len(), 1, "the user message the abort interrupted is stored");
+    assert_eq!(kept[0].parts, vec![json!({ "type": "text", "text": "keep me" })]);
+    assert_eq!(script.sleeps.borrow().as_slice(), [2_000], "the write had its grace, once");
+}
