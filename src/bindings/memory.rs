@@ -459,6 +459,32 @@ impl Memory {
         }))
     }
 
+    /// `deleteMessages(messageIds)`: removes those messages (ids as strings or `{ id }` objects,
+    /// one or an array) from whatever thread holds them; ids stored nowhere are ignored.
+    #[wasm_bindgen(js_name = deleteMessages, unchecked_return_type = "Promise<void>")]
+    pub fn delete_messages(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string | { id: string } | Array<string | { id: string }>")] ids: JsValue,
+    ) -> Result<Promise, JsValue> {
+        const F: &str = "memory.deleteMessages(messageIds)";
+        let one = |v: &JsValue, path: &str| -> Result<String, JsValue> {
+            let v = if v.is_object() && !js_sys::Array::is_array(v) { read(v, "id", path)? } else { v.clone() };
+            let got = js_kind(&v);
+            v.as_string().filter(|s| !s.is_empty()).ok_or_else(|| type_error(path, &format!("expected a message id (a non-empty string or {{ id }}), got {got}")))
+        };
+        let list = match js_sys::Array::is_array(&ids) {
+            true => js_sys::Array::from(&ids).iter().enumerate().map(|(i, v)| one(&v, &format!("{F}[{i}]"))).collect::<Result<Vec<_>, _>>()?,
+            false => vec![one(&ids, F)?],
+        };
+        let store = self.inner.store.clone();
+        Ok(promise(async move {
+            if !list.is_empty() {
+                store.delete_messages(&list).await?;
+            }
+            Ok(JsValue::UNDEFINED)
+        }))
+    }
+
     /// `deleteThread(threadId)`: the thread and its messages.
     #[wasm_bindgen(js_name = deleteThread, unchecked_return_type = "Promise<void>")]
     pub fn delete_thread(&self, #[wasm_bindgen(unchecked_param_type = "string | { threadId: string }")] arg: JsValue) -> Result<Promise, JsValue> {

@@ -438,6 +438,35 @@ for (const backend of BACKENDS) {
   });
 }
 
+for (const backend of BACKENDS) {
+  test(`deleteMessages (${backend.name}): ids, { id } objects or one id; the rest of the thread and other threads stay; bad ids are TypeErrors`, T, async () => {
+    const srv = hook.current;
+    const { memory } = backend.make();
+    const { agent, id } = memoryAgent(srv, memory, { script: 'echo' });
+    await echoTurns(agent, 2, { thread: 'del', resource: 'u1' });
+    await echoTurns(agent, 1, { thread: 'other', resource: 'u1' });
+    const [u1, a1, u2, a2] = await memory.listMessages({ threadId: 'del' });
+    assert.equal(await memory.deleteMessages([a2.id, { id: u2.id }]), undefined);
+    assert.deepEqual((await memory.listMessages({ threadId: 'del' })).map((m) => m.id), [u1.id, a1.id], 'the last exchange is gone');
+    await memory.deleteMessages(a1.id);
+    await memory.deleteMessages([]);
+    await memory.deleteMessages(['never-stored']);
+    assert.deepEqual((await memory.listMessages({ threadId: 'del' })).map((m) => m.id), [u1.id]);
+    assert.equal((await memory.listMessages({ threadId: 'other' })).length, 2, 'other threads keep theirs');
+    assert.equal((await memory.getThreadById('del')).id, 'del', 'the thread itself stays');
+
+    // The next turn's history is what is left.
+    const n = sentMessages(srv, id).length;
+    await turn(agent, 'again', { memory: { thread: 'del', resource: 'u1' } });
+    assert.deepEqual(sentMessages(srv, id)[n], [user('turn 1'), user('again')]);
+
+    for (const [bad, path] of [[42, /deleteMessages\(messageIds\)/], [[u1.id, {}], /messageIds\)\[1\]/], [[''], /messageIds\)\[0\]/], [undefined, /messageIds/]]) {
+      assert.throws(() => memory.deleteMessages(bad), (e) => e instanceof TypeError && path.test(e.message), String(bad));
+    }
+    assert.equal((await memory.listMessages({ threadId: 'del' })).length, 3, 'a refused call deletes nothing');
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Ownership and readOnly
 
