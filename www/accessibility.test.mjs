@@ -160,15 +160,16 @@ describe('chat page: accessibility', () => {
       ['You said', 'Assistant said'],
     );
 
-    // A failed reply is announced with its error.
-    await page.goto(`${url}?model=error-401`);
-    await page.waitForSelector('body[data-ready="1"]');
-    await sendAndWait(page, 'hi');
-    await page.waitForFunction(() => /failed/.test(document.getElementById('announcer').textContent));
-    assert.match(await page.textContent('#announcer'), /^The reply failed: .*Incorrect API key/);
-    await page.screenshot({ path: path.join(RESULTS, 'a11y-announced-error.png') });
     assert.deepEqual(page.errors, []);
     await page.context().close();
+
+    // A failed reply is announced with its error; its error box (Retry, Open settings) passes axe.
+    const failing = await openPage(`${url}?model=error-401`, await axeContext());
+    await sendAndWait(failing, 'hi');
+    assert.match(await failing.textContent('#announcer'), /^The reply failed: .*Incorrect API key/);
+    await assertAccessible(failing, 'error');
+    assert.deepEqual(failing.errors, []);
+    await failing.context().close();
   });
 
   it('Tab walks the page in order, each stop with a visible focus ring', T, async () => {
