@@ -128,6 +128,38 @@ describe('chat page: accessibility', () => {
     await page.context().close();
   });
 
+  it('the other states pass too: a failed tool call, one waiting for approval, a declined one, a stopped reply, code and links', T, async () => {
+    const context = await axeContext();
+    const failing = await openPage(`${url}?model=tool-call`, context);
+    await sendAndWait(failing, 'call a tool');
+    assert.equal(await failing.locator('.tool-card[data-state="failed"]').count(), 1);
+    await assertAccessible(failing, 'tool-failed');
+    await failing.close();
+
+    const page = await openPage(`${url}?model=call:clock&approve=1`, await axeContext());
+    await page.fill('#input', 'what time is it, with approval');
+    await page.press('#input', 'Enter');
+    await page.locator('.tool-card .approve').waitFor({ timeout: WAIT });
+    assert.equal(await page.textContent('#announcer'), 'The clock tool waits for your approval.');
+    await assertAccessible(page, 'tool-approval');
+    await page.locator('.tool-card .decline').click();
+    await page.locator('.msg.assistant[data-done="1"]').waitFor({ timeout: WAIT });
+    assert.equal(await page.locator('.tool-card[data-state="denied"]').count(), 1);
+    await assertAccessible(page, 'tool-declined');
+    await page.context().close();
+
+    const echo = await openPage(`${url}?model=slow:40`, context); // (the thread of `failing`, going on)
+    await sendAndWait(echo, 'Some `code`, a [link](https://example.com/docs) and\n\n```js\nconst answer = 42;\n```');
+    await echo.fill('#input', Array.from({ length: 30 }, (_, i) => `word${i}`).join(' '));
+    await echo.press('#input', 'Enter');
+    await echo.waitForFunction(() => /word2/.test([...document.querySelectorAll('.msg.assistant .text')].at(-1)?.textContent ?? ''));
+    await echo.click('#stop');
+    await echo.locator('.msg.assistant.stopped[data-done="1"]').waitFor({ timeout: WAIT });
+    await assertAccessible(echo, 'code-and-stopped');
+    assert.deepEqual([...failing.errors, ...page.errors, ...echo.errors], []);
+    await context.close();
+  });
+
   it('messages are named articles; the list is not a live region; a reply is announced once, when done; aria-busy while it streams', T, async () => {
     const page = await openPage(`${url}?model=slow:20`);
     assert.equal(await page.getAttribute('#messages', 'aria-live'), null, 'the message list is a live region');

@@ -63,6 +63,7 @@ const previews = new Map();
 let renderSeq = 0; // a newer load or a new turn makes an older history load drop its result
 let listSeq = 0;
 let staleWhileRunning = false; // another tab changed the shown thread during our reply
+let checkingRetry = false; // a Retry reads memory before it sends: no other send meanwhile
 
 // Other tabs of this page share the IndexedDB database: tell them when a thread changed.
 const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel('wasm-agent-demo') : null;
@@ -691,7 +692,7 @@ async function showThread(id, { keepScroll = false } = {}) {
   clearMessages();
   let previous = null;
   for (const message of messages) previous = renderStored(message, previous);
-  if (!failure) drawFailure(id, messages);
+  if (!failure) drawFailure(id, messages, previous);
   const first = messages.find((m) => m.role === 'user');
   if (first && !previews.has(id)) previews.set(id, firstWords(textOf(first)));
   if (failure) addNotice(`Could not load this conversation: ${failure.message ?? failure}`, 'error');
@@ -841,10 +842,13 @@ function failureActions(id, content, failedItem) {
   return {
     onRetry: () => {
       if (running || id !== threadId) return;
-      // The failed reply is the newest message: it is replaced. (After later messages, the
-      // message is simply sent again.)
-      const again = failedItem === messagesEl.lastElementChild;
+      // A failed reply with nothing in it, the newest message, is replaced. One that broke off
+      // mid-way is kept (memory keeps its text), and so is one with later messages: the message
+      // is then sent again as a new one.
+      const partial = Boolean(failedItem.querySelector('.text')?.textContent);
+      const again = failedItem === messagesEl.lastElementChild && !partial;
       if (again) failedItem.remove();
+      else failedItem.querySelector('.error-actions')?.remove();
       send(content, { again });
     },
     onSettings: openSettings,
@@ -853,20 +857,28 @@ function failureActions(id, content, failedItem) {
 
 /**
  * A failed send kept from before a reload: its reply is shown failed, with Retry. The failed run
- * stored the user message; when it did not (or the thread went on since), the record is stale
- * unless the conversation ends with that message.
+ * stored the user message, and the text of a reply that broke off mid-way (marked interrupted:
+ * `lastView` is its view, which then gets the error). When the conversation went on since
+ * (another tab, a later send), the record is stale; when the run stored nothing, the message is
+ * drawn from the record.
  */
-function drawFailure(id, messages) {
+function drawFailure(id, messages, lastView) {
   const failure = failureOf(id);
   if (!failure) return;
+  const isFailed = (m) => m?.role === 'user' && textOf(m).trim() === failure.text;
   const last = messages.at(-1);
-  const shownLast = last?.role === 'user' && textOf(last).trim() === failure.text;
-  if (!shownLast && messages.some((m) => m.role === 'user' && textOf(m).trim() === failure.text)) {
-    clearFailure(id); // answered since (another tab, or a later send)
+  const broken = last?.role === 'assistant' && last.metadata?.interrupted && isFailed(messages.at(-2)) && lastView;
+  if (!isFailed(last) && !broken && messages.some(isFailed)) {
+    clearFailure(id); // answered since
     return;
   }
-  if (!shownLast) addMessage('user').bubble.textContent = failure.text;
-  const view = replyView({ restored: true });
+  if (!isFailed(last) && !broken) addMessage('user').bubble.textContent = failure.text;
+  const view = broken ? lastView : replyView({ restored: true });
+  if (broken) {
+    // It failed, rather than being stopped.
+    view.item.classList.remove('stopped');
+    view.footer('');
+  }
   view.error(failure.error || 'The reply failed.', failureActions(id, failure.text, view.item));
   view.done();
 }
@@ -878,17 +890,22 @@ function drawFailure(id, messages) {
  */
 async function send(textValue, { again = false } = {}) {
   const content = textValue.trim();
-  if (!content || running || !agent) return;
+  if (!content || running || checkingRetry || !agent) return;
   const id = threadId;
-  clearFailure(id); // a new message, or this one again
   let prompt = content;
   if (again) {
-    if (await storedLastUserMessage(id, content)) prompt = [];
+    checkingRetry = true;
+    try {
+      if (await storedLastUserMessage(id, content)) prompt = [];
+    } finally {
+      checkingRetry = false;
+    }
     if (running || id !== threadId) return;
   } else {
     input.value = '';
     autosize();
   }
+  clearFailure(id); // a new message, or this one again
   renderSeq++; // a history load in flight must not replace this turn
 
   if (!again) {

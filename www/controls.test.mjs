@@ -238,6 +238,43 @@ describe('chat page: errors', () => {
     await context.close();
   });
 
+  it('a reply that broke off mid-way keeps its text and gets Retry, after a reload too; Retry sends the message again', T, async () => {
+    const page = await openPage(`${url}?model=in-stream-error`);
+    const said = 'tell me a story';
+    const failed = await sendAndWait(page, said);
+    const partial = await failed.locator('.text').textContent();
+    assert.ok(partial.length > 0, 'no text before the error');
+    assert.match(await failed.locator('.error-text').textContent(), /error while processing/);
+    assert.deepEqual(await failed.locator('.error button').allTextContents(), ['Retry', 'Open settings']);
+
+    await reload(page);
+    await waitForMessages(page, 2);
+    const restored = page.locator('.msg.assistant');
+    assert.equal(await restored.locator('.text').textContent(), partial);
+    assert.match(await restored.locator('.error-text').textContent(), /error while processing/);
+    await page.screenshot({ path: path.join(RESULTS, 'controls-error-midway-reloaded.png') });
+
+    await page.goto(`${url}?model=echo`);
+    await page.waitForSelector('body[data-ready="1"]');
+    await waitForMessages(page, 2);
+    await page.locator('.msg.assistant .retry').click();
+    await page.waitForFunction(() => document.querySelectorAll('.msg.assistant[data-done="1"]').length === 2);
+    const shown = await shownMessages(page);
+    assert.deepEqual(shown, [
+      { role: 'user', text: said },
+      { role: 'assistant', text: partial },
+      { role: 'user', text: said },
+      { role: 'assistant', text: `You said: ${said}` },
+    ]);
+    assert.equal(await page.locator('.retry').count(), 0, 'the first failure still offers Retry');
+    await reload(page);
+    await waitForMessages(page, 4);
+    assert.deepEqual(await shownMessages(page), shown);
+    assert.equal(await page.locator('.retry').count(), 0);
+    assert.deepEqual(page.errors, []);
+    await page.context().close();
+  });
+
   it('an endpoint the page may not reach, or that does not answer, is said in words, not "Failed to fetch"', T, async () => {
     const page = await openPage(url);
     // connect-src allows https:, this origin, the model server and local ports: not this host.
