@@ -160,6 +160,24 @@ describe('chat page: accessibility', () => {
     await context.close();
   });
 
+  it('on a phone-sized screen (390×844) too: the page, the open conversation list, a tool card', T, async () => {
+    const context = await newContext({ bypassCSP: true, viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    const page = await openPage(`${url}?research=50`, context);
+    await assertAccessible(page, 'phone-empty');
+    await sendAndWait(page, 'research the history of WebAssembly runtimes in browsers and servers');
+    await assertAccessible(page, 'phone-tool-card');
+    await page.click('#menu');
+    await page.locator('.sidebar-open .sidebar').waitFor({ timeout: WAIT });
+    assert.equal(await page.getAttribute('#menu', 'aria-expanded'), 'true');
+    await page.waitForTimeout(300); // the sidebar slides in (0.2 s)
+    await assertAccessible(page, 'phone-sidebar');
+    // Esc closes the list (and does not stop anything: nothing streams).
+    await page.keyboard.press('Escape');
+    assert.equal(await page.getAttribute('#menu', 'aria-expanded'), 'false');
+    assert.deepEqual(page.errors, []);
+    await context.close();
+  });
+
   it('messages are named articles; the list is not a live region; a reply is announced once, when done; aria-busy while it streams', T, async () => {
     const page = await openPage(`${url}?model=slow:20`);
     assert.equal(await page.getAttribute('#messages', 'aria-live'), null, 'the message list is a live region');
