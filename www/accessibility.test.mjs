@@ -31,7 +31,7 @@ async function axeFindings(page) {
 
 /**
  * Every visible text node's colour against the colour behind it (the first opaque background of
- * its ancestors, opacity applied): the ones under 4.5:1, as `{ text, ratio, color, background }`.
+ * its ancestors, opacity applied): the ones under 4.5:1, as `{ text, ratio, color, class }`.
  */
 function lowContrast(page) {
   return page.evaluate(() => {
@@ -40,7 +40,9 @@ function lowContrast(page) {
       return m ? { r: +m[1], g: +m[2], b: +m[3], a: m[4] === undefined ? 1 : +m[4] } : null;
     };
     const lum = ({ r, g, b }) =>
-      [r, g, b].map((v) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4)).reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+      [r, g, b]
+        .map((v) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4))
+        .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
     const over = (top, under) => ({
       r: top.r * top.a + under.r * (1 - top.a),
       g: top.g * top.a + under.g * (1 - top.a),
@@ -78,7 +80,9 @@ function lowContrast(page) {
       const color = over({ ...fg, a: fg.a * opacityOf(el) }, background);
       const [hi, lo] = [lum(color), lum(background)].sort((a, b) => b - a);
       const ratio = (hi + 0.05) / (lo + 0.05);
-      if (ratio < 4.5) found.push({ text: node.textContent.trim().slice(0, 40), ratio: Math.round(ratio * 100) / 100, color: style.color, class: el.className });
+      if (ratio < 4.5) {
+        found.push({ text: node.textContent.trim().slice(0, 40), ratio: Math.round(ratio * 100) / 100, color: style.color, class: el.className });
+      }
     }
     return found;
   });

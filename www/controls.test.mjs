@@ -35,6 +35,17 @@ function distanceFromEnd(page) {
   });
 }
 
+/** Waits until the conversation stops scrolling (a wheel scroll may be animated); its scrollTop. */
+async function settledScrollTop(page) {
+  let last = null;
+  for (;;) {
+    const top = await page.evaluate(() => document.getElementById('messages').scrollTop);
+    if (top === last) return top;
+    last = top;
+    await page.waitForTimeout(120);
+  }
+}
+
 /** Points Settings at a provider whose base URL is `baseUrl` (with a key), and saves. */
 async function useProvider(page, baseUrl) {
   await page.click('#settings-button');
@@ -97,7 +108,7 @@ describe('chat page: Esc, scroll-to-bottom, suggestions', () => {
     await page.mouse.wheel(0, -1500);
     await page.locator('#jump').waitFor({ state: 'visible', timeout: WAIT });
     assert.equal(await page.locator('.msg.assistant[data-done="1"]').count(), 0, 'the reply ended before the test scrolled');
-    const top = await page.evaluate(() => document.getElementById('messages').scrollTop);
+    const top = await settledScrollTop(page);
     await page.screenshot({ path: path.join(RESULTS, 'controls-jump-streaming.png') });
 
     // The reply goes on without pulling the reader down.
@@ -289,7 +300,9 @@ describe('chat page: errors', () => {
     // Allowed by the policy, but nothing listens there.
     await useProvider(page, 'http://127.0.0.1:9/v1');
     const refused = await sendAndWait(page, 'and now?');
-    assert.match(await refused.locator('.error-text').textContent(), /^The page's Content-Security-Policy or the network blocked the request to 127\.0\.0\.1:9/);
+    const refusedWords = await refused.locator('.error-text').textContent();
+    assert.match(refusedWords, /^The page's Content-Security-Policy or the network blocked the request to 127\.0\.0\.1:9 /);
+    assert.match(refusedWords, /Check the base URL in Settings/);
     await page.screenshot({ path: path.join(RESULTS, 'controls-error-unreachable.png') });
 
     // Open settings from the error, fix the URL (the local model server), Retry: answered.
