@@ -155,7 +155,7 @@ describe('chat page: Esc, scroll-to-bottom, suggestions', () => {
     await page.click('#new-chat');
     await waitForMessages(page, 0);
     assert.equal(await chips.first().isVisible(), true);
-    // By keyboard: Tab to a chip, Enter.
+    // By keyboard: a focused chip, Enter.
     await chips.first().focus();
     await page.keyboard.press('Enter');
     await page.locator('.msg.assistant[data-done="1"]').waitFor({ timeout: WAIT });
