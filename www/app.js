@@ -4,8 +4,12 @@
 // Model output is never parsed as HTML: replies are drawn by markdown.js, which builds DOM nodes
 // with createElement and text nodes only; reasoning, tool cards and titles use textContent.
 
+import { announce, announceReply, labelMessage, setBusy } from './a11y.js';
+import { clearFailure, errorBox, explainError, failureOf, saveFailure } from './errors.js';
+import { installJump } from './jump.js';
 import { renderMarkdown } from './markdown.js';
 import { PROVIDERS, SERVER, loadKey, loadSettings, providerInfo, saveSettings, storeKey } from './settings.js';
+import { drawSuggestions, suggestionsFor } from './suggestions.js';
 
 const $ = (id) => document.getElementById(id);
 const messagesEl = $('messages');
@@ -59,6 +63,7 @@ const previews = new Map();
 let renderSeq = 0; // a newer load or a new turn makes an older history load drop its result
 let listSeq = 0;
 let staleWhileRunning = false; // another tab changed the shown thread during our reply
+let checkingRetry = false; // a Retry reads memory before it sends: no other send meanwhile
 
 // Other tabs of this page share the IndexedDB database: tell them when a thread changed.
 const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel('wasm-agent-demo') : null;
@@ -125,6 +130,7 @@ function addMessage(role) {
   emptyEl.hidden = true;
   const item = el('article', `msg ${role}`);
   item.dataset.role = role;
+  labelMessage(item, role);
   const bubble = el('div', 'bubble');
   item.append(bubble);
   messagesEl.append(item);
@@ -165,6 +171,7 @@ function setRunning(on) {
   settingsButton.disabled = on || !pkg || !config;
   for (const button of threadsEl.querySelectorAll('button')) button.disabled = on;
   document.body.classList.toggle('streaming', on);
+  setBusy(messagesEl, on);
 }
 
 /** Compact text of a value for a tool card: strings as they are, anything else as JSON. */
@@ -330,11 +337,11 @@ function toolCard(name) {
     /** Arguments as the model streams them (raw JSON text). */
     argsDelta(delta) {
       argsText += delta;
-      argsEl.textContent = preview(argsText, 120);
+      argsEl.textContent = preview(argsText, 1000);
     },
     args(value) {
       if (value === undefined) return;
-      argsEl.textContent = preview(value, 120);
+      argsEl.textContent = preview(value, 1000);
       argsEl.title = preview(value, 4000);
     },
     progress(value) {
@@ -396,6 +403,7 @@ function toolCard(name) {
 function replyView({ restored = false } = {}) {
   const { item, bubble } = addMessage('assistant');
   item.classList.add('pending');
+  if (!restored) setBusy(item, true); // streaming: announced once, when done
   const tools = el('div', 'tools');
   const text = el('div', 'text');
   const footer = el('div', 'meta');
@@ -411,6 +419,8 @@ function replyView({ restored = false } = {}) {
   let timer = 0;
   const cards = new Map(); // toolCallId → card
   const tasks = new Map(); // background task id → toolCallId
+  let errorEl = null; // the error box, once the reply failed
+  let errorMessage = '';
   bubble.append(tools, text);
   item.append(footer);
 
@@ -571,14 +581,27 @@ function replyView({ restored = false } = {}) {
         footer.className = `meta ${className}`.trim();
       });
     },
-    error(message) {
+    error(message, actions) {
       draw();
       this.endThinking();
       stopCards();
       item.classList.remove('pending');
       item.classList.add('failed');
-      bubble.append(el('div', 'error', message));
+      errorEl?.remove();
+      errorMessage = message;
+      errorEl = errorBox(message, actions);
+      bubble.append(errorEl);
       follow(true);
+    },
+    /** Adds Retry / Open settings to the error shown (`{ onRetry, onSettings }`). */
+    errorActions(actions) {
+      if (!errorEl) return;
+      const box = errorBox(errorMessage, actions);
+      errorEl.replaceWith(box);
+      errorEl = box;
+    },
+    get errorMessage() {
+      return errorMessage;
     },
     stopped() {
       draw();
@@ -592,6 +615,7 @@ function replyView({ restored = false } = {}) {
       draw();
       stopCards();
       item.classList.remove('pending');
+      setBusy(item, false);
       item.dataset.done = '1';
     },
     get textContent() {
@@ -668,6 +692,7 @@ async function showThread(id, { keepScroll = false } = {}) {
   clearMessages();
   let previous = null;
   for (const message of messages) previous = renderStored(message, previous);
+  if (!failure) drawFailure(id, messages, previous);
   const first = messages.find((m) => m.role === 'user');
   if (first && !previews.has(id)) previews.set(id, firstWords(textOf(first)));
   if (failure) addNotice(`Could not load this conversation: ${failure.message ?? failure}`, 'error');
@@ -791,6 +816,7 @@ async function deleteThread(id) {
     return;
   }
   previews.delete(id);
+  clearFailure(id);
   threads = threads.filter((t) => t.id !== id);
   if (id === threadId) newChat();
   else drawThreads();
@@ -801,16 +827,91 @@ async function deleteThread(id) {
 // ---------------------------------------------------------------------------------------------
 // A turn
 
-async function send(textValue) {
-  const content = textValue.trim();
-  if (!content || running || !agent) return;
-  input.value = '';
-  autosize();
-  renderSeq++; // a history load in flight must not replace this turn
-  const id = threadId;
+/** Whether the newest stored message of thread `id` is the user message `content` (a failed run keeps it). */
+async function storedLastUserMessage(id, content) {
+  try {
+    const [last] = await memory.listMessages({ threadId: id, last: 1, format: 'ui' });
+    return last?.role === 'user' && textOf(last).trim() === content;
+  } catch {
+    return false;
+  }
+}
 
-  const user = addMessage('user');
-  user.bubble.textContent = content;
+/** The buttons of a failed send's error: Retry (removes the failed reply, sends again) and Open settings. */
+function failureActions(id, content, failedItem) {
+  return {
+    onRetry: () => {
+      if (running || id !== threadId) return;
+      // A failed reply with nothing in it, the newest message, is replaced. One that broke off
+      // mid-way is kept (memory keeps its text), and so is one with later messages: the message
+      // is then sent again as a new one.
+      const partial = Boolean(failedItem.querySelector('.text')?.textContent);
+      const again = failedItem === messagesEl.lastElementChild && !partial;
+      if (again) failedItem.remove();
+      else failedItem.querySelector('.error-actions')?.remove();
+      send(content, { again });
+    },
+    onSettings: openSettings,
+  };
+}
+
+/**
+ * A failed send kept from before a reload: its reply is shown failed, with Retry. The failed run
+ * stored the user message, and the text of a reply that broke off mid-way (marked interrupted:
+ * `lastView` is its view, which then gets the error). When the conversation went on since
+ * (another tab, a later send), the record is stale; when the run stored nothing, the message is
+ * drawn from the record.
+ */
+function drawFailure(id, messages, lastView) {
+  const failure = failureOf(id);
+  if (!failure) return;
+  const isFailed = (m) => m?.role === 'user' && textOf(m).trim() === failure.text;
+  const last = messages.at(-1);
+  const broken = last?.role === 'assistant' && last.metadata?.interrupted && isFailed(messages.at(-2)) && lastView;
+  if (!isFailed(last) && !broken && messages.some(isFailed)) {
+    clearFailure(id); // answered since
+    return;
+  }
+  if (!isFailed(last) && !broken) addMessage('user').bubble.textContent = failure.text;
+  const view = broken ? lastView : replyView({ restored: true });
+  if (broken) {
+    // It failed, rather than being stopped.
+    view.item.classList.remove('stopped');
+    view.footer('');
+  }
+  view.error(failure.error || 'The reply failed.', failureActions(id, failure.text, view.item));
+  view.done();
+}
+
+/**
+ * Sends `textValue` as the user's message and streams the reply. `again`: a Retry of a failed
+ * send, whose user message is already on screen (and, when the failed run stored it, in memory:
+ * then the agent is run on the stored conversation, with no second copy of the message).
+ */
+async function send(textValue, { again = false } = {}) {
+  const content = textValue.trim();
+  if (!content || running || checkingRetry || !agent) return;
+  const id = threadId;
+  let prompt = content;
+  if (again) {
+    checkingRetry = true;
+    try {
+      if (await storedLastUserMessage(id, content)) prompt = [];
+    } finally {
+      checkingRetry = false;
+    }
+    if (running || id !== threadId) return;
+  } else {
+    input.value = '';
+    autosize();
+  }
+  clearFailure(id); // a new message, or this one again
+  renderSeq++; // a history load in flight must not replace this turn
+
+  if (!again) {
+    const user = addMessage('user');
+    user.bubble.textContent = content;
+  }
   follow(true);
   if (!previews.has(id)) {
     previews.set(id, firstWords(content));
@@ -835,7 +936,7 @@ async function send(textValue) {
     if (active.memoryOptions) options.memory.options = active.memoryOptions;
     const script = offlineScriptFor(content);
     if (script) options.modelSettings = { headers: { 'x-script': script } };
-    const out = await runAgent.stream(content, options);
+    const out = await runAgent.stream(prompt, options);
     for await (const chunk of out.fullStream) {
       const payload = chunk.payload ?? {};
       const callId = payload.toolCallId;
@@ -874,6 +975,7 @@ async function send(textValue) {
           break;
         case 'tool-call-approval': {
           const runId = chunk.runId;
+          announce(`The ${toolName} tool waits for your approval.`);
           view.toolApproval(
             callId,
             toolName,
@@ -921,7 +1023,7 @@ async function send(textValue) {
         }
         case 'error':
           failed = true;
-          view.error(payload.error?.message ?? 'The model call failed.');
+          view.error(explainError(payload.error?.message ?? 'The model call failed.'));
           break;
         case 'abort':
           aborted = true;
@@ -948,14 +1050,24 @@ async function send(textValue) {
       aborted = true;
     } else {
       failed = true;
-      view.error(err?.message ?? String(err));
+      view.error(explainError(err?.message ?? String(err)));
     }
   } finally {
     running = null;
     setRunning(false);
     if (controller.signal.aborted && !aborted) view.stopped();
-    if (!finished && !failed && !controller.signal.aborted && !view.textContent) view.error('The stream ended without a reply.');
+    if (!finished && !failed && !controller.signal.aborted && !view.textContent) {
+      failed = true;
+      view.error('The stream ended without a reply.');
+    }
     view.done();
+    const stopped = controller.signal.aborted;
+    if (failed && !finished && !stopped) {
+      // The send failed: Retry sends it again; the failure is kept, so a reload shows it too.
+      view.errorActions(failureActions(id, content, view.item));
+      saveFailure(id, content, view.errorMessage);
+    }
+    announceReply(view.textContent, stopped ? 'stopped' : failed && !finished ? 'failed' : 'done', view.errorMessage);
     // The turn is stored now (a stopped reply too, marked interrupted): other tabs may show it.
     broadcast({ type: 'changed', threadId: id });
     if (staleWhileRunning && id === threadId) {
@@ -993,7 +1105,13 @@ menuButton.addEventListener('click', () => {
 });
 scrim.addEventListener('click', closeSidebar);
 document.addEventListener('keydown', (event) => {
-  if (event.key === 'Escape') closeSidebar();
+  if (event.key !== 'Escape') return;
+  if (document.body.classList.contains('sidebar-open')) return closeSidebar();
+  // Esc stops a reply, like the Stop button (a dialog open over the page keeps its own Esc).
+  if (running && !settingsDialog.open && !event.defaultPrevented) {
+    event.preventDefault();
+    running.controller.abort();
+  }
 });
 
 channel?.addEventListener('message', (event) => {
@@ -1179,6 +1297,7 @@ function useSettings(choice, key) {
   $('empty-hint').textContent = offlineDemo()
     ? 'Ask “What time is it?” to see a tool call, or “Research solana” for a background task.'
     : '';
+  drawSuggestions($('suggestions'), suggestionsFor(offlineDemo()), (text) => send(text));
 }
 
 function serverChoiceLabel() {
@@ -1373,6 +1492,14 @@ async function start() {
       return;
     }
   }
+
+  installJump({
+    list: messagesEl,
+    button: $('jump'),
+    atEnd: nearBottom,
+    toEnd: () => follow(true),
+    afterJump: () => input.focus(),
+  });
 
   threadId = loadThreadId() || newThreadId();
   storeThreadId(threadId);

@@ -105,9 +105,12 @@ export async function serve(env) {
   return started.ready;
 }
 
-/** A fresh browser context: its own IndexedDB and localStorage, so no conversation carries over. */
-export async function newContext() {
-  const context = await browser.newContext({ viewport: { width: 900, height: 720 } });
+/**
+ * A fresh browser context: its own IndexedDB and localStorage, so no conversation carries over.
+ * `options`: more Playwright context options (e.g. another `viewport`, or `bypassCSP`).
+ */
+export async function newContext(options = {}) {
+  const context = await browser.newContext({ viewport: { width: 900, height: 720 }, ...options });
   context.setDefaultTimeout(WAIT);
   return context;
 }
