@@ -804,6 +804,7 @@ async function refreshThreads() {
   if (seq !== listSeq) return;
   threads = list;
   drawThreads();
+  if (threadSearch.value.trim()) searchThreads(); // changed threads' text is read again
 }
 
 function closeSidebar() {
@@ -1091,7 +1092,7 @@ async function summariseThread() {
       threadId,
       container: messagesEl,
       textOf,
-      signal: controller.signal,
+      controller,
       // The offline model answers with the `summary` script of www/offline-scripts.mjs.
       modelSettings: active?.kind === 'server' && config?.mode === 'offline' ? { headers: { 'x-script': 'summary' } } : undefined,
       follow: () => follow(),

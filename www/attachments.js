@@ -53,7 +53,10 @@ function preview({ url, mediaType, filename, bytes }) {
     img.alt = filename || 'an attached image';
     box.append(img);
   } else {
-    box.append(el('span', 'attachment-icon', '📄'));
+    const ext = /\.([A-Za-z0-9]{1,5})$/.exec(filename ?? '')?.[1] ?? mediaType.split('/')[1]?.slice(0, 4) ?? '';
+    const icon = el('span', 'attachment-icon', ext);
+    icon.setAttribute('aria-hidden', 'true');
+    box.append(icon);
   }
   const caption = el('figcaption');
   caption.append(el('span', 'attachment-name', filename || (isImage ? 'image' : 'file')), el('span', 'attachment-info', `${mediaType} · ${formatBytes(bytes)}`));

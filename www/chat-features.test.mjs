@@ -468,6 +468,24 @@ describe('chat page: structured summary (issue 12)', () => {
     // The call asked for the schema, and the conversation is unchanged (the summary is not stored).
     const [request] = (await modelRequests(url)).filter((r) => r.headers['x-script'] === 'summary');
     assert.deepEqual(Object.keys(request.body.response_format.json_schema.schema.properties), ['title', 'bullets']);
+
+    // Closing the card while it streams stops the call.
+    await page.click('#summarise');
+    await page.waitForFunction(() => document.querySelector('.summary-card .summary-title')?.textContent.length > 3);
+    await page.click('.summary-close');
+    assert.equal(await page.locator('.summary-card').count(), 0);
+    await page.waitForFunction(() => !document.getElementById('summarise').disabled);
+    // (The model server notes the closed connection as soon as it sees it.)
+    let runs = [];
+    for (let i = 0; i < 50; i++) {
+      runs = (await modelRequests(url)).filter((r) => r.headers['x-script'] === 'summary');
+      if (runs[1]?.closedByClient) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal(runs.length, 2);
+    assert.equal(runs[1].closedByClient, true, 'the summary request was not stopped');
+    assert.equal(runs[1].finished, false);
+
     await reload(page);
     await waitForMessages(page, 4);
     assert.equal(await page.locator('.summary-card').count(), 0);

@@ -31,7 +31,7 @@ export function transcript(messages, textOf) {
 }
 
 /** The summary card: `draw(object, state)` shows a (partial) `{ title, bullets }`. */
-function summaryCard() {
+function summaryCard(onClose) {
   const root = el('section', 'summary-card');
   root.setAttribute('aria-label', 'Summary of the conversation');
   const head = el('div', 'summary-head');
@@ -41,7 +41,10 @@ function summaryCard() {
   close.type = 'button';
   close.title = 'Close the summary';
   close.setAttribute('aria-label', 'Close the summary');
-  close.addEventListener('click', () => root.remove());
+  close.addEventListener('click', () => {
+    root.remove();
+    onClose();
+  });
   head.append(label, status, close);
   const title = el('h2', 'summary-title');
   const bullets = el('ul', 'summary-bullets');
@@ -71,11 +74,14 @@ function summaryCard() {
 /**
  * Summarises thread `threadId`: reads it from `memory`, streams the structured reply of `agent`
  * into a card placed in `container`. `modelSettings`: extra settings for the call (the offline
- * model's script header). Resolves to the final object, or null when it failed or was stopped.
+ * model's script header); `controller` (an AbortController) stops it. Resolves to the final
+ * object, or null when it failed or was stopped.
  */
-export async function summarise({ agent, memory, threadId, container, textOf, modelSettings, signal, follow = () => {} }) {
+export async function summarise({ agent, memory, threadId, container, textOf, modelSettings, controller, follow = () => {} }) {
+  const signal = controller.signal;
   container.querySelector('.summary-card')?.remove();
-  const card = summaryCard();
+  // Closed, or gone with the conversation (another thread shown): the call stops.
+  const card = summaryCard(() => controller.abort());
   card.draw(null, 'streaming');
   container.append(card.root);
   follow();
@@ -97,6 +103,10 @@ export async function summarise({ agent, memory, threadId, container, textOf, mo
   try {
     const out = await agent.stream(`Summarise this conversation as a title and a few bullet points.\n\n${text}`, options);
     for await (const chunk of out.fullStream) {
+      if (!card.root.isConnected) {
+        controller.abort();
+        return null;
+      }
       if (chunk.type === 'object') {
         card.draw(chunk.object, 'streaming');
         follow();

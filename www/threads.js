@@ -80,9 +80,7 @@ export function buildThreadList({ list, currentId, running, label, time, matches
     const g = thread.unsaved ? GROUPS[0] : dateGroup(thread.updatedAt, now);
     if (g !== group) {
       group = g;
-      const heading = el('li', 'thread-group', g);
-      heading.setAttribute('role', 'presentation');
-      items.push(heading);
+      items.push(el('li', 'thread-group', g));
     }
     const li = el('li', 'thread-item');
     li.dataset.threadId = thread.id;
