@@ -6,7 +6,7 @@
 
 import { renderMarkdown } from './markdown.js';
 import { PROVIDERS, SERVER, loadKey, loadSettings, providerInfo, saveSettings, storeKey } from './settings.js';
-import { decorate, deleteFrom, initMessageActions, replyMeta, saveReplyMeta, thoughtLabel } from './message-actions.js';
+import { decorate, deleteFrom, forgetThreadMeta, initMessageActions, replyMeta, saveReplyMeta, thoughtLabel } from './message-actions.js';
 import { initComposerAttachments, inputPartsOf, renderParts } from './attachments.js';
 import { buildThreadList, createSearchIndex } from './threads.js';
 import { summarise } from './summary.js';
@@ -848,6 +848,7 @@ async function deleteThread(id) {
     return;
   }
   previews.delete(id);
+  forgetThreadMeta(id);
   threads = threads.filter((t) => t.id !== id);
   if (id === threadId) newChat();
   else drawThreads();
@@ -1016,7 +1017,7 @@ async function send(textValue, again = null) {
           view.endThinking();
           usage = addUsage(usage, payload.totalUsage);
           if (!aborted) view.footer(formatUsage(usage), 'usage');
-          saveReplyMeta(replyId, { usage, thoughtMs: view.thoughtMs });
+          saveReplyMeta(replyId, { usage, thoughtMs: view.thoughtMs, threadId: id });
           break;
         }
         default:
@@ -1059,12 +1060,13 @@ async function resend(index, text, item) {
   const parts = item?.resendParts ?? [];
   const id = threadId;
   try {
-    await deleteFrom(memory, id, index);
+    await deleteFrom(memory, id, item, index);
   } catch (err) {
     addNotice(`Could not replace the messages: ${err?.message ?? err}`, 'error');
     return;
   }
   if (id !== threadId || running) return;
+  if (index === 0) previews.delete(id); // the thread list shows the new first words
   const shown = [...messagesEl.querySelectorAll(':scope > .msg')];
   const first = shown[index];
   if (first) {
@@ -1515,7 +1517,7 @@ async function start() {
     button: $('attach'),
     picker: $('attach-input'),
     input,
-    dropZone: form,
+    dropZone: document.querySelector('.app') ?? form,
     tray: $('attachment-tray'),
     notice: (text) => addNotice(text, 'error'),
   });

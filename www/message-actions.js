@@ -20,10 +20,11 @@ function readMeta() {
 }
 
 /**
- * Keeps `meta` ({ usage, thoughtMs }) for the stored reply `messageId` (the `messageId` of the
+ * Keeps `meta` ({ usage, thoughtMs, threadId }) for the stored reply `messageId` (the `messageId` of the
  * reply's `start` chunk, which is the id memory stores the reply under).
  */
 export function saveReplyMeta(messageId, meta) {
+  // (meta.threadId lets forgetThreadMeta drop them with their conversation.)
   if (!messageId) return;
   const all = readMeta();
   all[messageId] = { ...meta, savedAt: Date.now() };
@@ -36,6 +37,24 @@ export function saveReplyMeta(messageId, meta) {
     localStorage.setItem(META_KEY, JSON.stringify(all));
   } catch {
     // Storage full or disabled: the details are shown until reload only.
+  }
+}
+
+/** Drops what saveReplyMeta kept for the replies of thread `threadId` (it was deleted). */
+export function forgetThreadMeta(threadId) {
+  const all = readMeta();
+  let changed = false;
+  for (const [id, meta] of Object.entries(all)) {
+    if (meta?.threadId === threadId) {
+      delete all[id];
+      changed = true;
+    }
+  }
+  if (!changed) return;
+  try {
+    localStorage.setItem(META_KEY, JSON.stringify(all));
+  } catch {
+    // Disabled storage: nothing was kept either.
   }
 }
 
@@ -245,15 +264,36 @@ export function screenGroups(messages) {
 }
 
 /**
- * Deletes the messages of thread `threadId` from the one drawn at position `index` on: memory
- * has no call for it, so this removes them from the IndexedDB database the package's default
- * store keeps (records keyed by message id). Returns how many were deleted.
+ * Where the message drawn as `item` (at position `index` among the `.msg` elements) is in the
+ * stored `messages`: by its id (drawn from memory, or a reply's `start` chunk), else, for a user
+ * message sent in this page, as the message stored just before its reply, else by position.
  */
-export async function deleteFrom(memory, threadId, index) {
+export function storedIndex(messages, item, index) {
+  const own = item?.dataset.messageId;
+  if (own) {
+    const at = messages.findIndex((m) => m.id === own);
+    if (at >= 0) return at;
+  }
+  let next = item?.nextElementSibling;
+  while (next && !next.classList.contains('msg')) next = next.nextElementSibling;
+  const replyId = item?.dataset.role === 'user' && next?.dataset.role === 'assistant' ? next.dataset.messageId : '';
+  if (replyId) {
+    const reply = messages.findIndex((m) => m.id === replyId);
+    if (reply > 0 && messages[reply - 1].role === 'user') return reply - 1;
+  }
+  const group = screenGroups(messages)[index];
+  return group ? messages.findIndex((m) => m.id === group.ids[0]) : -1;
+}
+
+/**
+ * Deletes the stored messages of thread `threadId` from the one drawn as `item` (position
+ * `index`) on: memory has no call for it, so this removes them from the IndexedDB database the
+ * package's default store keeps (records keyed by message id). Returns how many were deleted.
+ */
+export async function deleteFrom(memory, threadId, item, index) {
   const messages = await memory.listMessages({ threadId, format: 'ui' });
-  const ids = screenGroups(messages)
-    .slice(index)
-    .flatMap((g) => g.ids);
+  const at = storedIndex(messages, item, index);
+  const ids = at < 0 ? [] : messages.slice(at).map((m) => m.id);
   if (!ids.length) return 0;
   const db = await request(indexedDB.open(DB_NAME));
   try {
