@@ -1513,6 +1513,7 @@ async function start() {
     }
   }
 
+  $('attach').disabled = false;
   attachments = initComposerAttachments({
     button: $('attach'),
     picker: $('attach-input'),
