@@ -48,6 +48,29 @@ async function requestsFor(said) {
   return (await modelRequests(url)).filter((r) => promptOf(r).filter((m) => m.role === 'user').at(-1)?.text === said);
 }
 
+describe('chat page: its modules', () => {
+  it('serves the page modules and stylesheet, not the offline scripts or tests', T, async () => {
+    for (const [file, type] of [
+      ['message-actions.js', 'text/javascript'],
+      ['attachments.js', 'text/javascript'],
+      ['highlight.js', 'text/javascript'],
+      ['threads.js', 'text/javascript'],
+      ['summary.js', 'text/javascript'],
+      ['widget-extras.css', 'text/css'],
+    ]) {
+      const res = await fetch(`${url}${file}`);
+      assert.equal(res.status, 200, file);
+      assert.ok(res.headers.get('content-type').startsWith(type), file);
+      await res.arrayBuffer();
+    }
+    for (const hidden of ['offline-scripts.mjs', 'chat-features.test.mjs', 'highlight.test.mjs']) {
+      const res = await fetch(`${url}${hidden}`);
+      assert.equal(res.status, 404, hidden);
+      await res.arrayBuffer();
+    }
+  });
+});
+
 describe('chat page: message actions', () => {
   it('Copy, times, usage and "Thought for" kept after a reload', T, async () => {
     const context = await newContext();
