@@ -10,6 +10,10 @@ import { installJump } from './jump.js';
 import { renderMarkdown } from './markdown.js';
 import { PROVIDERS, SERVER, loadKey, loadSettings, providerInfo, saveSettings, storeKey } from './settings.js';
 import { drawSuggestions, suggestionsFor } from './suggestions.js';
+import { decorate, deleteFrom, forgetThreadMeta, initMessageActions, replyMeta, saveReplyMeta, thoughtLabel } from './message-actions.js';
+import { initComposerAttachments, inputPartsOf, renderParts } from './attachments.js';
+import { buildThreadList, createSearchIndex } from './threads.js';
+import { summarise } from './summary.js';
 
 const $ = (id) => document.getElementById(id);
 const messagesEl = $('messages');
@@ -34,6 +38,8 @@ const setRemember = $('set-remember');
 const setForget = $('set-forget');
 const setHint = $('set-hint');
 const setError = $('set-error');
+const summariseButton = $('summarise');
+const threadSearch = $('thread-search');
 
 /** Every conversation of this page belongs to this resource. */
 const RESOURCE = 'demo-user';
@@ -64,6 +70,12 @@ let renderSeq = 0; // a newer load or a new turn makes an older history load dro
 let listSeq = 0;
 let staleWhileRunning = false; // another tab changed the shown thread during our reply
 let checkingRetry = false; // a Retry reads memory before it sends: no other send meanwhile
+let attachments = null; // the composer's attachments (attachments.js)
+let messageActions = null; // Copy / Regenerate / Edit (message-actions.js)
+let searchIndex = null; // the thread search's message texts (threads.js)
+let summaryRun = null; // { controller } while a summary streams
+let highlighter = null; // highlight.js, loaded once a code block is shown
+let highlighterLoading = null;
 
 // Other tabs of this page share the IndexedDB database: tell them when a thread changed.
 const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel('wasm-agent-demo') : null;
@@ -166,6 +178,7 @@ function addUsage(a, b) {
 
 function setRunning(on) {
   sendButton.disabled = on || !agent;
+  if (summariseButton) summariseButton.disabled = on || !agent || Boolean(summaryRun);
   stopButton.disabled = !on;
   newChatButton.disabled = on || !agent;
   settingsButton.disabled = on || !pkg || !config;
@@ -411,6 +424,7 @@ function replyView({ restored = false } = {}) {
   let thinkingText = null;
   let thinkingTouched = false;
   let thinkingStarted = 0;
+  let thoughtMs = null; // how long the reasoning took (live replies)
   let stepBreak = false; // the next text starts a new step: a blank line first
   let reasoningBreak = false; // the later step's reasoning has had its blank line
   let raw = ''; // the reply's markdown so far
@@ -423,6 +437,7 @@ function replyView({ restored = false } = {}) {
   let errorMessage = '';
   bubble.append(tools, text);
   item.append(footer);
+  item.copyText = () => raw;
 
   function draw() {
     cancelAnimationFrame(frame);
@@ -431,7 +446,10 @@ function replyView({ restored = false } = {}) {
     timer = 0;
     if (raw === drawn) return;
     drawn = raw;
-    followAround(() => text.replaceChildren(renderMarkdown(raw)));
+    followAround(() => {
+      text.replaceChildren(renderMarkdown(raw));
+      highlightIn(text);
+    });
   }
 
   function card(id, name) {
@@ -567,9 +585,8 @@ function replyView({ restored = false } = {}) {
       reasoningBreak = false;
       if (!thinking || thinking.classList.contains('done')) return;
       thinking.classList.add('done');
-      const secs = (performance.now() - thinkingStarted) / 1000;
-      thinking.querySelector('summary').textContent =
-        label ?? (restored ? 'Reasoning' : `Thought for ${secs < 1 ? 'under a second' : `${secs.toFixed(1)} s`}`);
+      if (!restored) thoughtMs = performance.now() - thinkingStarted;
+      thinking.querySelector('summary').textContent = label ?? (restored ? 'Reasoning' : thoughtLabel(thoughtMs));
       if (!thinkingTouched && thinking.open) {
         thinking.dataset.auto = '1';
         thinking.open = false;
@@ -621,7 +638,27 @@ function replyView({ restored = false } = {}) {
     get textContent() {
       return raw;
     },
+    /** How long the reasoning took, in ms (null: none, or drawn from memory). */
+    get thoughtMs() {
+      return thoughtMs;
+    },
   };
+}
+
+/** Highlights the code blocks under `root`, loading highlight.js the first time there is one. */
+function highlightIn(root) {
+  if (!root.querySelector('pre > code[class*="language-"]')) return;
+  if (highlighter) {
+    highlighter.highlightAll(root);
+    return;
+  }
+  highlighterLoading ??= import('./highlight.js').then(
+    (module) => (highlighter = module),
+    (err) => console.warn('wasm-agent demo: could not load the highlighter', err),
+  );
+  highlighterLoading.then(() => {
+    if (root.isConnected) highlighter?.highlightAll(root);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -655,13 +692,24 @@ function renderStored(message, previous = null) {
   const title = when && !Number.isNaN(when.getTime()) ? when.toLocaleString() : '';
   if (message.role === 'user') {
     const { item, bubble } = addMessage('user');
-    bubble.textContent = textOf(message);
+    const said = textOf(message);
+    bubble.textContent = said;
+    renderParts(item, message.parts, bubble);
+    item.copyText = () => said;
+    item.resendParts = inputPartsOf(message.parts);
     if (title) item.title = title;
+    if (title) item.dataset.at = when.toISOString();
+    item.dataset.messageId = message.id ?? '';
+    decorate(item);
     return null;
   }
   if (message.role !== 'assistant') return previous;
   const view = previous ?? replyView({ restored: true });
   if (title && !previous) view.item.title = title;
+  if (title && !previous) view.item.dataset.at = when.toISOString();
+  if (!previous) view.item.dataset.messageId = message.id ?? '';
+  // Token usage and the reasoning time, which this page keeps itself (memory does not).
+  const meta = replyMeta(view.item.dataset.messageId);
   for (const part of message.parts ?? []) {
     const type = String(part.type ?? '');
     if (type === 'step-start') view.step();
@@ -672,8 +720,12 @@ function renderStored(message, previous = null) {
     // `data-*`, `file` and `source-*` parts have nothing to show in this demo.
   }
   view.endThinking();
+  const thought = view.item.querySelector('.thinking > summary');
+  if (thought && typeof meta?.thoughtMs === 'number') thought.textContent = thoughtLabel(meta.thoughtMs);
   if (message.metadata?.interrupted) view.stopped();
+  else if (meta?.usage) view.footer(formatUsage(meta.usage), 'usage');
   view.done();
+  decorate(view.item);
   return view;
 }
 
@@ -718,33 +770,36 @@ function shortTime(iso) {
 /** Draws the thread list: the shown thread first if it is not stored yet, then the stored ones. */
 function drawThreads() {
   const list = threads.some((t) => t.id === threadId) ? [...threads] : [{ id: threadId, unsaved: true }, ...threads];
-  const items = list.map((thread) => {
-    const li = el('li', 'thread-item');
-    li.dataset.threadId = thread.id;
-    const open = el('button', 'thread');
-    open.type = 'button';
-    open.disabled = Boolean(running);
-    const label = threadLabel(thread);
-    open.append(el('span', 'thread-title', label), el('span', 'thread-time', thread.unsaved ? '' : shortTime(thread.updatedAt)));
-    open.title = label;
-    if (thread.id === threadId) {
-      li.classList.add('current');
-      open.setAttribute('aria-current', 'page');
-    }
-    open.addEventListener('click', () => switchThread(thread.id));
-    li.append(open);
-    if (!thread.unsaved) {
-      const remove = el('button', 'thread-delete', '×');
-      remove.type = 'button';
-      remove.disabled = Boolean(running);
-      remove.title = 'Delete this conversation';
-      remove.setAttribute('aria-label', `Delete “${label}”`);
-      remove.addEventListener('click', () => deleteThread(thread.id));
-      li.append(remove);
-    }
-    return li;
+  const query = threadSearch?.value.trim() ?? '';
+  const items = buildThreadList({
+    list,
+    currentId: threadId,
+    running,
+    label: threadLabel,
+    time: (thread) => shortTime(thread.updatedAt),
+    matches: (thread, label) => !query || (!thread.unsaved && (searchIndex?.matches(thread.id, label, query) ?? true)),
+    onOpen: switchThread,
+    onDelete: deleteThread,
+    onRename: renameThread,
   });
+  if (query && !items.length) items.push(el('li', 'thread-none', `No conversation matches “${query}”.`));
   threadsEl.replaceChildren(...items);
+}
+
+/** Renames thread `id` (the ✎ of the thread list). */
+async function renameThread(id, title) {
+  await memory.updateThread({ id, title });
+  const thread = threads.find((t) => t.id === id);
+  if (thread) thread.title = title;
+  broadcast({ type: 'changed', threadId: id });
+  await refreshThreads();
+}
+
+/** The search box of the thread list: loads the messages' text of every thread, then filters. */
+async function searchThreads() {
+  const query = threadSearch.value.trim();
+  if (query && searchIndex) await searchIndex.load(threads.map((t) => t.id));
+  if (query === threadSearch.value.trim()) drawThreads();
 }
 
 /** Reads the thread list from memory (and the first words of untitled threads), then draws it. */
@@ -773,6 +828,7 @@ async function refreshThreads() {
   if (seq !== listSeq) return;
   threads = list;
   drawThreads();
+  if (threadSearch.value.trim()) searchThreads(); // changed threads' text is read again
 }
 
 function closeSidebar() {
@@ -817,6 +873,7 @@ async function deleteThread(id) {
   }
   previews.delete(id);
   clearFailure(id);
+  forgetThreadMeta(id);
   threads = threads.filter((t) => t.id !== id);
   if (id === threadId) newChat();
   else drawThreads();
@@ -849,7 +906,7 @@ function failureActions(id, content, failedItem) {
       const again = failedItem === messagesEl.lastElementChild && !partial;
       if (again) failedItem.remove();
       else failedItem.querySelector('.error-actions')?.remove();
-      send(content, { again });
+      send(content, { again, parts: [] });
     },
     onSettings: openSettings,
   };
@@ -884,15 +941,18 @@ function drawFailure(id, messages, lastView) {
 }
 
 /**
- * Sends `textValue` as the user's message and streams the reply. `again`: a Retry of a failed
- * send, whose user message is already on screen (and, when the failed run stored it, in memory:
- * then the agent is run on the stored conversation, with no second copy of the message).
+ * Sends `textValue` as the user's message and streams the reply. `parts`: the attachments to
+ * send with it (from the composer when not given; Regenerate and Edit pass the message's own).
+ * `again`: a Retry of a failed send, whose user message is already on screen (and, when the
+ * failed run stored it, in memory: then the agent is run on the stored conversation, with no
+ * second copy of the message).
  */
-async function send(textValue, { again = false } = {}) {
+async function send(textValue, { again = false, parts = null } = {}) {
   const content = textValue.trim();
-  if (!content || running || checkingRetry || !agent) return;
+  const fromComposer = parts === null && !again;
+  if (running || checkingRetry || !agent || (!content && !(fromComposer ? attachments?.count : parts?.length))) return;
   const id = threadId;
-  let prompt = content;
+  let prompt = null; // null: the new message; []: the stored conversation as it is
   if (again) {
     checkingRetry = true;
     try {
@@ -901,24 +961,34 @@ async function send(textValue, { again = false } = {}) {
       checkingRetry = false;
     }
     if (running || id !== threadId) return;
-  } else {
+  }
+  const files = fromComposer ? (attachments?.take() ?? []) : (parts ?? []);
+  if (fromComposer) {
     input.value = '';
     autosize();
   }
   clearFailure(id); // a new message, or this one again
   renderSeq++; // a history load in flight must not replace this turn
+  searchIndex?.forget(id);
 
   if (!again) {
     const user = addMessage('user');
     user.bubble.textContent = content;
+    renderParts(user.item, files, user.bubble);
+    user.item.copyText = () => content;
+    user.item.resendParts = files;
+    user.item.dataset.at = new Date().toISOString();
+    decorate(user.item);
   }
   follow(true);
   if (!previews.has(id)) {
-    previews.set(id, firstWords(content));
+    previews.set(id, firstWords(content || files.map((f) => f.filename).join(', ')));
     drawThreads();
   }
 
   const view = replyView();
+  view.item.dataset.at = new Date().toISOString();
+  let replyId = ''; // the id memory stores the reply under (its first `start` chunk's messageId)
   const controller = new AbortController();
   const runAgent = agent; // the agent of this turn (Settings cannot rebuild it while it runs)
   running = { controller, threadId: id };
@@ -936,12 +1006,19 @@ async function send(textValue, { again = false } = {}) {
     if (active.memoryOptions) options.memory.options = active.memoryOptions;
     const script = offlineScriptFor(content);
     if (script) options.modelSettings = { headers: { 'x-script': script } };
-    const out = await runAgent.stream(prompt, options);
+    const message = files.length ? [{ role: 'user', content: [...(content ? [{ type: 'text', text: content }] : []), ...files] }] : content;
+    const out = await runAgent.stream(prompt ?? message, options);
     for await (const chunk of out.fullStream) {
       const payload = chunk.payload ?? {};
       const callId = payload.toolCallId;
       const toolName = payload.toolName;
       switch (chunk.type) {
+        case 'start':
+          if (!replyId && payload.messageId) {
+            replyId = payload.messageId;
+            view.item.dataset.messageId = replyId;
+          }
+          break;
         case 'step-start':
           view.step();
           break;
@@ -1038,6 +1115,7 @@ async function send(textValue, { again = false } = {}) {
           view.endThinking();
           usage = addUsage(usage, payload.totalUsage);
           if (!aborted) view.footer(formatUsage(usage), 'usage');
+          saveReplyMeta(replyId, { usage, thoughtMs: view.thoughtMs, threadId: id });
           break;
         }
         default:
@@ -1068,6 +1146,8 @@ async function send(textValue, { again = false } = {}) {
       saveFailure(id, content, view.errorMessage);
     }
     announceReply(view.textContent, stopped ? 'stopped' : failed && !finished ? 'failed' : 'done', view.errorMessage);
+    decorate(view.item);
+    messageActions?.refresh();
     // The turn is stored now (a stopped reply too, marked interrupted): other tabs may show it.
     broadcast({ type: 'changed', threadId: id });
     if (staleWhileRunning && id === threadId) {
@@ -1076,6 +1156,60 @@ async function send(textValue, { again = false } = {}) {
     }
     refreshThreads();
     input.focus();
+  }
+}
+
+/**
+ * Regenerate / Edit: the messages from position `index` on are deleted (on screen and in memory)
+ * and `text` is sent again with the attachments of the message at `index`.
+ */
+async function resend(index, text, item) {
+  if (running || !agent || !memory) return;
+  const parts = item?.resendParts ?? [];
+  const id = threadId;
+  try {
+    await deleteFrom(memory, id, item, index);
+  } catch (err) {
+    addNotice(`Could not replace the messages: ${err?.message ?? err}`, 'error');
+    return;
+  }
+  if (id !== threadId || running) return;
+  if (index === 0) previews.delete(id); // the thread list shows the new first words
+  const shown = [...messagesEl.querySelectorAll(':scope > .msg')];
+  const first = shown[index];
+  if (first) {
+    // That message and everything after it (later replies, notices).
+    let node = first;
+    while (node) {
+      const next = node.nextElementSibling;
+      if (node !== emptyEl) node.remove();
+      node = next;
+    }
+  }
+  await send(text, { parts });
+}
+
+/** "Summarise thread": the structured summary of the conversation on screen. */
+async function summariseThread() {
+  if (running || summaryRun || !agent) return;
+  const controller = new AbortController();
+  summaryRun = { controller };
+  summariseButton.disabled = true;
+  try {
+    await summarise({
+      agent,
+      memory,
+      threadId,
+      container: messagesEl,
+      textOf,
+      controller,
+      // The offline model answers with the `summary` script of www/offline-scripts.mjs.
+      modelSettings: active?.kind === 'server' && config?.mode === 'offline' ? { headers: { 'x-script': 'summary' } } : undefined,
+      follow: () => follow(),
+    });
+  } finally {
+    summaryRun = null;
+    summariseButton.disabled = Boolean(running) || !agent;
   }
 }
 
@@ -1500,6 +1634,23 @@ async function start() {
     toEnd: () => follow(true),
     afterJump: () => input.focus(),
   });
+  $('attach').disabled = false;
+  attachments = initComposerAttachments({
+    button: $('attach'),
+    picker: $('attach-input'),
+    input,
+    dropZone: document.querySelector('.app') ?? form,
+    tray: $('attachment-tray'),
+    notice: (text) => addNotice(text, 'error'),
+  });
+  messageActions = initMessageActions(messagesEl, {
+    busy: () => Boolean(running),
+    canRewrite: () => Boolean(memory),
+    resend,
+  });
+  searchIndex = createSearchIndex(memory, textOf);
+  threadSearch.addEventListener('input', searchThreads);
+  summariseButton.addEventListener('click', summariseThread);
 
   threadId = loadThreadId() || newThreadId();
   storeThreadId(threadId);

@@ -363,7 +363,8 @@ export async function startDemo(opts = {}) {
   let modelServer = null;
   if (!provider) {
     const { startModelServer } = await import(path.join(ROOT, 'tests/server/model-server.mjs'));
-    modelServer = await startModelServer({ host: HOST });
+    const { offlineScripts } = await import('./offline-scripts.mjs');
+    modelServer = await startModelServer({ host: HOST, scripts: offlineScripts() });
   }
 
   const sockets = new Set();
@@ -442,7 +443,7 @@ export async function startDemo(opts = {}) {
     if (pathname === '/pkg' || pathname === '/pkg/') return sendText(res, 404, 'not found\n', headers);
     if (pathname.startsWith('/pkg/')) return serveFile(req, res, PKG_DIR, pathname.slice('/pkg/'.length), headers);
     if (pathname === '/' || pathname === '/index.html') return serveFile(req, res, WWW_DIR, 'index.html', headers);
-    if (pathname.endsWith('.test.mjs') || pathname.endsWith('serve.mjs') || pathname.endsWith('page-harness.mjs')) {
+    if (pathname.endsWith('.test.mjs') || pathname.endsWith('serve.mjs') || pathname.endsWith('page-harness.mjs') || pathname.endsWith('offline-scripts.mjs')) {
       return sendText(res, 404, 'not found\n', headers);
     }
     return serveFile(req, res, WWW_DIR, pathname.slice(1), headers);
