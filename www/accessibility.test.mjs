@@ -37,7 +37,10 @@ function lowContrast(page) {
   return page.evaluate(() => {
     const parse = (c) => {
       const m = /rgba?\(([\d.]+),\s*([\d.]+),\s*([\d.]+)(?:,\s*([\d.]+))?\)/.exec(c);
-      return m ? { r: +m[1], g: +m[2], b: +m[3], a: m[4] === undefined ? 1 : +m[4] } : null;
+      if (m) return { r: +m[1], g: +m[2], b: +m[3], a: m[4] === undefined ? 1 : +m[4] };
+      // color-mix() computes to `color(srgb r g b / a)`, channels 0–1.
+      const s = /color\(srgb ([\d.e-]+) ([\d.e-]+) ([\d.e-]+)(?: \/ ([\d.]+))?\)/.exec(c);
+      return s ? { r: 255 * s[1], g: 255 * s[2], b: 255 * s[3], a: s[4] === undefined ? 1 : +s[4] } : null;
     };
     const lum = ({ r, g, b }) =>
       [r, g, b]
@@ -233,21 +236,29 @@ describe('chat page: accessibility', () => {
     const head = await page.locator('.sidebar-head').boundingBox();
     await page.mouse.click(head.x + 3, head.y + 3);
     const stops = [];
-    for (let i = 0; i < 12; i++) {
+    for (let i = 0; i < 24; i++) {
       await page.keyboard.press('Tab');
       const stop = await page.evaluate(() => {
         const el = document.activeElement;
         const style = getComputedStyle(el);
         const name = el.id ? `#${el.id}` : `${el.tagName.toLowerCase()}.${[...el.classList].join('.')}`;
-        return { name, ring: style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) >= 2 };
+        const seen = el.dataset.tabSeen === '1';
+        el.dataset.tabSeen = '1';
+        return { name, seen, ring: style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) >= 2 };
       });
-      if (stop.name === 'body.' || stops.some((s) => s.name === stop.name)) break; // past the end
+      if (stop.name === 'body.' || stop.seen) break; // past the end
       stops.push(stop);
       if (i === 3) await page.screenshot({ path: path.join(RESULTS, 'a11y-focus.png') });
     }
     assert.deepEqual(
       stops.map((s) => s.name),
-      ['#new-chat', 'button.thread', 'button.thread-delete', '#settings-button', '#messages', 'summary.', '#input', '#send'],
+      [
+        ...['#new-chat', '#thread-search', 'button.thread', 'button.thread-rename', 'button.thread-delete'],
+        ...['#summarise', '#settings-button', '#messages'],
+        ...['button.msg-action.copy-message', 'button.msg-action.edit-message'], // the user's message
+        ...['summary.', 'button.msg-action.copy-message', 'button.msg-action.regenerate'], // the reply
+        ...['#attach', '#input', '#send'],
+      ],
     );
     for (const stop of stops) assert.ok(stop.ring, `${stop.name} has no visible focus ring`);
     assert.deepEqual(page.errors, []);
