@@ -897,13 +897,26 @@ async function storedLastUserMessage(id, content) {
 /** The buttons of a failed send's error: Retry (removes the failed reply, sends again) and Open settings. */
 function failureActions(id, content, failedItem) {
   return {
-    onRetry: () => {
-      if (running || id !== threadId) return;
-      // A failed reply with nothing in it, the newest message, is replaced. One that broke off
-      // mid-way is kept (memory keeps its text), and so is one with later messages: the message
-      // is then sent again as a new one.
-      const partial = Boolean(failedItem.querySelector('.text')?.textContent);
-      const again = failedItem === messagesEl.lastElementChild && !partial;
+    onRetry: async () => {
+      if (running || checkingRetry || id !== threadId) return;
+      // The failed reply, when it is the newest message, is replaced: one that broke off mid-way
+      // is deleted from memory first (memory kept its text, marked interrupted), so the stored
+      // user message is answered again rather than sent twice. A failed reply with later
+      // messages stays, and the message is sent again as a new one.
+      const again = failedItem === messagesEl.lastElementChild;
+      if (again && failedItem.querySelector('.text')?.textContent) {
+        checkingRetry = true;
+        try {
+          const [last] = await memory.listMessages({ threadId: id, last: 1, format: 'ui' });
+          if (last?.role === 'assistant' && last.metadata?.interrupted) await memory.deleteMessages([last.id]);
+        } catch (err) {
+          addNotice(`Could not replace the reply that broke off: ${err?.message ?? err}`, 'error');
+          return;
+        } finally {
+          checkingRetry = false;
+        }
+        if (running || id !== threadId) return;
+      }
       if (again) failedItem.remove();
       else failedItem.querySelector('.error-actions')?.remove();
       send(content, { again, parts: [] });
