@@ -94,7 +94,8 @@ pub fn input_messages(input: &[ModelMessage], ids: &[Option<String>], thread: &T
 fn answer_call(out: &mut [StoredMessage], r: &ToolResultPart) -> bool {
     for m in out.iter_mut().rev().filter(|m| m.role == "assistant") {
         for p in m.parts.iter_mut() {
-            let inv = &mut p["toolInvocation"];
+            // `get_mut`, not `p["toolInvocation"]`: indexing would add a null one to every other part.
+            let Some(inv) = p.get_mut("toolInvocation") else { continue };
             if inv["toolCallId"] == r.tool_call_id.as_str() && inv["state"] == "call" {
                 inv["state"] = "result".into();
                 inv["result"] = r.result.clone();

@@ -205,7 +205,9 @@ impl MemoryRun {
 fn answer_stored_call(history: &mut [StoredMessage], r: &ToolResultPart) -> Option<usize> {
     for (i, m) in history.iter_mut().enumerate().rev().filter(|(_, m)| m.role == "assistant") {
         for p in m.parts.iter_mut() {
-            let inv = &mut p["toolInvocation"];
+            // `get_mut`, not `p["toolInvocation"]`: indexing would add a null one to every other
+            // part, and this message is saved back.
+            let Some(inv) = p.get_mut("toolInvocation") else { continue };
             if inv["toolCallId"] == r.tool_call_id.as_str() && inv["state"] == "call" {
                 inv["state"] = "result".into();
                 inv["result"] = r.result.clone();

@@ -690,3 +690,26 @@ fn an_abort_while_the_user_message_is_written_keeps_the_message() {
     assert_eq!(kept[0].parts, vec![json!({ "type": "text", "text": "keep me" })]);
     assert_eq!(script.sleeps.borrow().as_slice(), [2_000], "the write had its grace, once");
 }
+
+#[test]
+fn a_tool_result_sent_for_a_stored_call_completes_that_call_and_leaves_the_other_parts_as_they_were() {
+    let store = Rc::new(InMemoryStore::new());
+    let thread = Thread { id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, created_at: "2026-01-01T00:00:00.000Z".into(), updated_at: "2026-01-01T00:00:00.000Z".into() };
+    block_on(store.save_thread(&thread)).unwrap();
+    let parts = vec![
+        json!({ "type": "step-start" }),
+        json!({ "type": "text", "text": "Asking the page." }),
+        json!({ "type": "tool-invocation", "toolInvocation": { "state": "call", "toolCallId": "c1", "toolName": "pick", "args": {} } }),
+    ];
+    let old = vec![StoredMessage { id: "m1".into(), thread_id: "t1".into(), resource_id: "u1".into(), role: "assistant".into(), created_at: "2026-01-01T00:00:01.000Z".into(), parts, metadata: None }];
+    block_on(store.save_messages(&old)).unwrap();
+    let mut cfg = cfg_with(mem(&store, "t1", "u1"), "unused");
+    cfg.request.messages[1] = ModelMessage::Tool(vec![crate::core::model::ToolResultPart { tool_call_id: "c1".into(), tool_name: "pick".into(), result: json!("blue"), is_error: false }]);
+    let r = go(vec![text_reply("Blue it is.")], cfg);
+    assert!(r.out.error.is_none(), "{:?}", r.out.error);
+    let kept = stored(&store, "t1");
+    assert_eq!(kept[0].parts[0], json!({ "type": "step-start" }), "no toolInvocation key added");
+    assert_eq!(kept[0].parts[1], json!({ "type": "text", "text": "Asking the page." }));
+    assert_eq!(kept[0].parts[2]["toolInvocation"]["state"], "result");
+    assert_eq!(kept[0].parts[2]["toolInvocation"]["result"], "blue");
+}
