@@ -20,6 +20,7 @@ pub mod stop;
 pub mod structured;
 pub mod tool_types;
 pub mod tools;
+pub mod ui_messages;
 pub mod unsupported;
 
 use wasm_bindgen::prelude::*;

@@ -9,11 +9,13 @@ mod convert;
 mod session;
 mod store;
 mod time;
+mod ui_messages;
 
 pub use convert::{assistant_message, input_messages, stored_to_model, stored_to_ui};
 pub use session::{parse_memory_options, MemoryConfig, MemoryRun, Session, WorkingMemory};
 pub use store::InMemoryStore;
 pub use time::iso_time;
+pub use ui_messages::to_ui_messages;
 
 use serde_json::{json, Map, Value};
 
