@@ -12,6 +12,7 @@ pub mod structured;
 mod structured_model;
 pub mod processors;
 pub mod builtin_processors;
+pub mod delegation;
 mod steps_io;
 
 pub use outcome::RunOutcome;
@@ -71,6 +72,8 @@ pub struct RunConfig {
     pub structured: Option<Rc<structured::StructuredOutput>>,
     /// `inputProcessors`, `outputProcessors`, `maxProcessorRetries` (SPEC §13).
     pub processors: Processors,
+    /// `agents`: sub-agents offered as tools (SPEC §18).
+    pub delegation: Option<delegation::Delegation>,
 }
 
 /// The manager a run hands background calls to, and the agent they belong to.
@@ -172,6 +175,19 @@ pub async fn run(
             // Like the history: no reply from a context the user did not intend.
             Err(e) => {
                 outcome.error = Some(e);
+                return finish(outcome, sink);
+            }
+        }
+    }
+    if let Some(d) = &cfg.delegation {
+        match abort.race(d.resolve()).await {
+            Some(Ok(tools)) => cfg.tools.extend(tools),
+            Some(Err(e)) => {
+                outcome.error = Some(e);
+                return finish(outcome, sink);
+            }
+            None => {
+                Stop::Aborted.record(&mut outcome, abort);
                 return finish(outcome, sink);
             }
         }
@@ -419,6 +435,18 @@ async fn run_steps(
                 Some(m) => m,
                 None => hooks,
             };
+            let delegating = cfg.delegation.as_ref().map(|d| delegation::DelegatingHost {
+                inner: host,
+                d,
+                env,
+                abort,
+                messages: &request.messages,
+                memory: cfg.memory.as_ref().filter(|_| session.is_some()),
+            });
+            let host: &dyn ToolHost = match &delegating {
+                Some(d) => d,
+                None => host,
+            };
             let calls: Vec<LocalFuture<'_, Option<ToolResult>>> = result
                 .tool_calls
                 .iter()
@@ -465,7 +493,11 @@ async fn run_steps(
         let answered = !result.tool_results.is_empty()
             && result.tool_results.iter().all(|r| !matches!(r.outcome, Outcome::Client));
         let before_step = messages.len();
-        messages.extend(result.response_messages());
+        let mut response = result.response_messages();
+        if let Some(d) = &cfg.delegation {
+            d.model_view(&mut response);
+        }
+        messages.extend(response);
         outcome.steps.push(result);
         let mut go_on = answered && outcome.steps.len() < max_steps;
         if go_on {

@@ -1,0 +1,427 @@
+//! Sub-agents (SPEC §18): each agent of a supervisor's `agents` is a tool `agent-<key>`; calling
+//! it runs that agent's own loop (this module's `run`, recursively) with the supervisor's
+//! conversation as context, forwards every chunk of it live as `tool-output`, and answers the
+//! supervisor's model with the sub-agent's text.
+//!
+//! The host (the bindings, or a native test) knows the agents: it resolves them at the start of a
+//! run and builds a sub-agent's run on request (`Delegator`). The rules — what the sub-agent
+//! sees, where its messages are stored, the depth cap, the result, what the model reads, the
+//! hooks' effects — live here.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use serde_json::{json, Map, Value};
+
+use super::{run, Hooks, RunConfig, RunOutcome, Sink};
+use crate::core::abort::AbortFlag;
+use crate::core::chunk::{usage_json, Chunk};
+use crate::core::env::{Env, LocalFuture};
+use crate::core::error::AgentError;
+use crate::core::memory::{MemoryConfig, MemoryRun};
+use crate::core::model::{AssistantPart, FinishReason, ModelMessage, ToolResultPart, UserPart};
+use crate::core::step::{StepResult, ToolCall};
+use crate::core::tools::{Approval, Approvals, ToolCtx, ToolDef, ToolHost, ToolResult, Validation};
+
+/// How deep delegations may nest: the ninth sub-agent in a chain is refused.
+pub const MAX_DEPTH: u32 = 8;
+/// The tool name of a sub-agent is this prefix and its key.
+pub const TOOL_PREFIX: &str = "agent-";
+
+/// One entry of `agents`, as the model is offered it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SubAgent {
+    pub key: String,
+    /// The sub-agent's `id` (`primitiveId`, and the name in a failure message).
+    pub id: String,
+    pub description: Option<String>,
+}
+
+impl SubAgent {
+    pub fn tool_name(&self) -> String {
+        format!("{TOOL_PREFIX}{}", self.key)
+    }
+
+    /// The tool the model sees (§18.2).
+    pub fn tool_def(&self) -> ToolDef {
+        ToolDef {
+            name: self.tool_name(),
+            description: Some(self.description.clone().filter(|d| !d.is_empty()).unwrap_or_else(|| format!("Agent: {}", self.key))),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "prompt": { "type": "string", "description": "The task for this agent, in full: it does not see your instructions." },
+                    "instructions": { "type": ["string", "null"], "description": "Extra instructions for this task (optional)." },
+                    "maxSteps": { "type": ["integer", "null"], "minimum": 1, "description": "The most steps the agent may take (optional)." },
+                },
+                "required": ["prompt"],
+            }),
+            validation: Validation::JsonSchema,
+            approval: Approval::Never,
+            client: false,
+            background: None,
+        }
+    }
+}
+
+/// A key of `agents` is valid as part of a tool name: `/^[A-Za-z0-9_-]{1,58}$/`.
+pub fn valid_key(key: &str) -> bool {
+    (1..=58).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The sub-agent's instructions: its own, with the call's appended after a blank line.
+pub fn with_instructions(own: &[String], extra: Option<&str>) -> Vec<String> {
+    let Some(extra) = extra.filter(|e| !e.is_empty()) else { return own.to_vec() };
+    let mut out = own.to_vec();
+    match out.last_mut() {
+        Some(last) => {
+            last.push_str("\n\n");
+            last.push_str(extra);
+        }
+        None => out.push(extra.to_string()),
+    }
+    out
+}
+
+/// The sub-run's step limit: the call's value capped at the sub-agent's `defaultOptions.maxSteps`;
+/// a hook's `modifiedMaxSteps` as given. `None`: the sub-agent's own default.
+pub fn max_steps(asked: Option<u32>, from_hook: bool, agent_default: Option<u32>) -> Option<u32> {
+    match (asked, agent_default) {
+        (Some(a), Some(d)) if !from_hook => Some(a.min(d)),
+        (a, _) => a,
+    }
+}
+
+/// What the sub-agent is told of the supervisor's conversation by default: user and assistant
+/// messages with their text, file and reasoning parts. System messages (instructions,
+/// directives, working memory), tool calls and tool results are never forwarded.
+pub fn default_context(messages: &[ModelMessage]) -> Vec<ModelMessage> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            ModelMessage::User(parts) => Some(ModelMessage::User(parts.clone())).filter(|_| !parts.is_empty()),
+            ModelMessage::Assistant(parts) => {
+                let kept: Vec<AssistantPart> = parts.iter().filter(|p| !matches!(p, AssistantPart::ToolCall { .. })).cloned().collect();
+                (!kept.is_empty()).then_some(ModelMessage::Assistant(kept))
+            }
+            ModelMessage::System(_) | ModelMessage::Tool(_) => None,
+        })
+        .collect()
+}
+
+/// The arguments of a delegation call (already checked against the tool's schema).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DelegationArgs {
+    pub prompt: String,
+    pub instructions: Option<String>,
+    pub max_steps: Option<u32>,
+}
+
+impl DelegationArgs {
+    pub fn of(args: &Value) -> Self {
+        DelegationArgs {
+            prompt: args.get("prompt").and_then(Value::as_str).unwrap_or_default().to_string(),
+            instructions: args.get("instructions").and_then(Value::as_str).map(str::to_owned),
+            max_steps: args.get("maxSteps").and_then(Value::as_u64).map(|n| n.clamp(1, u32::MAX as u64) as u32),
+        }
+    }
+}
+
+/// What the host is asked to build: one sub-agent run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SubRunSpec {
+    pub key: String,
+    pub tool_call_id: String,
+    pub prompt: String,
+    /// Appended to the sub-agent's instructions (`with_instructions`).
+    pub instructions: Option<String>,
+    pub max_steps: Option<u32>,
+    /// `max_steps` came from `onDelegationStart`'s `modifiedMaxSteps` (not capped).
+    pub max_steps_from_hook: bool,
+    /// The conversation forwarded as the run's `context`.
+    pub context: Vec<ModelMessage>,
+    /// The thread and resource the sub-agent's messages go to, when the supervisor has a thread.
+    pub thread_id: Option<String>,
+    pub resource_id: Option<String>,
+}
+
+/// A sub-agent run, built by the host: its config (model, tools, prompt from the spec), its tool
+/// host, approvals and abort flag.
+pub struct SubRun {
+    pub cfg: RunConfig,
+    pub hooks: Box<dyn Hooks>,
+    pub approvals: Rc<Approvals>,
+    pub abort: AbortFlag,
+    /// The sub-agent's own memory (its store and options), when it has one.
+    pub own_memory: Option<(Rc<dyn crate::core::memory::Store>, MemoryConfig)>,
+    /// Called when the run ended (the host forgets its approvals).
+    pub done: Box<dyn FnOnce()>,
+}
+
+/// The agents behind a supervisor run: implemented by the bindings, and by native tests.
+pub trait Delegator {
+    /// The supervisor's `agents`, resolved at the start of its run (a function of the request
+    /// context may be asynchronous). `Err`: the run fails with it.
+    fn agents(&self) -> LocalFuture<'_, Result<Vec<SubAgent>, AgentError>>;
+    /// Builds the run of the sub-agent `spec.key`. `Err`: the message of what went wrong.
+    fn sub_run(&self, spec: &SubRunSpec) -> Result<SubRun, String>;
+}
+
+/// The delegation part of a run: its host, where the run sits in a chain, and what it decided.
+pub struct Delegation {
+    pub host: Rc<dyn Delegator>,
+    /// 0 for a run started by the caller; a sub-agent's run is one deeper than its supervisor's.
+    pub depth: u32,
+    /// `includeSubAgentToolResultsInModelContext`: the model reads the whole result as JSON.
+    pub include_tool_results: bool,
+    agents: RefCell<Vec<SubAgent>>,
+    /// What the model reads for a delegation call instead of its tool result, by call id.
+    views: RefCell<Vec<(String, Value, bool)>>,
+}
+
+impl Delegation {
+    pub fn new(host: Rc<dyn Delegator>) -> Self {
+        Delegation { host, depth: 0, include_tool_results: false, agents: RefCell::new(Vec::new()), views: RefCell::new(Vec::new()) }
+    }
+
+    /// Resolves the agents and returns their tools.
+    pub(super) async fn resolve(&self) -> Result<Vec<ToolDef>, AgentError> {
+        let agents = self.host.agents().await?;
+        let tools = agents.iter().map(SubAgent::tool_def).collect();
+        *self.agents.borrow_mut() = agents;
+        Ok(tools)
+    }
+
+    fn agent_for(&self, tool_name: &str) -> Option<SubAgent> {
+        let key = tool_name.strip_prefix(TOOL_PREFIX)?;
+        self.agents.borrow().iter().find(|a| a.key == key).cloned()
+    }
+
+    /// Puts what the model reads for delegation calls into a step's response messages.
+    pub(super) fn model_view(&self, messages: &mut [ModelMessage]) {
+        let views = self.views.borrow();
+        if views.is_empty() {
+            return;
+        }
+        for m in messages.iter_mut() {
+            let ModelMessage::Tool(parts) = m else { continue };
+            for part in parts.iter_mut() {
+                if let Some((_, v, is_error)) = views.iter().find(|(id, _, _)| *id == part.tool_call_id) {
+                    *part = ToolResultPart { result: v.clone(), is_error: *is_error, ..part.clone() };
+                }
+            }
+        }
+    }
+}
+
+/// The run's tool host with the delegation tools in front of the others.
+pub(super) struct DelegatingHost<'a> {
+    pub inner: &'a dyn ToolHost,
+    pub d: &'a Delegation,
+    pub env: &'a dyn Env,
+    pub abort: &'a AbortFlag,
+    /// The conversation of this step, as sent to the model.
+    pub messages: &'a [ModelMessage],
+    pub memory: Option<&'a MemoryRun>,
+}
+
+impl ToolHost for DelegatingHost<'_> {
+    fn execute<'a>(&'a self, ctx: ToolCtx<'a>) -> LocalFuture<'a, Result<Value, String>> {
+        match self.d.agent_for(&ctx.call.tool_name) {
+            Some(agent) => Box::pin(self.delegate(agent, ctx)),
+            None => self.inner.execute(ctx),
+        }
+    }
+    fn validate<'a>(&'a self, call: &'a ToolCall) -> LocalFuture<'a, Result<Value, String>> {
+        self.inner.validate(call)
+    }
+    fn needs_approval<'a>(&'a self, call: &'a ToolCall) -> LocalFuture<'a, bool> {
+        self.inner.needs_approval(call)
+    }
+    fn before_tool_call<'a>(&'a self, call: &'a ToolCall) -> LocalFuture<'a, Result<Option<Value>, String>> {
+        self.inner.before_tool_call(call)
+    }
+    fn after_tool_call<'a>(&'a self, result: &'a ToolResult) -> LocalFuture<'a, ()> {
+        self.inner.after_tool_call(result)
+    }
+    fn task_runner(&self, tool: &str) -> Option<Rc<dyn crate::core::background::TaskRunner>> {
+        self.inner.task_runner(tool)
+    }
+}
+
+/// The message of a failed delegation, as the model and the stream see it.
+pub fn failed(agent_id: &str, message: &str) -> String {
+    format!("Sub-agent {agent_id} failed: {message}")
+}
+
+impl DelegatingHost<'_> {
+    async fn delegate(&self, agent: SubAgent, ctx: ToolCtx<'_>) -> Result<Value, String> {
+        let depth = self.d.depth + 1;
+        if depth > MAX_DEPTH {
+            return Err(format!("delegation depth {MAX_DEPTH} exceeded"));
+        }
+        let call = ctx.call;
+        let args = DelegationArgs::of(&call.args);
+        let ids = self.memory.map(|m| (format!("{}-{}", m.thread_id, call.tool_call_id), format!("{}-{}", m.resource_id, agent.key)));
+        let spec = SubRunSpec {
+            key: agent.key.clone(),
+            tool_call_id: call.tool_call_id.clone(),
+            prompt: args.prompt,
+            instructions: args.instructions,
+            max_steps: args.max_steps,
+            max_steps_from_hook: false,
+            context: default_context(self.messages),
+            thread_id: ids.as_ref().map(|i| i.0.clone()),
+            resource_id: ids.as_ref().map(|i| i.1.clone()),
+        };
+        let mut sub = self.d.host.sub_run(&spec).map_err(|m| failed(&agent.id, &m))?;
+        let own = sub.own_memory.take();
+        let has_own = own.is_some();
+        sub.cfg.memory = match (&ids, self.memory) {
+            (Some((thread_id, resource_id)), Some(sup)) => {
+                let (store, config) = own.unwrap_or_else(|| {
+                    // Stored beside the supervisor's thread, never loaded back.
+                    (sup.store.clone(), MemoryConfig { last_messages: 0, working_memory: None, ..MemoryConfig::default() })
+                });
+                Some(MemoryRun { store, thread_id: thread_id.clone(), resource_id: resource_id.clone(), title: None, metadata: None, config, save_per_step: false })
+            }
+            _ => None,
+        };
+        if !has_own || sub.cfg.memory.is_none() {
+            sub.cfg.title = None;
+        }
+        if let Some(d) = &mut sub.cfg.delegation {
+            d.depth = depth;
+        }
+        self.abort.link(&sub.abort);
+        let forward = Forward {
+            emit: ctx.emit,
+            tool_call_id: call.tool_call_id.clone(),
+            tool_name: call.tool_name.clone(),
+            run_id: sub.cfg.run_id.clone(),
+            abort: sub.abort.clone(),
+            ended: Cell::new(false),
+        };
+        let thread = sub.cfg.memory.as_ref().map(|m| (m.thread_id.clone(), m.resource_id.clone()));
+        let outcome = run(sub.cfg, self.env, &forward, &*sub.hooks, &sub.approvals, &sub.abort).await;
+        forward.ended.set(true);
+        (sub.done)();
+        let result = result_json(&outcome, thread.as_ref());
+        if let Some(message) = failure(&outcome) {
+            return Err(failed(&agent.id, &message));
+        }
+        if !self.d.include_tool_results {
+            let text = result["text"].clone();
+            self.d.views.borrow_mut().push((call.tool_call_id.clone(), text, false));
+        }
+        Ok(result)
+    }
+}
+
+/// Why a finished sub-run counts as failed: an error, an abort, or a finish reason 'error'.
+fn failure(outcome: &RunOutcome) -> Option<String> {
+    if let Some(e) = &outcome.error {
+        return Some(e.to_string());
+    }
+    if let Some(reason) = &outcome.aborted {
+        return Some(reason.clone().unwrap_or_else(|| "the run was aborted".into()));
+    }
+    (outcome.finish_reason() == FinishReason::Error).then(|| "the model finished with an error".into())
+}
+
+/// The delegation's tool result (§18.2).
+pub fn result_json(outcome: &RunOutcome, thread: Option<&(String, String)>) -> Value {
+    let tool_results: Vec<Value> = outcome.steps.iter().flat_map(|s: &StepResult| s.tool_results.iter()).filter_map(sub_tool_result).collect();
+    let mut v = Map::new();
+    v.insert("text".into(), outcome.text().into());
+    v.insert("finishReason".into(), outcome.finish_reason().as_str().into());
+    v.insert("usage".into(), usage_json(&outcome.total_usage));
+    if let Some((thread_id, resource_id)) = thread {
+        v.insert("subAgentThreadId".into(), thread_id.as_str().into());
+        v.insert("subAgentResourceId".into(), resource_id.as_str().into());
+    }
+    v.insert("subAgentToolResults".into(), Value::Array(tool_results));
+    Value::Object(v)
+}
+
+/// `{ toolName, toolCallId, args, result, isError? }` of one of the sub-agent's calls.
+fn sub_tool_result(r: &ToolResult) -> Option<Value> {
+    let (result, is_error) = r.model_result()?;
+    let mut v = json!({ "toolName": r.call.tool_name, "toolCallId": r.call.tool_call_id, "args": r.call.args, "result": result });
+    if is_error {
+        v["isError"] = Value::Bool(true);
+    }
+    Some(v)
+}
+
+/// A chunk as JavaScript receives it: `{ type, runId, from, payload }` (structured output's
+/// fields at the top level; a custom `data-*` chunk as written).
+pub fn chunk_json(chunk: &Chunk, run_id: &str) -> Value {
+    if let Chunk::Data { kind, data, id, transient } = chunk {
+        let mut v = json!({ "type": kind, "data": data });
+        if let Some(id) = id {
+            v["id"] = Value::String(id.clone());
+        }
+        if *transient {
+            v["transient"] = Value::Bool(true);
+        }
+        return v;
+    }
+    let mut v = Map::new();
+    v.insert("type".into(), chunk.type_name().into());
+    v.insert("runId".into(), run_id.into());
+    v.insert("from".into(), chunk.from().into());
+    match (chunk.top_level(), chunk) {
+        (Some(fields), _) => v.extend(fields),
+        (None, Chunk::Raw(text)) => {
+            v.insert("payload".into(), serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone())));
+        }
+        (None, _) => {
+            v.insert("payload".into(), chunk.payload());
+        }
+    }
+    Value::Object(v)
+}
+
+/// The sub-run's sink: each chunk goes to the supervisor's stream as `tool-output` of the
+/// delegation call; `data-*` chunks go unwrapped. Dropped before the run ended (the supervisor
+/// was aborted): the sub-run's `abort` chunk is forwarded then.
+struct Forward<'a> {
+    emit: &'a dyn Fn(Chunk),
+    tool_call_id: String,
+    tool_name: String,
+    run_id: String,
+    abort: AbortFlag,
+    ended: Cell<bool>,
+}
+
+impl Forward<'_> {
+    fn wrap(&self, chunk: &Chunk) -> Chunk {
+        Chunk::ToolOutput { tool_call_id: self.tool_call_id.clone(), tool_name: self.tool_name.clone(), output: chunk_json(chunk, &self.run_id) }
+    }
+}
+
+impl Sink for Forward<'_> {
+    fn emit(&self, chunk: Chunk) {
+        match chunk {
+            Chunk::Data { .. } => (self.emit)(chunk),
+            other => (self.emit)(self.wrap(&other)),
+        }
+    }
+    fn step_finished<'a>(&'a self, _step: &'a StepResult) -> LocalFuture<'a, ()> {
+        Box::pin(async {})
+    }
+}
+
+impl Drop for Forward<'_> {
+    fn drop(&mut self) {
+        if !self.ended.get() {
+            (self.emit)(self.wrap(&Chunk::Abort { reason: self.abort.reason() }));
+        }
+    }
+}
+
+/// A user message with `text`, for hosts that build a sub-run's input.
+pub fn prompt_message(text: &str) -> ModelMessage {
+    ModelMessage::User(vec![UserPart::Text(text.to_string())])
+}

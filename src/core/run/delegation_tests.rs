@@ -1,0 +1,281 @@
+//! Sub-agents natively (SPEC §18): the delegation tool, what the sub-agent is sent, its chunks in
+//! the supervisor's stream, the result and what the model reads, failure, abort, depth, memory.
+//! One script answers the supervisor's and the sub-agents' requests in the order they are sent.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use serde_json::{json, Value};
+
+use super::tools::{calls_reply, run_with, simple, text_reply, Run, TestHost};
+use super::*;
+use crate::core::memory::{InMemoryStore, MemoryConfig, MemoryRun, MessageQuery, Store};
+use crate::core::run::delegation::{Delegation, Delegator, SubAgent, SubRun, SubRunSpec};
+use crate::core::tools::Approvals;
+
+/// Agents answered by the scripted model: `researcher` (and, with `nested`, sub-runs that may
+/// delegate to it again).
+#[derive(Clone, Default)]
+struct TestDelegator {
+    agents: Vec<SubAgent>,
+    nested: bool,
+    include_tool_results: bool,
+    specs: Rc<RefCell<Vec<SubRunSpec>>>,
+    sub_aborts: Rc<RefCell<Vec<AbortFlag>>>,
+}
+
+fn researcher() -> SubAgent {
+    SubAgent { key: "researcher".into(), id: "research-agent".into(), description: Some("Researches a topic".into()) }
+}
+
+impl Delegator for TestDelegator {
+    fn agents(&self) -> LocalFuture<'_, Result<Vec<SubAgent>, AgentError>> {
+        let agents = self.agents.clone();
+        Box::pin(async move { Ok(agents) })
+    }
+    fn sub_run(&self, spec: &SubRunSpec) -> Result<SubRun, String> {
+        self.specs.borrow_mut().push(spec.clone());
+        let mut cfg = config(0, false);
+        cfg.run_id = format!("sub-{}", self.specs.borrow().len());
+        let instructions = delegation::with_instructions(&["You research.".to_string()], spec.instructions.as_deref());
+        let mut messages: Vec<ModelMessage> = instructions.into_iter().map(ModelMessage::System).collect();
+        messages.extend(spec.context.iter().cloned());
+        cfg.input_start = messages.len();
+        messages.push(delegation::prompt_message(&spec.prompt));
+        cfg.request.messages = messages;
+        if let Some(n) = spec.max_steps {
+            cfg.max_steps = n;
+        }
+        if self.nested {
+            cfg.delegation = Some(delegation_of(self.clone()));
+        }
+        let abort = AbortFlag::new();
+        self.sub_aborts.borrow_mut().push(abort.clone());
+        Ok(SubRun { cfg, hooks: Box::new(NoHooks), approvals: Rc::new(Approvals::default()), abort, own_memory: None, done: Box::new(|| {}) })
+    }
+}
+
+fn delegation_of(d: TestDelegator) -> Delegation {
+    let include = d.include_tool_results;
+    let mut del = Delegation::new(Rc::new(d));
+    del.include_tool_results = include;
+    del
+}
+
+fn supervisor(d: &TestDelegator) -> RunConfig {
+    let mut cfg = config(0, false);
+    cfg.request.messages = vec![
+        ModelMessage::System("You supervise. SECRET-INSTRUCTIONS".into()),
+        ModelMessage::User(vec![UserPart::Text("Tell me about solana".into())]),
+    ];
+    cfg.input_start = 1;
+    cfg.delegation = Some(delegation_of(d.clone()));
+    cfg
+}
+
+fn agents() -> TestDelegator {
+    TestDelegator { agents: vec![researcher()], ..Default::default() }
+}
+
+fn delegate(id: &str, prompt: &str) -> Reply {
+    let args = json!({ "prompt": prompt }).to_string();
+    calls_reply(&[(id, "agent-researcher", &args)])
+}
+
+fn tool_messages(r: &Run, i: usize) -> Vec<String> {
+    r.body(i)["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").map(|m| m["content"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn each_agent_is_offered_as_a_tool_with_the_delegation_schema() {
+    let mut d = agents();
+    d.agents.push(SubAgent { key: "writer".into(), id: "writer".into(), description: None });
+    let r = simple(vec![text_reply("Hi")], supervisor(&d), &TestHost::default());
+    let tools = r.body(0)["tools"].as_array().unwrap().clone();
+    assert_eq!(tools.len(), 2);
+    assert_eq!(tools[0]["function"]["name"], "agent-researcher");
+    assert_eq!(tools[0]["function"]["description"], "Researches a topic");
+    assert_eq!(tools[1]["function"]["description"], "Agent: writer", "no description: 'Agent: <key>'");
+    let params = &tools[0]["function"]["parameters"];
+    assert_eq!(params["required"], json!(["prompt"]));
+    let mut keys: Vec<&String> = params["properties"].as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["instructions", "maxSteps", "prompt"]);
+    assert!(d.specs.borrow().is_empty(), "no call, no sub-run");
+}
+
+#[test]
+fn a_delegation_streams_the_sub_agent_inside_the_call_and_the_model_reads_its_text() {
+    let d = agents();
+    let r = simple(
+        vec![delegate("call_1", "Research solana"), text_reply("Solana is fast."), text_reply("Here is what I found.")],
+        supervisor(&d),
+        &TestHost::default(),
+    );
+    assert!(r.out.error.is_none(), "{:?}", r.out.error);
+    assert_eq!(r.out.text(), "Here is what I found.", "the supervisor's text is its own");
+    let chunks = r.sink.chunks.borrow();
+    let at = |t: &str| chunks.iter().position(|c| c.type_name() == t).unwrap();
+    let (call, result) = (at("tool-call"), chunks.iter().position(|c| matches!(c, Chunk::ToolResult { .. })).unwrap());
+    let inner: Vec<Value> = chunks[call + 1..result]
+        .iter()
+        .map(|c| match c {
+            Chunk::ToolOutput { tool_call_id, tool_name, output } => {
+                assert_eq!((tool_call_id.as_str(), tool_name.as_str()), ("call_1", "agent-researcher"));
+                output.clone()
+            }
+            other => panic!("only the sub-agent's chunks between call and result, got {other:?}"),
+        })
+        .collect();
+    let types: Vec<&str> = inner.iter().map(|o| o["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["start", "step-start", "text-start", "text-delta", "text-end", "step-finish", "finish"]);
+    assert!(inner.iter().all(|o| o["runId"] == "sub-1" && o["from"] == "AGENT"), "each with the sub-run's id");
+    assert_eq!(inner[3]["payload"]["text"], "Solana is fast.");
+    let Chunk::ToolResult { result: value, is_error, .. } = &chunks[result] else { unreachable!() };
+    assert!(!is_error);
+    assert_eq!(value["text"], "Solana is fast.");
+    assert_eq!(value["finishReason"], "stop");
+    assert_eq!(value["subAgentToolResults"], json!([]));
+    assert!(value.get("subAgentThreadId").is_none(), "no thread, no sub-agent thread");
+    // The sub-agent was asked with its own instructions, the conversation and the prompt.
+    let sub = r.body(1);
+    let msgs = sub["messages"].as_array().unwrap();
+    assert_eq!(msgs[0], json!({ "role": "system", "content": "You research." }));
+    assert_eq!(msgs[1], json!({ "role": "user", "content": "Tell me about solana" }));
+    assert_eq!(msgs[2], json!({ "role": "user", "content": "Research solana" }));
+    assert_eq!(msgs.len(), 3);
+    assert!(!sub.to_string().contains("SECRET-INSTRUCTIONS"), "the supervisor's instructions stay with it");
+    assert_eq!(tool_messages(&r, 2), ["Solana is fast."], "the model reads the text only");
+}
+
+#[test]
+fn the_call_instructions_are_appended_and_max_steps_is_passed() {
+    let d = agents();
+    let args = json!({ "prompt": "Go", "instructions": "Cite sources.", "maxSteps": 2 }).to_string();
+    let r = simple(vec![calls_reply(&[("c", "agent-researcher", &args)]), text_reply("ok"), text_reply("done")], supervisor(&d), &TestHost::default());
+    assert_eq!(r.body(1)["messages"][0]["content"], "You research.\n\nCite sources.");
+    assert_eq!(d.specs.borrow()[0].max_steps, Some(2));
+    assert_eq!(delegation::max_steps(Some(9), false, Some(3)), Some(3), "capped at the sub-agent's default");
+    assert_eq!(delegation::max_steps(Some(9), true, Some(3)), Some(9), "a hook's value is not capped");
+    assert_eq!(delegation::max_steps(None, false, Some(3)), None);
+}
+
+#[test]
+fn tool_calls_results_and_system_messages_are_not_forwarded() {
+    let d = agents();
+    let host = TestHost::default();
+    let mut cfg = supervisor(&d);
+    cfg.tools.push(super::tools::tool("weather"));
+    let r = simple(
+        vec![
+            calls_reply(&[("w1", "weather", r#"{"city":"Paris"}"#)]),
+            delegate("call_2", "Dig deeper"),
+            text_reply("deep"),
+            text_reply("final"),
+        ],
+        cfg,
+        &host,
+    );
+    assert!(r.out.error.is_none());
+    let sub = r.body(2);
+    let roles: Vec<&str> = sub["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "user"], "the weather call and its result stay out");
+    assert!(!sub.to_string().contains("Paris"));
+}
+
+#[test]
+fn with_include_tool_results_the_model_reads_the_whole_result() {
+    let d = TestDelegator { include_tool_results: true, ..agents() };
+    let r = simple(vec![delegate("c", "Go"), text_reply("found"), text_reply("done")], supervisor(&d), &TestHost::default());
+    let read: Value = serde_json::from_str(&tool_messages(&r, 2)[0]).unwrap();
+    assert_eq!(read["text"], "found");
+    assert_eq!(read["finishReason"], "stop");
+}
+
+#[test]
+fn a_failing_sub_agent_is_a_tool_error_that_names_it_and_the_supervisor_goes_on() {
+    let d = agents();
+    let failing = super::status(400, &[], r#"{"error":{"message":"model not found"}}"#);
+    let r = simple(vec![delegate("c", "Go"), failing, text_reply("Sorry.")], supervisor(&d), &TestHost::default());
+    assert!(r.out.error.is_none());
+    assert_eq!(r.out.text(), "Sorry.");
+    let chunks = r.sink.chunks.borrow();
+    let message = chunks.iter().find_map(|c| match c {
+        Chunk::ToolError { call, message } if call.tool_name == "agent-researcher" => Some(message.clone()),
+        _ => None,
+    });
+    let message = message.expect("a tool-error for the delegation");
+    assert!(message.starts_with("Sub-agent research-agent failed: "), "{message}");
+    assert!(message.contains("model not found"), "{message}");
+    let forwarded_error = chunks.iter().any(|c| matches!(c, Chunk::ToolOutput { output, .. } if output["type"] == "error"));
+    assert!(forwarded_error, "the sub-agent's error chunk is forwarded");
+    assert!(tool_messages(&r, 2)[0].contains("model not found"), "the model is told the cause");
+}
+
+#[test]
+fn the_ninth_delegation_in_a_chain_fails_with_the_depth_error() {
+    let d = TestDelegator { nested: true, ..agents() };
+    let mut replies: Vec<Reply> = (0..9).map(|i| delegate(&format!("c{i}"), "again")).collect();
+    replies.extend((0..9).map(|i| text_reply(&format!("level {i}"))));
+    let r = simple(replies, supervisor(&d), &TestHost::default());
+    assert!(r.out.error.is_none(), "{:?}", r.out.error);
+    assert_eq!(d.specs.borrow().len(), 8, "eight nested runs, the ninth refused");
+    assert_eq!(r.requests(), 18);
+    assert_eq!(tool_messages(&r, 9), ["delegation depth 8 exceeded"], "the deepest agent's model is told");
+    // The chain unwinds: each level reads the text of the one below.
+    assert_eq!(tool_messages(&r, 10), ["level 0"]);
+    assert_eq!(r.out.text(), "level 8");
+}
+
+#[test]
+fn aborting_the_supervisor_aborts_the_sub_agent_and_forwards_its_abort() {
+    let d = agents();
+    let hang = Reply::Http {
+        status: 200,
+        headers: vec![("content-type".into(), "text/event-stream".into())],
+        reads: vec![super::Read::Bytes(super::sse(&[&super::delta("content", "partial")])), super::Read::AbortAndHang],
+    };
+    let r = simple(vec![delegate("c", "Go"), hang], supervisor(&d), &TestHost::default());
+    assert!(r.out.aborted.is_some());
+    assert!(d.sub_aborts.borrow()[0].is_aborted(), "the sub-agent's flag is set: its request and tools stop");
+    assert_eq!(d.sub_aborts.borrow()[0].reason().as_deref(), Some("user stopped"));
+    let chunks = r.sink.chunks.borrow();
+    let types = r.sink.types();
+    assert_eq!(types.last(), Some(&"abort"));
+    let inner: Vec<String> = chunks.iter().filter_map(|c| match c {
+        Chunk::ToolOutput { output, .. } => Some(output["type"].as_str().unwrap().to_string()),
+        _ => None,
+    }).collect();
+    assert_eq!(inner.last().map(String::as_str), Some("abort"), "{inner:?}");
+    assert!(inner.contains(&"text-delta".to_string()));
+    assert!(!types.contains(&"tool-result") && !types.contains(&"tool-error"));
+}
+
+#[test]
+fn with_a_supervisor_thread_the_sub_agent_exchange_is_stored_beside_it() {
+    let store = Rc::new(InMemoryStore::new());
+    let d = agents();
+    let mut cfg = supervisor(&d);
+    cfg.memory = Some(MemoryRun {
+        store: store.clone(),
+        thread_id: "t1".into(),
+        resource_id: "u1".into(),
+        title: None,
+        metadata: None,
+        config: MemoryConfig::default(),
+        save_per_step: false,
+    });
+    let r = run_with(vec![delegate("call_9", "Research solana"), text_reply("Solana is fast."), text_reply("Done.")], cfg, &TestHost::default(), &Approvals::default(), |_, _| {});
+    assert!(r.out.error.is_none(), "{:?}", r.out.error);
+    let result = r.out.steps[0].tool_results[0].model_result().unwrap().0;
+    assert_eq!(result["subAgentThreadId"], "t1-call_9");
+    assert_eq!(result["subAgentResourceId"], "u1-researcher");
+    let sub = block_on(store.list_messages(&MessageQuery { thread_id: "t1-call_9".into(), last: None, before: None })).unwrap();
+    let texts: Vec<(String, String)> = sub.iter().map(|m| (m.role.clone(), m.parts.iter().find_map(|p| p["text"].as_str()).unwrap_or_default().to_string())).collect();
+    assert_eq!(texts, [("user".to_string(), "Research solana".to_string()), ("assistant".to_string(), "Solana is fast.".to_string())]);
+    let thread = block_on(store.get_thread_by_id("t1-call_9")).unwrap().unwrap();
+    assert_eq!(thread.resource_id, "u1-researcher");
+    assert!(thread.title.is_none(), "never titled");
+    // The sub-agent loaded nothing back: its request has only its prompt after the context.
+    assert_eq!(r.body(1)["messages"].as_array().unwrap().len(), 3);
+}

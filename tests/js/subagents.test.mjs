@@ -1,0 +1,216 @@
+// Sub-agents (SPEC §18) against the local model server: `new Agent({ agents })`, the agent-<key>
+// tool, the sub-agent's chunks live inside the supervisor's stream, what the sub-agent is sent,
+// the result the model reads, failure, abort, depth, memory beside the supervisor's thread.
+// Scripts: tests/server/subagent-scripts.mjs (`supervisor`, `supervisor-all`, `seen`).
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Agent, T, collect, errorOf, modelFor, requestsOf, types, uid, useModelServer, waitForRequestsOf } from './helpers.mjs';
+import { InMemoryStore, Memory } from '../../pkg/index.node.js';
+
+const server = useModelServer();
+
+/** An agent on `script`, tagged with `id` so its requests can be found. */
+function agent(config, script, id) {
+  return new Agent({ model: modelFor(server.current, script, { headers: { 'x-test-id': id } }), ...config });
+}
+
+/** A researcher sub-agent that says what it was sent, and a supervisor that delegates to it. */
+function pair({ sup = 'supervisor:researcher:Research solana', sub = 'seen', supConfig = {}, subConfig = {} } = {}) {
+  const id = uid('sub');
+  const subId = uid('subagent');
+  const researcher = agent({ id: 'research-agent', instructions: 'You research.', description: 'Researches a topic', ...subConfig }, sub, subId);
+  const supervisor = agent({ id: 'boss', instructions: 'You supervise. SECRET-INSTRUCTIONS', agents: { researcher }, ...supConfig }, sup, id);
+  return { id, subId, researcher, supervisor };
+}
+
+const wrapped = (chunks) => chunks.filter((c) => c.type === 'tool-output' && c.payload.toolName?.startsWith('agent-'));
+
+test('a bad key or a value that is not an Agent is a TypeError naming the key', () => {
+  const M = { id: 'openai/gpt-4o-mini', apiKey: 'k' };
+  const researcher = new Agent({ id: 'r', model: M });
+  for (const [agents, field] of [
+    [{ 'bad key!': researcher }, 'config.agents.bad key!'],
+    [{ ['x'.repeat(59)]: researcher }, `config.agents.${'x'.repeat(59)}`],
+    [{ helper: { id: 'not-an-agent', stream() {} } }, 'config.agents.helper'],
+    [{ helper: 'r' }, 'config.agents.helper'],
+  ]) {
+    assert.throws(
+      () => new Agent({ id: 's', model: M, agents }),
+      (e) => e instanceof TypeError && e.message.includes(field),
+      field,
+    );
+  }
+  assert.throws(() => new Agent({ id: 's', model: M, agents: [researcher] }), TypeError);
+  // Good keys pass.
+  new Agent({ id: 's', model: M, agents: { 'Research_agent-2': researcher } });
+});
+
+test('each agent is offered as agent-<key> with its description and the delegation schema', T, async () => {
+  const { id, supervisor } = pair({ sup: 'echo' });
+  await (await supervisor.stream('hi')).text;
+  const [req] = requestsOf(server.current, id);
+  const tool = req.body.tools.find((t) => t.function.name === 'agent-researcher');
+  assert.equal(tool.function.description, 'Researches a topic');
+  assert.deepEqual(tool.function.parameters.required, ['prompt']);
+  assert.deepEqual(Object.keys(tool.function.parameters.properties).sort(), ['instructions', 'maxSteps', 'prompt']);
+});
+
+test('the sub-agent streams inside the delegation call and the supervisor reads its text', T, async () => {
+  const { id, subId, supervisor } = pair();
+  const out = await supervisor.stream('Tell me about solana');
+  const chunks = await collect(out.fullStream);
+  const t = types(chunks);
+  const call = t.indexOf('tool-call');
+  const result = t.indexOf('tool-result');
+  assert.ok(call >= 0 && result > call, t.join(','));
+  const between = chunks.slice(call + 1, result);
+  assert.ok(between.every((c) => c.type === 'tool-output'), 'only the sub-agent chunks between call and result');
+  const inner = between.map((c) => c.payload.output);
+  assert.deepEqual(
+    [...new Set(inner.map((o) => o.type))],
+    ['start', 'step-start', 'text-start', 'text-delta', 'text-end', 'step-finish', 'finish'],
+  );
+  const runId = chunks[0].runId;
+  for (const c of between) {
+    assert.equal(c.runId, runId);
+    assert.equal(c.from, 'USER');
+    assert.equal(c.payload.toolName, 'agent-researcher');
+    assert.equal(c.payload.toolCallId, chunks[call].payload.toolCallId);
+  }
+  assert.ok(inner.every((o) => o.runId === inner[0].runId && o.runId !== runId && o.from === 'AGENT'), 'the sub-run has its own runId');
+  const subText = inner.filter((o) => o.type === 'text-delta').map((o) => o.payload.text).join('');
+  const res = chunks[result].payload.result;
+  assert.equal(res.text, subText);
+  assert.equal(res.finishReason, 'stop');
+  assert.deepEqual(res.subAgentToolResults, []);
+  assert.equal(typeof res.usage, 'object');
+  // What the sub-agent was sent: its own instructions, the user's conversation, the prompt.
+  assert.equal(subText, 'system: You research. | user: Tell me about solana | user: Research solana');
+  // The supervisor's model read the text only, and its text is its own.
+  const reqs = requestsOf(server.current, id);
+  assert.equal(reqs.length, 2);
+  const toolMsg = reqs[1].body.messages.find((m) => m.role === 'tool');
+  assert.equal(toolMsg.content, subText);
+  assert.equal(await out.text, `researcher said: ${subText}`);
+  assert.equal(requestsOf(server.current, subId).length, 1);
+});
+
+test('the call instructions go after the sub-agent own, after a blank line', T, async () => {
+  const { subId, supervisor } = pair({ sup: 'background:agent-researcher:{"prompt":"Go","instructions":"Cite sources."}' });
+  await (await supervisor.stream('hi')).text;
+  const [req] = await waitForRequestsOf(server.current, subId, 1);
+  assert.equal(req.body.messages[0].content, 'You research.\n\nCite sources.');
+});
+
+test('tool calls, tool results and system messages of the supervisor are not forwarded', T, async () => {
+  const id = uid('ctx');
+  const researcher = agent({ id: 'research-agent' }, 'seen', uid('sub'));
+  const weather = { id: 'weather', description: 'weather', inputSchema: { type: 'object', properties: { city: { type: 'string' } } }, execute: () => 'SUNNY-RESULT' };
+  const supervisor = agent({ id: 'boss', instructions: 'SECRET', agents: { researcher }, tools: { weather } }, 'supervisor:researcher:Go', id);
+  const out = await supervisor.stream([
+    { role: 'user', content: 'first question' },
+    { role: 'assistant', content: [{ type: 'text', text: 'an answer' }, { type: 'tool-call', toolCallId: 'w1', toolName: 'weather', args: { city: 'Paris' } }] },
+    { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'w1', toolName: 'weather', result: 'SUNNY-RESULT' }] },
+    { role: 'user', content: 'second question' },
+  ], { system: 'ANOTHER-SYSTEM' });
+  const chunks = await collect(out.fullStream);
+  const res = chunks.find((c) => c.type === 'tool-result').payload.result;
+  assert.equal(res.text, 'user: first question | assistant: an answer | user: second question | user: Go');
+});
+
+test('a failing sub-agent is a tool-error naming it and its cause; the supervisor goes on', T, async () => {
+  const { supervisor } = pair({ sub: 'error-400' });
+  const out = await supervisor.stream('hi');
+  const chunks = await collect(out.fullStream);
+  const err = chunks.find((c) => c.type === 'tool-error');
+  assert.equal(err.payload.toolName, 'agent-researcher');
+  assert.equal(err.payload.error.name, 'ToolError');
+  assert.match(err.payload.error.message, /^Sub-agent research-agent failed: /);
+  assert.ok(wrapped(chunks).some((c) => c.payload.output.type === 'error'), 'the sub-agent error chunk is forwarded');
+  assert.equal(types(chunks).at(-1), 'finish');
+  assert.equal(await out.text, `researcher said: ${err.payload.error.message}`);
+});
+
+test('aborting the supervisor closes the sub-agent model request and forwards its abort', T, async () => {
+  const { subId, supervisor } = pair({ sub: 'stall' });
+  const controller = new AbortController();
+  const out = await supervisor.stream('hi', { abortSignal: controller.signal });
+  const reader = out.fullStream.getReader();
+  const seen = [];
+  for (;;) {
+    const { done, value } = await reader.read();
+    assert.ok(!done, 'the stream ended before the sub-agent streamed');
+    seen.push(value);
+    if (value.type === 'tool-output' && value.payload.output.type === 'text-delta') break;
+  }
+  controller.abort();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    seen.push(value);
+  }
+  const [req] = requestsOf(server.current, subId);
+  const rec = await server.current.waitForClose(req.index, 3000);
+  assert.equal(rec.closedByClient, true);
+  assert.equal(seen.at(-1).type, 'abort');
+  assert.equal(wrapped(seen).at(-1).payload.output.type, 'abort');
+  assert.equal(await out.finishReason, 'abort');
+});
+
+test('with a supervisor thread the exchange is stored in <thread>-<toolCallId>; the sub-agent stays as it was', T, async () => {
+  const memory = new Memory({ storage: new InMemoryStore() });
+  const { supervisor, researcher } = pair({ supConfig: { memory } });
+  const out = await supervisor.stream('Tell me about solana', { memory: { thread: 't1', resource: 'u1' } });
+  const chunks = await collect(out.fullStream);
+  const call = chunks.find((c) => c.type === 'tool-call');
+  const res = chunks.find((c) => c.type === 'tool-result').payload.result;
+  assert.equal(res.subAgentThreadId, `t1-${call.payload.toolCallId}`);
+  assert.equal(res.subAgentResourceId, 'u1-researcher');
+  const stored = await memory.listMessages({ threadId: res.subAgentThreadId });
+  assert.deepEqual(stored.map((m) => m.role), ['user', 'assistant']);
+  assert.equal(stored[0].content.parts.find((p) => p.type === "text").text, 'Research solana');
+  assert.equal(stored[1].content.parts.find((p) => p.type === "text").text, res.text);
+  const thread = await memory.getThreadById(res.subAgentThreadId);
+  assert.equal(thread.resourceId, 'u1-researcher');
+  assert.ok(!thread.title, 'never titled');
+  // Used directly, the sub-agent has no memory of its own.
+  const err = await errorOf(() => researcher.stream('x', { memory: { thread: 't9', resource: 'u9' } }));
+  assert.ok(err instanceof TypeError);
+});
+
+test('agents may be a function of the request context, resolved at each run', T, async () => {
+  const id = uid('fn');
+  const researcher = agent({ id: 'research-agent' }, 'seen', uid('sub'));
+  const seenContexts = [];
+  const supervisor = agent(
+    {
+      id: 'boss',
+      agents: async ({ requestContext }) => {
+        seenContexts.push(requestContext.get('tier'));
+        return { researcher };
+      },
+    },
+    'supervisor:researcher:Go',
+    id,
+  );
+  const out = await supervisor.stream('hi', { requestContext: new Map([['tier', 'gold']]) });
+  const chunks = await collect(out.fullStream);
+  assert.ok(chunks.some((c) => c.type === 'tool-result'));
+  assert.deepEqual(seenContexts, ['gold']);
+  const bad = agent({ id: 'boss2', agents: () => ({ 'no good': researcher }) }, 'echo', uid('bad'));
+  const failed = await bad.stream('hi');
+  const all = await collect(failed.fullStream);
+  assert.equal(all.at(-1).type, 'error');
+  assert.match(all.at(-1).payload.error.message, /no good/);
+});
+
+test('a delegation chain deeper than 8 fails with the depth error and unwinds', T, async () => {
+  const id = uid('deep');
+  let self;
+  self = agent({ id: 'looper', agents: () => ({ self }) }, 'supervisor:self:again', id);
+  const out = await self.stream('go');
+  const text = await out.text;
+  assert.match(text, /delegation depth 8 exceeded/);
+  assert.equal(requestsOf(server.current, id).length, 18, 'nine runs, two requests each');
+});
