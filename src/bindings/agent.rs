@@ -561,7 +561,7 @@ impl Agent {
             setting_warnings: if directive.is_none() { call.setting_warnings.clone() } else { Vec::new() },
             structured: call.structured.clone(),
             processors: run_processors,
-            delegation: JsDelegator::delegation(inner.agents.as_ref(), &call.request_context),
+            delegation: JsDelegator::delegation(inner.agents.as_ref(), &call.delegation, &call.request_context, (&inner.config.id, &inner.config.name)),
         };
         let approvals = Rc::new(Approvals::default());
         inner.runs.borrow_mut().push((run_id.clone(), approvals.clone()));

@@ -214,3 +214,149 @@ test('a delegation chain deeper than 8 fails with the depth error and unwinds', 
   assert.match(text, /delegation depth 8 exceeded/);
   assert.equal(requestsOf(server.current, id).length, 18, 'nine runs, two requests each');
 });
+
+test('onDelegationStart may reject: the model reads why, the sub-agent never runs', T, async () => {
+  const calls = [];
+  const { id, subId, supervisor } = pair();
+  const out = await supervisor.stream('hi', {
+    delegation: {
+      onDelegationStart: (ctx) => {
+        calls.push(['start', ctx.primitiveId, ctx.primitiveType, ctx.prompt, ctx.iteration, ctx.parentAgentId, ctx.toolCallId.length > 0]);
+        return { proceed: false, rejectionReason: 'budget exhausted' };
+      },
+      onDelegationComplete: () => calls.push(['complete']),
+    },
+  });
+  const chunks = await collect(out.fullStream);
+  assert.deepEqual(calls, [['start', 'research-agent', 'agent', 'Research solana', 1, 'boss', true]]);
+  const outputs = wrapped(chunks);
+  assert.equal(outputs.length, 1);
+  assert.equal(outputs[0].payload.output.type, 'text-delta');
+  assert.equal(outputs[0].payload.output.payload.text, '[Delegation Rejected] budget exhausted');
+  assert.deepEqual(chunks.find((c) => c.type === 'tool-result').payload.result, { text: '[Delegation Rejected] budget exhausted' });
+  assert.equal(await out.text, 'researcher said: [Delegation Rejected] budget exhausted');
+  assert.equal(requestsOf(server.current, subId).length, 0);
+  assert.equal(requestsOf(server.current, id).length, 2);
+});
+
+test('modified prompt and instructions, messageFilter, then onDelegationComplete with resultText and feedback', T, async () => {
+  const memory = new Memory({ storage: new InMemoryStore() });
+  const order = [];
+  const { id, supervisor } = pair({ supConfig: { memory } });
+  const out = await supervisor.stream('Tell me about solana', {
+    memory: { thread: 'th-fb', resource: 'u1' },
+    requestContext: new Map([['tier', 'gold']]),
+    delegation: {
+      onDelegationStart: (ctx) => {
+        order.push('start');
+        assert.equal(ctx.requestContext.get('tier'), 'gold');
+        ctx.requestContext.set('seenBy', 'hook');
+        assert.ok(ctx.messages.some((m) => m.role === 'user'));
+        assert.ok(!JSON.stringify(ctx.messages).includes('SECRET-INSTRUCTIONS'));
+        return { modifiedPrompt: 'Research solana fees', modifiedInstructions: 'Be brief.' };
+      },
+      messageFilter: (ctx) => {
+        order.push(`filter:${ctx.prompt}`);
+        return [];
+      },
+      onDelegationComplete: async (ctx) => {
+        order.push(`complete:${ctx.success}`);
+        assert.equal(typeof ctx.duration, 'number');
+        assert.equal(typeof ctx.bail, 'function');
+        return { resultText: 'SUMMARY', feedback: 'Ask for sources.' };
+      },
+    },
+  });
+  const chunks = await collect(out.fullStream);
+  assert.deepEqual(order, ['start', 'filter:Research solana fees', 'complete:true']);
+  const res = chunks.find((c) => c.type === 'tool-result').payload.result;
+  assert.equal(res.text, 'system: You research.\n\nBe brief. | user: Research solana fees', 'the filter gave [] : the prompt alone');
+  assert.equal(await out.text, 'researcher said: SUMMARY', 'the model read resultText');
+  const [, second] = requestsOf(server.current, id);
+  assert.equal(second.body.messages.find((m) => m.role === 'tool').content, 'SUMMARY');
+  const stored = await memory.listMessages({ threadId: 'th-fb' });
+  const last = stored.at(-1);
+  assert.equal(last.role, 'assistant');
+  assert.equal(last.content.parts[0].text, 'Ask for sources.');
+  assert.deepEqual(last.content.metadata.delegationFeedback, { toolCallId: chunks.find((c) => c.type === 'tool-call').payload.toolCallId, primitiveId: 'research-agent' });
+});
+
+test('the hook set() reaches the sub-agent tools, never the caller request context', T, async () => {
+  const seen = [];
+  const probe = { id: 'probe', description: 'probe', inputSchema: { type: 'object', properties: {} }, execute: (_input, ctx) => { seen.push(ctx.requestContext.get('seenBy'), ctx.requestContext.get('tier')); return 'ok'; } };
+  const { supervisor } = pair({ sub: 'tool-call', subConfig: { tools: { probe } } });
+  const callerContext = new Map([['tier', 'gold']]);
+  const out = await supervisor.stream('hi', {
+    requestContext: callerContext,
+    delegation: { onDelegationStart: ({ requestContext }) => { requestContext.set('seenBy', 'hook'); } },
+  });
+  await collect(out.fullStream);
+  assert.deepEqual(seen, ['hook', 'gold']);
+  assert.equal(callerContext.has('seenBy'), false);
+});
+
+test('bail() ends the supervisor run after the step; hook errors warn or fail the call and are listed', T, async () => {
+  const { id, supervisor } = pair();
+  const out = await supervisor.stream('hi', { delegation: { onDelegationComplete: ({ bail }) => bail() } });
+  const chunks = await collect(out.fullStream);
+  assert.equal(requestsOf(server.current, id).length, 1, 'no further model step');
+  assert.equal(await out.finishReason, 'tool-calls');
+  assert.ok(chunks.some((c) => c.type === 'tool-result'));
+
+  const warnings = [];
+  const realWarn = console.warn;
+  console.warn = (line) => warnings.push(String(line));
+  try {
+    const p = pair();
+    const ctx = new Map();
+    const warned = await p.supervisor.stream('hi', { requestContext: ctx, delegation: { onDelegationStart: () => { throw new Error('start broke'); } } });
+    const full = await warned.getFullOutput();
+    assert.match(full.text, /^researcher said: system: You research/, 'warn: the delegation went on unchanged');
+    assert.equal(full.delegationHookErrors.length, 1);
+    assert.deepEqual({ ...full.delegationHookErrors[0], toolCallId: 'x', runId: 'y' }, { hook: 'onDelegationStart', primitiveId: 'research-agent', toolCallId: 'x', runId: 'y', name: 'Error', message: 'start broke' });
+    assert.equal(ctx.get('__mastra_delegationHookErrors').length, 1);
+    assert.ok(warnings.some((l) => l.includes('start broke')));
+
+    const q = pair();
+    const thrown = await q.supervisor.stream('hi', { delegation: { hookErrorStrategy: 'throw', onDelegationStart: () => { throw new Error('start broke'); } } });
+    const chunks2 = await collect(thrown.fullStream);
+    const err = chunks2.find((c) => c.type === 'tool-error');
+    assert.equal(err.payload.error.message, 'Sub-agent research-agent failed: onDelegationStart threw: start broke');
+    assert.equal(requestsOf(server.current, q.subId).length, 0, 'throw: the sub-agent never ran');
+  } finally {
+    console.warn = realWarn;
+  }
+});
+
+test('delegation options are checked and merge over defaultOptions key by key; versions is checked and warns', T, async () => {
+  const researcher = new Agent({ id: 'r', model: { id: 'openai/x', apiKey: 'k' } });
+  const sup = new Agent({ id: 's', model: { id: 'openai/x', apiKey: 'k' }, agents: { researcher } });
+  for (const [options, field] of [
+    [{ delegation: 5 }, 'options.delegation'],
+    [{ delegation: { onDelegationStart: 'x' } }, 'options.delegation.onDelegationStart'],
+    [{ delegation: { hookErrorStrategy: 'loud' } }, 'options.delegation.hookErrorStrategy'],
+    [{ delegation: { includeSubAgentToolResultsInModelContext: 'yes' } }, 'options.delegation.includeSubAgentToolResultsInModelContext'],
+    [{ versions: { agents: { r: { status: 'old' } } } }, 'options.versions.agents.r.status'],
+    [{ versions: 'v1' }, 'options.versions'],
+  ]) {
+    const err = await errorOf(() => sup.stream('hi', options));
+    assert.ok(err instanceof TypeError && err.message.includes(field), `${field}: ${err?.message}`);
+  }
+  const order = [];
+  const { supervisor } = pair({
+    supConfig: { defaultOptions: { delegation: { onDelegationStart: () => { order.push('default-start'); }, onDelegationComplete: () => { order.push('default-complete'); } } } },
+  });
+  const out = await supervisor.stream('hi', { versions: { agents: { 'research-agent': { versionId: 'v7' } } }, delegation: { onDelegationComplete: () => { order.push('call-complete'); } } });
+  const full = await out.getFullOutput();
+  assert.deepEqual(order, ['default-start', 'call-complete']);
+  assert.deepEqual(full.warnings.map((w) => w.setting), ['versions']);
+});
+
+test('with includeSubAgentToolResultsInModelContext the model reads the whole result', T, async () => {
+  const { supervisor } = pair();
+  const out = await supervisor.stream('hi', { delegation: { includeSubAgentToolResultsInModelContext: true } });
+  const text = await out.text;
+  const read = JSON.parse(text.slice('researcher said: '.length));
+  assert.equal(read.finishReason, 'stop');
+  assert.ok(Array.isArray(read.subAgentToolResults));
+});

@@ -20,13 +20,16 @@ use crate::core::env::{Env, LocalFuture};
 use crate::core::error::AgentError;
 use crate::core::memory::{MemoryConfig, MemoryRun};
 use crate::core::model::{AssistantPart, FinishReason, ModelMessage, ToolResultPart, UserPart};
-use crate::core::step::{StepResult, ToolCall};
+use crate::core::step::{messages_json, StepResult, ToolCall};
 use crate::core::tools::{Approval, Approvals, ToolCtx, ToolDef, ToolHost, ToolResult, Validation};
 
 /// How deep delegations may nest: the ninth sub-agent in a chain is refused.
 pub const MAX_DEPTH: u32 = 8;
 /// The tool name of a sub-agent is this prefix and its key.
 pub const TOOL_PREFIX: &str = "agent-";
+
+/// The input of every delegation tool (§18.2).
+const INPUT_SCHEMA: &str = r#"{"type":"object","properties":{"prompt":{"type":"string","description":"The task for this agent, in full: it does not see your instructions."},"instructions":{"type":["string","null"],"description":"Extra instructions for this task (optional)."},"maxSteps":{"type":["integer","null"],"minimum":1,"description":"The most steps the agent may take (optional)."}},"required":["prompt"]}"#;
 
 /// One entry of `agents`, as the model is offered it.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,15 +50,8 @@ impl SubAgent {
         ToolDef {
             name: self.tool_name(),
             description: Some(self.description.clone().filter(|d| !d.is_empty()).unwrap_or_else(|| format!("Agent: {}", self.key))),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "prompt": { "type": "string", "description": "The task for this agent, in full: it does not see your instructions." },
-                    "instructions": { "type": ["string", "null"], "description": "Extra instructions for this task (optional)." },
-                    "maxSteps": { "type": ["integer", "null"], "minimum": 1, "description": "The most steps the agent may take (optional)." },
-                },
-                "required": ["prompt"],
-            }),
+            // Parsed from text: the `json!` tree of this schema costs 2 KB of wasm.
+            parameters: serde_json::from_str(INPUT_SCHEMA).unwrap_or_default(),
             validation: Validation::JsonSchema,
             approval: Approval::Never,
             client: false,
@@ -165,7 +161,93 @@ pub trait Delegator {
     fn agents(&self) -> LocalFuture<'_, Result<Vec<SubAgent>, AgentError>>;
     /// Builds the run of the sub-agent `spec.key`. `Err`: the message of what went wrong.
     fn sub_run(&self, spec: &SubRunSpec) -> Result<SubRun, String>;
+    /// `delegation.onDelegationStart`.
+    fn on_start<'a>(&'a self, _ctx: &'a StartCtx) -> LocalFuture<'a, Result<Option<StartDecision>, HookError>> {
+        Box::pin(async { Ok(None) })
+    }
+    /// `delegation.messageFilter`: `Ok(None)` when there is none.
+    fn message_filter<'a>(&'a self, _ctx: &'a StartCtx) -> LocalFuture<'a, Result<Option<Vec<ModelMessage>>, HookError>> {
+        Box::pin(async { Ok(None) })
+    }
+    /// `delegation.onDelegationComplete`.
+    fn on_complete<'a>(&'a self, _ctx: &'a CompleteCtx) -> LocalFuture<'a, Result<Option<CompleteDecision>, HookError>> {
+        Box::pin(async { Ok(None) })
+    }
+    /// A hook failed: `error` is its `delegationHookErrors` entry; `warn` under the 'warn' strategy.
+    fn hook_failed(&self, _error: &Value, _warn: bool) {}
 }
+
+/// What a delegation hook threw.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HookError {
+    pub name: String,
+    pub message: String,
+}
+
+/// What the start hooks are told (`messageFilter` gets the same, with the modified prompt).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StartCtx {
+    pub primitive_id: String,
+    pub prompt: String,
+    pub instructions: Option<String>,
+    pub max_steps: Option<u32>,
+    /// The supervisor's step, from 1.
+    pub iteration: usize,
+    pub run_id: String,
+    pub thread_id: Option<String>,
+    pub resource_id: Option<String>,
+    pub parent_agent_id: String,
+    pub parent_agent_name: String,
+    pub tool_call_id: String,
+    /// The supervisor's conversation (model messages as JSON, without system messages).
+    pub messages: Value,
+}
+
+/// What `onDelegationStart` returned.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StartDecision {
+    pub proceed: Option<bool>,
+    pub rejection_reason: Option<String>,
+    pub modified_prompt: Option<String>,
+    pub modified_instructions: Option<String>,
+    pub modified_max_steps: Option<u32>,
+}
+
+/// What `onDelegationComplete` is told.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompleteCtx {
+    pub primitive_id: String,
+    pub prompt: String,
+    pub result: Value,
+    pub duration_ms: f64,
+    pub success: bool,
+    pub error: Option<String>,
+    pub iteration: usize,
+    pub run_id: String,
+    pub tool_call_id: String,
+    pub parent_agent_id: String,
+    pub parent_agent_name: String,
+    /// The sub-agent's prompt and reply (model messages as JSON).
+    pub messages: Value,
+}
+
+/// What `onDelegationComplete` returned (`bail` when it called `bail()`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CompleteDecision {
+    pub feedback: Option<String>,
+    pub result_text: Option<String>,
+    pub bail: bool,
+}
+
+/// `hookErrorStrategy`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum HookErrorStrategy {
+    #[default]
+    Warn,
+    Throw,
+}
+
+pub const DEFAULT_REJECTION: &str = "Delegation rejected by onDelegationStart hook";
 
 /// The delegation part of a run: its host, where the run sits in a chain, and what it decided.
 pub struct Delegation {
@@ -174,14 +256,78 @@ pub struct Delegation {
     pub depth: u32,
     /// `includeSubAgentToolResultsInModelContext`: the model reads the whole result as JSON.
     pub include_tool_results: bool,
+    pub hook_error_strategy: HookErrorStrategy,
+    /// The supervisor's id and name (`parentAgentId`, `parentAgentName`).
+    pub parent_id: String,
+    pub parent_name: String,
     agents: RefCell<Vec<SubAgent>>,
     /// What the model reads for a delegation call instead of its tool result, by call id.
     views: RefCell<Vec<(String, Value, bool)>>,
+    /// `delegationHookErrors` so far.
+    hook_errors: RefCell<Vec<Value>>,
+    /// `onDelegationComplete` feedback to store: (text, tool call id, sub-agent id).
+    feedback: RefCell<Vec<(String, String, String)>>,
+    /// `bail()` was called: no further supervisor step.
+    bailed: Cell<bool>,
 }
 
 impl Delegation {
     pub fn new(host: Rc<dyn Delegator>) -> Self {
-        Delegation { host, depth: 0, include_tool_results: false, agents: RefCell::new(Vec::new()), views: RefCell::new(Vec::new()) }
+        Delegation {
+            host,
+            depth: 0,
+            include_tool_results: false,
+            hook_error_strategy: HookErrorStrategy::Warn,
+            parent_id: String::new(),
+            parent_name: String::new(),
+            agents: RefCell::new(Vec::new()),
+            views: RefCell::new(Vec::new()),
+            hook_errors: RefCell::new(Vec::new()),
+            feedback: RefCell::new(Vec::new()),
+            bailed: Cell::new(false),
+        }
+    }
+
+    pub(super) fn bailed(&self) -> bool {
+        self.bailed.get()
+    }
+
+    pub(super) fn take_hook_errors(&self) -> Vec<Value> {
+        self.hook_errors.take()
+    }
+
+    /// Stores the feedback of `onDelegationComplete` in the supervisor's thread, after this
+    /// run's messages, as assistant text marked `delegationFeedback`.
+    pub(super) async fn save_feedback(&self, mem: &MemoryRun, session: &mut crate::core::memory::Session, env: &dyn Env) -> Result<(), AgentError> {
+        let feedback = self.feedback.take();
+        if feedback.is_empty() || !mem.writes() {
+            return Ok(());
+        }
+        let messages: Vec<crate::core::memory::StoredMessage> = feedback
+            .into_iter()
+            .map(|(text, tool_call_id, primitive_id)| crate::core::memory::StoredMessage {
+                id: env.new_id(),
+                thread_id: session.thread.id.clone(),
+                resource_id: mem.resource_id.clone(),
+                role: "assistant".into(),
+                created_at: session.next_time(env.now_ms()),
+                parts: vec![json!({ "type": "text", "text": text })],
+                metadata: Some(json!({ "delegationFeedback": { "toolCallId": tool_call_id, "primitiveId": primitive_id } })),
+            })
+            .collect();
+        mem.store.save_messages(&messages).await
+    }
+
+    /// Records a hook's failure; `Err` (the call's failure message) under the 'throw' strategy.
+    fn hook_failed(&self, hook: &str, e: HookError, agent: &SubAgent, tool_call_id: &str, run_id: &str) -> Result<(), String> {
+        let entry = json!({ "hook": hook, "primitiveId": agent.id, "toolCallId": tool_call_id, "runId": run_id, "name": e.name, "message": e.message });
+        self.hook_errors.borrow_mut().push(entry.clone());
+        let throw = self.hook_error_strategy == HookErrorStrategy::Throw;
+        self.host.hook_failed(&entry, !throw);
+        if throw {
+            return Err(failed(&agent.id, &format!("{hook} threw: {}", e.message)));
+        }
+        Ok(())
     }
 
     /// Resolves the agents and returns their tools.
@@ -223,6 +369,9 @@ pub(super) struct DelegatingHost<'a> {
     /// The conversation of this step, as sent to the model.
     pub messages: &'a [ModelMessage],
     pub memory: Option<&'a MemoryRun>,
+    pub run_id: &'a str,
+    /// The supervisor's step, from 1.
+    pub iteration: usize,
 }
 
 impl ToolHost for DelegatingHost<'_> {
@@ -256,28 +405,139 @@ pub fn failed(agent_id: &str, message: &str) -> String {
 
 impl DelegatingHost<'_> {
     async fn delegate(&self, agent: SubAgent, ctx: ToolCtx<'_>) -> Result<Value, String> {
-        let depth = self.d.depth + 1;
+        let d = self.d;
+        let depth = d.depth + 1;
         if depth > MAX_DEPTH {
             return Err(format!("delegation depth {MAX_DEPTH} exceeded"));
         }
         let call = ctx.call;
+        let id = call.tool_call_id.as_str();
         let args = DelegationArgs::of(&call.args);
-        let ids = self.memory.map(|m| (format!("{}-{}", m.thread_id, call.tool_call_id), format!("{}-{}", m.resource_id, agent.key)));
-        let spec = SubRunSpec {
-            key: agent.key.clone(),
-            tool_call_id: call.tool_call_id.clone(),
+        let ids = self.memory.map(|m| (format!("{}-{}", m.thread_id, id), format!("{}-{}", m.resource_id, agent.key)));
+        let conversation: Vec<ModelMessage> = self.messages.iter().filter(|m| !matches!(m, ModelMessage::System(_))).cloned().collect();
+        let mut start = StartCtx {
+            primitive_id: agent.id.clone(),
             prompt: args.prompt,
             instructions: args.instructions,
             max_steps: args.max_steps,
-            max_steps_from_hook: false,
-            context: default_context(self.messages),
+            iteration: self.iteration,
+            run_id: self.run_id.to_string(),
+            thread_id: self.memory.map(|m| m.thread_id.clone()),
+            resource_id: self.memory.map(|m| m.resource_id.clone()),
+            parent_agent_id: d.parent_id.clone(),
+            parent_agent_name: d.parent_name.clone(),
+            tool_call_id: id.to_string(),
+            messages: messages_json(&conversation),
+        };
+        let mut from_hook = false;
+        match d.host.on_start(&start).await {
+            Ok(None) => {}
+            Ok(Some(decision)) => {
+                if decision.proceed == Some(false) {
+                    let reason = decision.rejection_reason.filter(|r| !r.is_empty()).unwrap_or_else(|| DEFAULT_REJECTION.into());
+                    let text = format!("[Delegation Rejected] {reason}");
+                    let delta = Chunk::TextDelta { id: self.env.new_id(), text: text.clone() };
+                    (ctx.emit)(Chunk::ToolOutput { tool_call_id: id.to_string(), tool_name: call.tool_name.clone(), output: chunk_json(&delta, self.run_id) });
+                    d.views.borrow_mut().push((id.to_string(), Value::String(text.clone()), false));
+                    return Ok(json!({ "text": text }));
+                }
+                if let Some(p) = decision.modified_prompt {
+                    start.prompt = p;
+                }
+                if let Some(i) = decision.modified_instructions {
+                    start.instructions = Some(i);
+                }
+                if let Some(n) = decision.modified_max_steps {
+                    start.max_steps = Some(n.max(1));
+                    from_hook = true;
+                }
+            }
+            Err(e) => d.hook_failed("onDelegationStart", e, &agent, id, self.run_id)?,
+        }
+        let context = match d.host.message_filter(&start).await {
+            Ok(Some(chosen)) => default_context(&chosen),
+            Ok(None) => default_context(self.messages),
+            Err(e) => {
+                d.hook_failed("messageFilter", e, &agent, id, self.run_id)?;
+                default_context(self.messages)
+            }
+        };
+        let spec = SubRunSpec {
+            key: agent.key.clone(),
+            tool_call_id: id.to_string(),
+            prompt: start.prompt.clone(),
+            instructions: start.instructions.clone(),
+            max_steps: start.max_steps,
+            max_steps_from_hook: from_hook,
+            context,
             thread_id: ids.as_ref().map(|i| i.0.clone()),
             resource_id: ids.as_ref().map(|i| i.1.clone()),
         };
-        let mut sub = self.d.host.sub_run(&spec).map_err(|m| failed(&agent.id, &m))?;
+        let began = self.env.now_ms();
+        let (outcome, thread) = match self.run_sub(&spec, ids.as_ref(), depth, ctx.emit, call).await {
+            Ok(done) => done,
+            Err(message) => (RunOutcome { error: Some(AgentError::Validation { message }), ..Default::default() }, None),
+        };
+        let failure = failure(&outcome);
+        let mut result = result_json(&outcome, thread.as_ref());
+        if failure.is_some() {
+            result["text"] = Value::String(String::new());
+        }
+        let complete = CompleteCtx {
+            primitive_id: agent.id.clone(),
+            prompt: spec.prompt.clone(),
+            result: result.clone(),
+            duration_ms: (self.env.now_ms() - began).max(0.0),
+            success: failure.is_none(),
+            error: failure.clone(),
+            iteration: self.iteration,
+            run_id: self.run_id.to_string(),
+            tool_call_id: id.to_string(),
+            parent_agent_id: d.parent_id.clone(),
+            parent_agent_name: d.parent_name.clone(),
+            messages: messages_json(&[prompt_message(&spec.prompt), ModelMessage::Assistant(vec![AssistantPart::Text(outcome.text(), None)])]),
+        };
+        let mut result_text = None;
+        match d.host.on_complete(&complete).await {
+            Ok(None) => {}
+            Ok(Some(decision)) => {
+                if let Some(f) = decision.feedback.filter(|f| !f.is_empty()) {
+                    d.feedback.borrow_mut().push((f, id.to_string(), agent.id.clone()));
+                }
+                if decision.bail {
+                    d.bailed.set(true);
+                }
+                result_text = decision.result_text;
+            }
+            Err(e) => d.hook_failed("onDelegationComplete", e, &agent, id, self.run_id)?,
+        }
+        if let Some(message) = failure {
+            if let Some(t) = result_text {
+                d.views.borrow_mut().push((id.to_string(), Value::String(t), true));
+            }
+            return Err(failed(&agent.id, &message));
+        }
+        match result_text {
+            Some(t) => d.views.borrow_mut().push((id.to_string(), Value::String(t), false)),
+            None if !d.include_tool_results => d.views.borrow_mut().push((id.to_string(), result["text"].clone(), false)),
+            None => {}
+        }
+        Ok(result)
+    }
+
+    /// Builds and runs the sub-agent's run, forwarding its chunks; its outcome and thread.
+    async fn run_sub(
+        &self,
+        spec: &SubRunSpec,
+        ids: Option<&(String, String)>,
+        depth: u32,
+        emit: &dyn Fn(Chunk),
+        call: &ToolCall,
+    ) -> Result<(RunOutcome, Option<(String, String)>), String> {
+        let mut sub = self.d.host.sub_run(spec)?;
         let own = sub.own_memory.take();
         let has_own = own.is_some();
-        sub.cfg.memory = match (&ids, self.memory) {
+        sub.cfg.memory = match (ids, self.memory) {
             (Some((thread_id, resource_id)), Some(sup)) => {
                 let (store, config) = own.unwrap_or_else(|| {
                     // Stored beside the supervisor's thread, never loaded back.
@@ -295,7 +555,7 @@ impl DelegatingHost<'_> {
         }
         self.abort.link(&sub.abort);
         let forward = Forward {
-            emit: ctx.emit,
+            emit,
             tool_call_id: call.tool_call_id.clone(),
             tool_name: call.tool_name.clone(),
             run_id: sub.cfg.run_id.clone(),
@@ -306,15 +566,7 @@ impl DelegatingHost<'_> {
         let outcome = run(sub.cfg, self.env, &forward, &*sub.hooks, &sub.approvals, &sub.abort).await;
         forward.ended.set(true);
         (sub.done)();
-        let result = result_json(&outcome, thread.as_ref());
-        if let Some(message) = failure(&outcome) {
-            return Err(failed(&agent.id, &message));
-        }
-        if !self.d.include_tool_results {
-            let text = result["text"].clone();
-            self.d.views.borrow_mut().push((call.tool_call_id.clone(), text, false));
-        }
-        Ok(result)
+        Ok((outcome, thread))
     }
 }
 
@@ -418,6 +670,34 @@ impl Drop for Forward<'_> {
         if !self.ended.get() {
             (self.emit)(self.wrap(&Chunk::Abort { reason: self.abort.reason() }));
         }
+    }
+}
+
+/// `versions` (SPEC §18.7): `{ agents?: Record<agentId, { versionId: string } | { status: 'draft' |
+/// 'published' }>, defaultStatus?: 'draft' | 'published' }`. No version store here, so it is only
+/// checked (the code-defined agents run, with a warning).
+pub fn check_versions(v: &Value, field: &str) -> Result<(), AgentError> {
+    let status = |v: Option<&Value>, at: String| match v {
+        None => Ok(()),
+        Some(Value::String(s)) if s == "draft" || s == "published" => Ok(()),
+        Some(other) => Err(AgentError::invalid(at, format!("expected 'draft' or 'published', got {}", crate::core::input::kind(other)))),
+    };
+    let Some(o) = v.as_object() else { return Err(AgentError::invalid(field, format!("expected {{ agents?, defaultStatus? }}, got {}", crate::core::input::kind(v)))) };
+    status(o.get("defaultStatus"), format!("{field}.defaultStatus"))?;
+    match o.get("agents") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::Object(agents)) => {
+            for (id, sel) in agents {
+                let at = format!("{field}.agents.{id}");
+                match sel {
+                    Value::Object(s) if s.get("versionId").is_some_and(Value::is_string) => {}
+                    Value::Object(s) if s.contains_key("status") => status(s.get("status"), format!("{at}.status"))?,
+                    other => return Err(AgentError::invalid(at, format!("expected {{ versionId: string }} or {{ status: 'draft' | 'published' }}, got {}", crate::core::input::kind(other)))),
+                }
+            }
+            Ok(())
+        }
+        Some(other) => Err(AgentError::invalid(format!("{field}.agents"), format!("expected an object of agent ids, got {}", crate::core::input::kind(other)))),
     }
 }
 

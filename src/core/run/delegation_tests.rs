@@ -10,11 +10,13 @@ use serde_json::{json, Value};
 use super::tools::{calls_reply, run_with, simple, text_reply, Run, TestHost};
 use super::*;
 use crate::core::memory::{InMemoryStore, MemoryConfig, MemoryRun, MessageQuery, Store};
-use crate::core::run::delegation::{Delegation, Delegator, SubAgent, SubRun, SubRunSpec};
+use crate::core::run::delegation::{CompleteCtx, CompleteDecision, Delegation, Delegator, HookError, HookErrorStrategy, StartCtx, StartDecision, SubAgent, SubRun, SubRunSpec};
 use crate::core::tools::Approvals;
 
 /// Agents answered by the scripted model: `researcher` (and, with `nested`, sub-runs that may
 /// delegate to it again).
+type Hook<C, R> = Rc<dyn Fn(&C) -> Result<Option<R>, HookError>>;
+
 #[derive(Clone, Default)]
 struct TestDelegator {
     agents: Vec<SubAgent>,
@@ -22,6 +24,12 @@ struct TestDelegator {
     include_tool_results: bool,
     specs: Rc<RefCell<Vec<SubRunSpec>>>,
     sub_aborts: Rc<RefCell<Vec<AbortFlag>>>,
+    on_start: Option<Hook<StartCtx, StartDecision>>,
+    filter: Option<Hook<StartCtx, Vec<ModelMessage>>>,
+    on_complete: Option<Hook<CompleteCtx, CompleteDecision>>,
+    strategy: HookErrorStrategy,
+    /// The hooks called, in order; the warnings.
+    log: Rc<RefCell<Vec<String>>>,
 }
 
 fn researcher() -> SubAgent {
@@ -53,12 +61,32 @@ impl Delegator for TestDelegator {
         self.sub_aborts.borrow_mut().push(abort.clone());
         Ok(SubRun { cfg, hooks: Box::new(NoHooks), approvals: Rc::new(Approvals::default()), abort, own_memory: None, done: Box::new(|| {}) })
     }
+    fn on_start<'a>(&'a self, ctx: &'a StartCtx) -> LocalFuture<'a, Result<Option<StartDecision>, HookError>> {
+        self.log.borrow_mut().push("start".into());
+        let r = self.on_start.as_ref().map_or(Ok(None), |f| f(ctx));
+        Box::pin(async move { r })
+    }
+    fn message_filter<'a>(&'a self, ctx: &'a StartCtx) -> LocalFuture<'a, Result<Option<Vec<ModelMessage>>, HookError>> {
+        self.log.borrow_mut().push(format!("filter:{}", ctx.prompt));
+        let r = self.filter.as_ref().map_or(Ok(None), |f| f(ctx));
+        Box::pin(async move { r })
+    }
+    fn on_complete<'a>(&'a self, ctx: &'a CompleteCtx) -> LocalFuture<'a, Result<Option<CompleteDecision>, HookError>> {
+        self.log.borrow_mut().push(format!("complete:{}", ctx.success));
+        let r = self.on_complete.as_ref().map_or(Ok(None), |f| f(ctx));
+        Box::pin(async move { r })
+    }
+    fn hook_failed(&self, error: &Value, warn: bool) {
+        self.log.borrow_mut().push(format!("failed:{}:{warn}", error["hook"].as_str().unwrap()));
+    }
 }
 
 fn delegation_of(d: TestDelegator) -> Delegation {
-    let include = d.include_tool_results;
+    let (include, strategy) = (d.include_tool_results, d.strategy);
     let mut del = Delegation::new(Rc::new(d));
     del.include_tool_results = include;
+    del.hook_error_strategy = strategy;
+    del.parent_id = "boss".into();
     del
 }
 
@@ -278,4 +306,127 @@ fn with_a_supervisor_thread_the_sub_agent_exchange_is_stored_beside_it() {
     assert!(thread.title.is_none(), "never titled");
     // The sub-agent loaded nothing back: its request has only its prompt after the context.
     assert_eq!(r.body(1)["messages"].as_array().unwrap().len(), 3);
+}
+
+fn thrown(message: &str) -> HookError {
+    HookError { name: "Error".into(), message: message.into() }
+}
+
+#[test]
+fn a_rejection_answers_the_model_with_the_reason_and_runs_nothing() {
+    let mut d = agents();
+    d.on_start = Some(Rc::new(|ctx: &StartCtx| {
+        assert_eq!((ctx.primitive_id.as_str(), ctx.prompt.as_str(), ctx.iteration, ctx.parent_agent_id.as_str()), ("research-agent", "Go", 1, "boss"));
+        assert_eq!(ctx.messages[0]["role"], "user", "the conversation without system messages");
+        Ok(Some(StartDecision { proceed: Some(false), rejection_reason: Some("not now".into()), ..Default::default() }))
+    }));
+    let r = simple(vec![delegate("c", "Go"), text_reply("ok")], supervisor(&d), &TestHost::default());
+    assert!(d.specs.borrow().is_empty(), "the sub-agent did not run");
+    assert_eq!(*d.log.borrow(), ["start"], "no filter, no onDelegationComplete after a rejection");
+    let chunks = r.sink.chunks.borrow();
+    let outputs: Vec<&Value> = chunks.iter().filter_map(|c| match c { Chunk::ToolOutput { output, .. } => Some(output), _ => None }).collect();
+    assert_eq!(outputs.len(), 1);
+    assert_eq!(outputs[0]["type"], "text-delta");
+    assert_eq!(outputs[0]["payload"]["text"], "[Delegation Rejected] not now");
+    let result = chunks.iter().find_map(|c| match c { Chunk::ToolResult { result, .. } => Some(result.clone()), _ => None }).unwrap();
+    assert_eq!(result, json!({ "text": "[Delegation Rejected] not now" }));
+    assert_eq!(tool_messages(&r, 1), ["[Delegation Rejected] not now"]);
+    let mut d = agents();
+    d.on_start = Some(Rc::new(|_: &StartCtx| Ok(Some(StartDecision { proceed: Some(false), ..Default::default() }))));
+    let r = simple(vec![delegate("c", "Go"), text_reply("ok")], supervisor(&d), &TestHost::default());
+    assert_eq!(tool_messages(&r, 1), ["[Delegation Rejected] Delegation rejected by onDelegationStart hook"]);
+}
+
+#[test]
+fn start_may_modify_the_prompt_instructions_and_steps_and_the_filter_chooses_the_context() {
+    let mut d = agents();
+    d.on_start = Some(Rc::new(|_: &StartCtx| {
+        Ok(Some(StartDecision { modified_prompt: Some("Better prompt".into()), modified_instructions: Some("Be thorough.".into()), modified_max_steps: Some(7), ..Default::default() }))
+    }));
+    d.filter = Some(Rc::new(|_: &StartCtx| Ok(Some(Vec::new()))));
+    let r = simple(vec![delegate("c", "Go"), text_reply("fine"), text_reply("done")], supervisor(&d), &TestHost::default());
+    assert_eq!(*d.log.borrow(), ["start", "filter:Better prompt", "complete:true"]);
+    let spec = d.specs.borrow()[0].clone();
+    assert_eq!((spec.prompt.as_str(), spec.instructions.as_deref(), spec.max_steps, spec.max_steps_from_hook), ("Better prompt", Some("Be thorough."), Some(7), true));
+    let msgs = r.body(1)["messages"].as_array().unwrap().clone();
+    assert_eq!(msgs, [json!({ "role": "system", "content": "You research.\n\nBe thorough." }), json!({ "role": "user", "content": "Better prompt" })], "[] from the filter: the prompt alone");
+}
+
+#[test]
+fn complete_may_replace_what_the_model_reads_store_feedback_and_bail() {
+    let store = Rc::new(InMemoryStore::new());
+    let mut d = agents();
+    d.on_complete = Some(Rc::new(|ctx: &CompleteCtx| {
+        assert_eq!(ctx.result["text"], "raw findings");
+        assert_eq!(ctx.messages[1]["content"][0]["text"], "raw findings");
+        Ok(Some(CompleteDecision { result_text: Some("summary".into()), feedback: Some("Ask for sources next time.".into()), bail: true }))
+    }));
+    let mut cfg = supervisor(&d);
+    cfg.memory = Some(MemoryRun { store: store.clone(), thread_id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, config: MemoryConfig::default(), save_per_step: false });
+    let r = simple(vec![delegate("c7", "Go"), text_reply("raw findings"), text_reply("never asked")], cfg, &TestHost::default());
+    assert!(r.out.error.is_none(), "{:?}", r.out.error);
+    assert_eq!(r.requests(), 2, "bail(): no further supervisor step");
+    assert_eq!(r.out.finish_reason(), FinishReason::ToolCalls);
+    let result = r.out.steps[0].tool_results[0].model_result().unwrap().0;
+    assert_eq!(result["text"], "raw findings", "the stream's result is the sub-agent's");
+    let stored = block_on(store.list_messages(&MessageQuery { thread_id: "t1".into(), last: None, before: None })).unwrap();
+    let last = stored.last().unwrap();
+    assert_eq!(last.role, "assistant");
+    assert_eq!(last.parts, vec![json!({ "type": "text", "text": "Ask for sources next time." })]);
+    assert_eq!(last.metadata, Some(json!({ "delegationFeedback": { "toolCallId": "c7", "primitiveId": "research-agent" } })));
+    assert!(stored.len() >= 3 && stored[stored.len() - 2].role == "assistant", "after this run's messages");
+}
+
+#[test]
+fn result_text_reaches_the_model_of_the_next_step() {
+    let mut d = agents();
+    d.on_complete = Some(Rc::new(|_: &CompleteCtx| Ok(Some(CompleteDecision { result_text: Some("summary".into()), ..Default::default() }))));
+    let r = simple(vec![delegate("c", "Go"), text_reply("raw"), text_reply("done")], supervisor(&d), &TestHost::default());
+    assert_eq!(tool_messages(&r, 2), ["summary"]);
+    // On a failed delegation the model gets a failed result with that text.
+    let r = simple(vec![delegate("c", "Go"), super::status(400, &[], r#"{"error":{"message":"bad"}}"#), text_reply("done")], supervisor(&d), &TestHost::default());
+    assert_eq!(tool_messages(&r, 2), ["summary"]);
+    assert!(r.sink.types().contains(&"tool-error"));
+}
+
+#[test]
+fn a_failed_run_is_reported_to_complete_as_not_successful_with_empty_text() {
+    let seen = Rc::new(RefCell::new(None));
+    let mut d = agents();
+    let s2 = seen.clone();
+    d.on_complete = Some(Rc::new(move |ctx: &CompleteCtx| {
+        *s2.borrow_mut() = Some((ctx.success, ctx.result["text"].clone(), ctx.error.clone()));
+        Ok(None)
+    }));
+    simple(vec![delegate("c", "Go"), super::status(400, &[], r#"{"error":{"message":"bad model"}}"#), text_reply("done")], supervisor(&d), &TestHost::default());
+    let (success, text, error) = seen.borrow().clone().unwrap();
+    assert!(!success);
+    assert_eq!(text, "");
+    assert!(error.unwrap().contains("bad model"));
+}
+
+#[test]
+fn hook_errors_warn_and_go_on_or_fail_the_call_and_are_listed() {
+    let mut d = agents();
+    d.on_start = Some(Rc::new(|_: &StartCtx| Err(thrown("start broke"))));
+    d.on_complete = Some(Rc::new(|_: &CompleteCtx| Err(thrown("complete broke"))));
+    let r = simple(vec![delegate("c", "Go"), text_reply("found"), text_reply("done")], supervisor(&d), &TestHost::default());
+    assert_eq!(d.specs.borrow().len(), 1, "warn: the sub-agent ran unmodified");
+    assert_eq!(tool_messages(&r, 2), ["found"]);
+    assert!(d.log.borrow().contains(&"failed:onDelegationStart:true".to_string()));
+    let errors = r.out.output_json("run1")["delegationHookErrors"].clone();
+    assert_eq!(errors.as_array().unwrap().len(), 2);
+    assert_eq!(errors[0], json!({ "hook": "onDelegationStart", "primitiveId": "research-agent", "toolCallId": "c", "runId": "run1", "name": "Error", "message": "start broke" }));
+    assert_eq!(errors[1]["hook"], "onDelegationComplete");
+
+    let mut d = agents();
+    d.strategy = HookErrorStrategy::Throw;
+    d.on_start = Some(Rc::new(|_: &StartCtx| Err(thrown("start broke"))));
+    let r = simple(vec![delegate("c", "Go"), text_reply("done")], supervisor(&d), &TestHost::default());
+    assert!(d.specs.borrow().is_empty(), "throw: the sub-agent never runs");
+    assert_eq!(tool_messages(&r, 1), ["Sub-agent research-agent failed: onDelegationStart threw: start broke"]);
+    assert_eq!(r.out.output_json("run1")["delegationHookErrors"].as_array().unwrap().len(), 1);
+    // A run without agents has no such list.
+    let plain = simple(vec![text_reply("hi")], config(0, false), &TestHost::default());
+    assert!(plain.out.output_json("run1").get("delegationHookErrors").is_none());
 }

@@ -235,6 +235,14 @@ pub async fn run(
             outcome.write_failed(e);
         }
     }
+    if let Some(d) = &cfg.delegation {
+        if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
+            if let Err(e) = d.save_feedback(mem, s, env).await {
+                outcome.write_failed(e);
+            }
+        }
+        outcome.delegation_hook_errors = Some(d.take_hook_errors());
+    }
     finish(outcome, sink)
 }
 
@@ -442,6 +450,8 @@ async fn run_steps(
                 abort,
                 messages: &request.messages,
                 memory: cfg.memory.as_ref().filter(|_| session.is_some()),
+                run_id: &cfg.run_id,
+                iteration: step_number + 1,
             });
             let host: &dyn ToolHost = match &delegating {
                 Some(d) => d,
@@ -499,12 +509,14 @@ async fn run_steps(
         }
         messages.extend(response);
         outcome.steps.push(result);
-        let mut go_on = answered && outcome.steps.len() < max_steps;
+        // `bail()` in onDelegationComplete: this step's calls settled, no further step.
+        let bailed = cfg.delegation.as_ref().is_some_and(|d| d.bailed());
+        let mut go_on = answered && outcome.steps.len() < max_steps && !bailed;
         if go_on {
             go_on = !stop_condition_met(&cfg.stop_when, hooks, &outcome.steps, abort).await;
         }
         let decision = abort.race(hooks.iteration_complete(&outcome.steps, !go_on)).await.ok_or(Stop::Aborted)?;
-        if decision.stop {
+        if decision.stop || bailed {
             go_on = false;
         } else if let Some(feedback) = decision.feedback {
             if outcome.steps.len() < max_steps {
