@@ -233,6 +233,12 @@ impl Agent {
             recover_tasks(&m, self.inner.memory.as_ref(), &self.inner.config.id);
             *self.inner.manager.borrow_mut() = Some(m);
         }
+        // Its sub-agents share the container's tasks too (a record has no cycles).
+        if let Some(AgentsConfig::Record(agents)) = &self.inner.agents {
+            for (_, a) in agents {
+                a.join_manager(JsValue::from(id));
+            }
+        }
     }
 
     /// The same as `stream(messages, { ...options, untilIdle: { maxIdleMs } })`.

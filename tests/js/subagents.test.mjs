@@ -6,7 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, T, collect, errorOf, modelFor, requestsOf, types, uid, useModelServer, waitForRequestsOf } from './helpers.mjs';
-import { InMemoryStore, Memory } from '../../pkg/index.node.js';
+import { InMemoryStore, Mastra, Memory, RequestContext, toAISdkStream } from '../../pkg/index.node.js';
+import { createUIMessageStreamResponse, DefaultChatTransport, readUIMessageStream } from 'ai';
 
 const server = useModelServer();
 
@@ -359,4 +360,40 @@ test('with includeSubAgentToolResultsInModelContext the model reads the whole re
   const read = JSON.parse(text.slice('researcher said: '.length));
   assert.equal(read.finishReason, 'stop');
   assert.ok(Array.isArray(read.subAgentToolResults));
+});
+
+test('toAISdkStream shows the sub-agent as a data-tool-agent card, replaced in place, finished at the end', T, async () => {
+  const { supervisor } = pair();
+  const out = await supervisor.stream('Tell me about solana');
+  const [forParts, forReader] = toAISdkStream(out).tee();
+  const partsDone = collect(forParts);
+  const response = createUIMessageStreamResponse({ stream: forReader });
+  const validated = new DefaultChatTransport().processResponseStream(response.body);
+  let message;
+  for await (const m of readUIMessageStream({ stream: validated })) message = m;
+  const parts = await partsDone;
+  const cards = parts.filter((p) => p.type === 'data-tool-agent');
+  assert.ok(cards.length >= 2, JSON.stringify(cards));
+  assert.ok(cards.every((c) => c.id === cards[0].id));
+  assert.equal(cards[0].data.status, 'running');
+  const last = cards.at(-1);
+  assert.equal(last.data.status, 'finished');
+  assert.equal(last.data.id, 'researcher');
+  assert.equal(last.data.text, 'system: You research. | user: Tell me about solana | user: Research solana');
+  assert.deepEqual(Object.keys(last.data).sort(), ['id', 'reasoning', 'status', 'text', 'toolCalls', 'toolResults']);
+  const inMessage = message.parts.filter((p) => p.type === 'data-tool-agent');
+  assert.equal(inMessage.length, 1, 'the reader keeps one card, replaced in place');
+  assert.equal(inMessage[0].data.status, 'finished');
+  const tool = message.parts.find((p) => p.type === 'tool-agent-researcher');
+  assert.equal(tool.state, 'output-available');
+});
+
+test('new Mastra({ agents }): the supervisor from getAgent delegates to the registered sub-agent; RequestContext is a Map', T, async () => {
+  const { supervisor, researcher } = pair();
+  const mastra = new Mastra({ agents: { supervisor, researcher }, backgroundTasks: { enabled: true } });
+  assert.equal(mastra.getAgent('research-agent'), researcher);
+  const out = await mastra.getAgent('boss').stream('hi', { requestContext: new RequestContext([['a', 1]]) });
+  const chunks = await collect(out.fullStream);
+  assert.ok(chunks.some((c) => c.type === 'tool-result' && c.payload.toolName === 'agent-researcher'));
+  assert.ok(new RequestContext() instanceof Map);
 });
