@@ -369,6 +369,11 @@ impl Agent {
 }
 
 impl Agent {
+    /// Whether one of its own tools runs in the background (its delegations then do too).
+    pub(crate) fn has_background_tool(&self) -> bool {
+        self.inner.tools.iter().any(|t| t.def.background.as_ref().and_then(|b| b.enabled) == Some(true))
+    }
+
     pub(crate) fn description(&self) -> Option<String> {
         self.inner.config.description.clone()
     }

@@ -210,6 +210,7 @@ impl JsDelegator {
         d.hook_error_strategy = setup.strategy;
         d.parent_id = parent.0.to_string();
         d.parent_name = parent.1.to_string();
+        d.env = Some(Rc::new(crate::platform::JsEnv));
         Some(d)
     }
 
@@ -270,7 +271,7 @@ impl Delegator for JsDelegator {
                     record(&got, "config.agents(…)")?
                 }
             };
-            let agents = list.iter().map(|(key, a)| SubAgent { key: key.clone(), id: a.id(), description: a.description() }).collect();
+            let agents = list.iter().map(|(key, a)| SubAgent { key: key.clone(), id: a.id(), description: a.description(), background: a.has_background_tool() }).collect();
             *self.resolved.borrow_mut() = list;
             Ok(agents)
         })

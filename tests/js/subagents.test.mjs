@@ -397,3 +397,32 @@ test('new Mastra({ agents }): the supervisor from getAgent delegates to the regi
   assert.ok(chunks.some((c) => c.type === 'tool-result' && c.payload.toolName === 'agent-researcher'));
   assert.ok(new RequestContext() instanceof Map);
 });
+
+test('a background delegation with untilIdle: "research solana" handed to the researcher, chunks once, then the continuation', { timeout: 20_000 }, async () => {
+  const memory = new Memory({ storage: new InMemoryStore() });
+  const { id, subId, supervisor } = pair({
+    sup: 'background:agent-researcher:{"prompt":"Research solana"}',
+    supConfig: { memory, backgroundTasks: { enabled: true, tools: { researcher: true } } },
+  });
+  const out = await supervisor.stream('research solana', { untilIdle: true, memory: { thread: 'th-bg', resource: 'u1' } });
+  const chunks = await collect(out.fullStream);
+  const t = types(chunks);
+  assert.ok(t.includes('background-task-started'), t.join(','));
+  assert.equal(wrapped(chunks).length, 0, 'no tool-output outside the task');
+  const outputs = chunks.filter((c) => c.type === 'background-task-output');
+  assert.ok(outputs.length > 3, t.join(','));
+  for (const o of outputs) {
+    assert.equal(o.payload.payload.type, 'tool-output');
+    assert.equal(o.payload.payload.payload.toolName, 'agent-researcher');
+  }
+  const innerTypes = outputs.map((o) => o.payload.payload.payload.output.type);
+  assert.equal(innerTypes.filter((x) => x === 'finish').length, 1, 'each sub-agent chunk once');
+  const done = chunks.find((c) => c.type === 'background-task-completed');
+  assert.equal(done.payload.result.text, 'system: You research. | user: research solana | user: Research solana');
+  assert.equal(done.payload.toolName, 'agent-researcher');
+  const text = chunks.filter((c) => c.type === 'text-delta').map((c) => c.payload.text).join('');
+  assert.match(text, /I started agent-researcher in the background/);
+  assert.match(text, /The background task agent-researcher finished/);
+  assert.equal(requestsOf(server.current, subId).length, 1);
+  assert.equal(requestsOf(server.current, id).length, 3, 'the call, its placeholder answer, the continuation');
+});

@@ -38,6 +38,8 @@ pub struct SubAgent {
     /// The sub-agent's `id` (`primitiveId`, and the name in a failure message).
     pub id: String,
     pub description: Option<String>,
+    /// The sub-agent has a tool with `background.enabled`: its delegations go to the background.
+    pub background: bool,
 }
 
 impl SubAgent {
@@ -260,6 +262,11 @@ pub struct Delegation {
     /// The supervisor's id and name (`parentAgentId`, `parentAgentName`).
     pub parent_id: String,
     pub parent_name: String,
+    /// What a background delegation runs on (it outlives the run's borrowed `Env`); without it,
+    /// delegations stay in the foreground.
+    pub env: Option<Rc<dyn Env>>,
+    /// Whether this run may hand delegations to the background (not a delegated run).
+    pub allow_background: bool,
     agents: RefCell<Vec<SubAgent>>,
     /// What the model reads for a delegation call instead of its tool result, by call id.
     views: RefCell<Vec<(String, Value, bool)>>,
@@ -280,12 +287,40 @@ impl Delegation {
             hook_error_strategy: HookErrorStrategy::Warn,
             parent_id: String::new(),
             parent_name: String::new(),
+            env: None,
+            allow_background: true,
             agents: RefCell::new(Vec::new()),
             views: RefCell::new(Vec::new()),
             hook_errors: RefCell::new(Vec::new()),
             feedback: RefCell::new(Vec::new()),
             bailed: Cell::new(false),
         }
+    }
+
+    /// The background limits of a call of `tool`: `None` when `tool` is not a delegation tool
+    /// (the usual rule applies), `Some(None)` when it runs in the foreground. A delegation goes to
+    /// the background when `backgroundTasks.tools` names its key (or `agent-<key>`), or is
+    /// `'all'`, or the sub-agent has a background tool.
+    pub(super) fn background_limits(&self, config: &crate::core::background::BackgroundConfig, tool: &str) -> Option<Option<crate::core::background::TaskLimits>> {
+        let agent = self.agent_for(tool)?;
+        if !self.allow_background || self.env.is_none() {
+            return Some(None);
+        }
+        let own = agent.background.then_some(crate::core::background::ToolBackground { enabled: Some(true), timeout_ms: None, max_retries: None });
+        Some(config.limits_for(&agent.key, own.as_ref()).or_else(|| config.limits_for(tool, own.as_ref())))
+    }
+
+    /// A fresh delegation state for one background task (its hooks' effects on the run that
+    /// dispatched it are over by then).
+    fn for_task(&self) -> Delegation {
+        let mut d = Delegation::new(self.host.clone());
+        d.depth = self.depth;
+        d.include_tool_results = self.include_tool_results;
+        d.hook_error_strategy = self.hook_error_strategy;
+        d.parent_id = self.parent_id.clone();
+        d.parent_name = self.parent_name.clone();
+        *d.agents.borrow_mut() = self.agents.borrow().clone();
+        d
     }
 
     pub(super) fn bailed(&self) -> bool {
@@ -394,7 +429,57 @@ impl ToolHost for DelegatingHost<'_> {
         self.inner.after_tool_call(result)
     }
     fn task_runner(&self, tool: &str) -> Option<Rc<dyn crate::core::background::TaskRunner>> {
-        self.inner.task_runner(tool)
+        let Some(agent) = self.d.agent_for(tool) else { return self.inner.task_runner(tool) };
+        let env = self.d.env.clone()?;
+        Some(Rc::new(TaskDelegation(Rc::new(TaskJob {
+            d: self.d.for_task(),
+            env,
+            agent,
+            messages: self.messages.to_vec(),
+            memory: self.memory.cloned(),
+            run_id: self.run_id.to_string(),
+            iteration: self.iteration,
+        }))))
+    }
+}
+
+/// What a background delegation owns: everything the foreground one borrows from its run.
+struct TaskJob {
+    d: Delegation,
+    env: Rc<dyn Env>,
+    agent: SubAgent,
+    messages: Vec<ModelMessage>,
+    memory: Option<MemoryRun>,
+    run_id: String,
+    iteration: usize,
+}
+
+/// A delegation as a background task (§18.8): the same delegation, its chunks as the task's
+/// output (each the 18.4 `tool-output` payload), cancelled or timed out through the task's flag.
+struct TaskDelegation(Rc<TaskJob>);
+
+impl crate::core::background::TaskRunner for TaskDelegation {
+    fn execute(&self, task: crate::core::background::TaskRecord, abort: AbortFlag, emit: Rc<dyn Fn(Value)>) -> LocalFuture<'static, Result<Value, String>> {
+        let job = self.0.clone();
+        Box::pin(async move {
+            let call = ToolCall { tool_call_id: task.tool_call_id.clone(), tool_name: task.tool_name.clone(), args: task.args.clone() };
+            let host = DelegatingHost {
+                inner: &crate::core::hooks::NoHooks,
+                d: &job.d,
+                env: &*job.env,
+                abort: &abort,
+                messages: &job.messages,
+                memory: job.memory.as_ref(),
+                run_id: &job.run_id,
+                iteration: job.iteration,
+            };
+            let forward = |c: Chunk| match c {
+                Chunk::ToolOutput { output, .. } => emit(output),
+                other => emit(chunk_json(&other, &job.run_id)),
+            };
+            let messages = Value::Null;
+            host.delegate(job.agent.clone(), ToolCtx { call: &call, messages: &messages, emit: &forward }).await
+        })
     }
 }
 
@@ -552,6 +637,7 @@ impl DelegatingHost<'_> {
         }
         if let Some(d) = &mut sub.cfg.delegation {
             d.depth = depth;
+            d.allow_background = false;
         }
         self.abort.link(&sub.abort);
         let forward = Forward {

@@ -33,7 +33,7 @@ struct TestDelegator {
 }
 
 fn researcher() -> SubAgent {
-    SubAgent { key: "researcher".into(), id: "research-agent".into(), description: Some("Researches a topic".into()) }
+    SubAgent { key: "researcher".into(), id: "research-agent".into(), description: Some("Researches a topic".into()), background: false }
 }
 
 impl Delegator for TestDelegator {
@@ -117,7 +117,7 @@ fn tool_messages(r: &Run, i: usize) -> Vec<String> {
 #[test]
 fn each_agent_is_offered_as_a_tool_with_the_delegation_schema() {
     let mut d = agents();
-    d.agents.push(SubAgent { key: "writer".into(), id: "writer".into(), description: None });
+    d.agents.push(SubAgent { key: "writer".into(), id: "writer".into(), description: None, background: false });
     let r = simple(vec![text_reply("Hi")], supervisor(&d), &TestHost::default());
     let tools = r.body(0)["tools"].as_array().unwrap().clone();
     assert_eq!(tools.len(), 2);
@@ -429,4 +429,31 @@ fn hook_errors_warn_and_go_on_or_fail_the_call_and_are_listed() {
     // A run without agents has no such list.
     let plain = simple(vec![text_reply("hi")], config(0, false), &TestHost::default());
     assert!(plain.out.output_json("run1").get("delegationHookErrors").is_none());
+}
+
+#[test]
+fn a_delegation_goes_to_the_background_by_key_or_all_or_a_background_tool_never_from_a_delegated_run() {
+    let config = |v: Value| crate::core::background::parse_background_config(&v, "b").unwrap();
+    let env: Rc<dyn Env> = Rc::new(Rc::new(Script::default()));
+    let d = |agents: Vec<SubAgent>, allow: bool| {
+        let mut del = delegation_of(TestDelegator { agents, ..Default::default() });
+        del.env = Some(env.clone());
+        del.allow_background = allow;
+        block_on(del.resolve()).unwrap();
+        del
+    };
+    let by_key = config(json!({ "enabled": true, "tools": { "researcher": true } }));
+    let by_name = config(json!({ "enabled": true, "tools": { "agent-researcher": true } }));
+    let all = config(json!({ "enabled": true, "tools": "all" }));
+    let none = config(json!({ "enabled": true }));
+    let plain = d(vec![researcher()], true);
+    assert!(matches!(plain.background_limits(&by_key, "agent-researcher"), Some(Some(_))));
+    assert!(matches!(plain.background_limits(&by_name, "agent-researcher"), Some(Some(_))));
+    assert!(matches!(plain.background_limits(&all, "agent-researcher"), Some(Some(_))));
+    assert_eq!(plain.background_limits(&none, "agent-researcher"), Some(None));
+    assert_eq!(plain.background_limits(&by_key, "weather"), None, "not a delegation: the usual rule");
+    let with_bg_tool = d(vec![SubAgent { background: true, ..researcher() }], true);
+    assert!(matches!(with_bg_tool.background_limits(&none, "agent-researcher"), Some(Some(_))));
+    let delegated = d(vec![researcher()], false);
+    assert_eq!(delegated.background_limits(&all, "agent-researcher"), Some(None));
 }

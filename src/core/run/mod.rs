@@ -463,7 +463,11 @@ async fn run_steps(
                 .map(|call| {
                     let tool = cfg.tools.iter().find(|t| t.name == call.tool_name && is_active(cfg, &overrides, &t.name));
                     let background = match (tool, &cfg.background) {
-                        (Some(t), Some(bg)) => bg.manager.config.limits_for(&t.name, t.background.as_ref()).map(|limits| BackgroundCall {
+                        (Some(t), Some(bg)) => match cfg.delegation.as_ref().and_then(|d| d.background_limits(&bg.manager.config, &t.name)) {
+                            Some(limits) => limits,
+                            None => bg.manager.config.limits_for(&t.name, t.background.as_ref()),
+                        }
+                        .map(|limits| BackgroundCall {
                             manager: &bg.manager,
                             limits,
                             agent_id: &bg.agent_id,
