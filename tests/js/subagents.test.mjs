@@ -426,3 +426,27 @@ test('a background delegation with untilIdle: "research solana" handed to the re
   assert.equal(requestsOf(server.current, subId).length, 1);
   assert.equal(requestsOf(server.current, id).length, 3, 'the call, its placeholder answer, the continuation');
 });
+
+test('an approval inside the sub-agent surfaces on the supervisor and is decided through it', T, async () => {
+  const ran = [];
+  const lookup = { id: 'lookup', description: 'lookup', requireApproval: true, inputSchema: { type: 'object', properties: { q: { type: 'string' } } }, execute: (input) => { ran.push(input); return 'found it'; } };
+  const { supervisor } = pair({ sub: 'tool-call', subConfig: { tools: { lookup } } });
+  const out = await supervisor.stream('hi');
+  const chunks = [];
+  let decided;
+  for await (const c of out.fullStream) {
+    chunks.push(c);
+    if (c.type === 'tool-call-approval') decided = supervisor.approveToolCall({ runId: c.runId, toolCallId: c.payload.toolCallId });
+  }
+  assert.equal(decided, true);
+  const asked = chunks.find((c) => c.type === 'tool-call-approval');
+  const delegation = chunks.find((c) => c.type === 'tool-call');
+  assert.equal(asked.payload.toolCallId, delegation.payload.toolCallId, 'asked as the delegation call');
+  assert.equal(asked.payload.toolName, 'lookup', 'with the inner tool');
+  const inner = wrapped(chunks).find((c) => c.payload.output.type === 'tool-call-approval');
+  assert.ok(inner && chunks.indexOf(inner) < chunks.indexOf(asked), 'the inner chunk is forwarded first');
+  assert.equal(ran.length, 1);
+  const res = chunks.find((c) => c.type === 'tool-result').payload.result;
+  assert.equal(res.subAgentToolResults[0].toolName, 'lookup');
+  assert.equal(res.subAgentToolResults[0].result, 'found it');
+});

@@ -407,6 +407,8 @@ pub(super) struct DelegatingHost<'a> {
     pub run_id: &'a str,
     /// The supervisor's step, from 1.
     pub iteration: usize,
+    /// The supervisor's approvals: a sub-agent's approval is decided through them.
+    pub approvals: Option<&'a Approvals>,
 }
 
 impl ToolHost for DelegatingHost<'_> {
@@ -472,6 +474,7 @@ impl crate::core::background::TaskRunner for TaskDelegation {
                 memory: job.memory.as_ref(),
                 run_id: &job.run_id,
                 iteration: job.iteration,
+                approvals: None,
             };
             let forward = |c: Chunk| match c {
                 Chunk::ToolOutput { output, .. } => emit(output),
@@ -647,6 +650,7 @@ impl DelegatingHost<'_> {
             run_id: sub.cfg.run_id.clone(),
             abort: sub.abort.clone(),
             ended: Cell::new(false),
+            approvals: self.approvals.map(|outer| (outer, sub.approvals.clone())),
         };
         let thread = sub.cfg.memory.as_ref().map(|m| (m.thread_id.clone(), m.resource_id.clone()));
         let outcome = run(sub.cfg, self.env, &forward, &*sub.hooks, &sub.approvals, &sub.abort).await;
@@ -731,6 +735,8 @@ struct Forward<'a> {
     run_id: String,
     abort: AbortFlag,
     ended: Cell<bool>,
+    /// The supervisor's approvals and the sub-run's, when approvals surface on the supervisor.
+    approvals: Option<(&'a Approvals, Rc<Approvals>)>,
 }
 
 impl Forward<'_> {
@@ -743,6 +749,17 @@ impl Sink for Forward<'_> {
     fn emit(&self, chunk: Chunk) {
         match chunk {
             Chunk::Data { .. } => (self.emit)(chunk),
+            Chunk::ToolCallApproval { call } if self.approvals.is_some() => {
+                (self.emit)(self.wrap(&Chunk::ToolCallApproval { call: call.clone() }));
+                // The supervisor asks for it as the delegation call, with the inner call's tool
+                // and arguments; its decision goes to the inner call (routed before the chunk
+                // goes out: `onChunk` may decide at once).
+                if let Some((outer, inner)) = &self.approvals {
+                    outer.route(&self.tool_call_id, inner.clone(), &call.tool_call_id);
+                }
+                let surfaced = ToolCall { tool_call_id: self.tool_call_id.clone(), tool_name: call.tool_name, args: call.args };
+                (self.emit)(Chunk::ToolCallApproval { call: surfaced });
+            }
             other => (self.emit)(self.wrap(&other)),
         }
     }
@@ -753,6 +770,9 @@ impl Sink for Forward<'_> {
 
 impl Drop for Forward<'_> {
     fn drop(&mut self) {
+        if let Some((outer, _)) = &self.approvals {
+            outer.unroute(&self.tool_call_id);
+        }
         if !self.ended.get() {
             (self.emit)(self.wrap(&Chunk::Abort { reason: self.abort.reason() }));
         }

@@ -2,7 +2,7 @@
 //! the supervisor's stream, the result and what the model reads, failure, abort, depth, memory.
 //! One script answers the supervisor's and the sub-agents' requests in the order they are sent.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use serde_json::{json, Value};
@@ -28,6 +28,8 @@ struct TestDelegator {
     filter: Option<Hook<StartCtx, Vec<ModelMessage>>>,
     on_complete: Option<Hook<CompleteCtx, CompleteDecision>>,
     strategy: HookErrorStrategy,
+    /// The sub-agent has a `weather` tool that waits for approval.
+    approval_tool: bool,
     /// The hooks called, in order; the warnings.
     log: Rc<RefCell<Vec<String>>>,
 }
@@ -59,6 +61,12 @@ impl Delegator for TestDelegator {
         }
         let abort = AbortFlag::new();
         self.sub_aborts.borrow_mut().push(abort.clone());
+        if self.approval_tool {
+            let mut weather = super::tools::tool("weather");
+            weather.approval = crate::core::tools::Approval::Always;
+            cfg.tools = vec![weather];
+            return Ok(SubRun { cfg, hooks: Box::new(TestHost::default()), approvals: Rc::new(Approvals::default()), abort, own_memory: None, done: Box::new(|| {}) });
+        }
         Ok(SubRun { cfg, hooks: Box::new(NoHooks), approvals: Rc::new(Approvals::default()), abort, own_memory: None, done: Box::new(|| {}) })
     }
     fn on_start<'a>(&'a self, ctx: &'a StartCtx) -> LocalFuture<'a, Result<Option<StartDecision>, HookError>> {
@@ -456,4 +464,35 @@ fn a_delegation_goes_to_the_background_by_key_or_all_or_a_background_tool_never_
     assert!(matches!(with_bg_tool.background_limits(&none, "agent-researcher"), Some(Some(_))));
     let delegated = d(vec![researcher()], false);
     assert_eq!(delegated.background_limits(&all, "agent-researcher"), Some(None));
+}
+
+#[test]
+fn an_approval_inside_the_sub_agent_is_asked_and_decided_on_the_supervisor() {
+    let d = TestDelegator { approval_tool: true, ..agents() };
+    let approvals = Approvals::default();
+    let decided = Cell::new(false);
+    let r = run_with(
+        vec![delegate("c", "Go"), calls_reply(&[("inner_1", "weather", r#"{"city":"Oslo"}"#)]), text_reply("Oslo is cold."), text_reply("done")],
+        supervisor(&d),
+        &TestHost::default(),
+        &approvals,
+        |_, sink| {
+            let asked = sink.chunks.borrow().iter().any(|c| matches!(c, Chunk::ToolCallApproval { call } if call.tool_call_id == "c"));
+            if asked && !decided.get() {
+                assert!(approvals.is_waiting("c"), "the delegation call waits");
+                decided.set(approvals.decide("c", crate::core::tools::Decision::Approve));
+            }
+        },
+    );
+    assert!(decided.get(), "the supervisor's approveToolCall reached the inner call");
+    assert!(r.out.error.is_none(), "{:?}", r.out.error);
+    let chunks = r.sink.chunks.borrow();
+    let at = chunks.iter().position(|c| matches!(c, Chunk::ToolCallApproval { .. })).unwrap();
+    let Chunk::ToolCallApproval { call } = &chunks[at] else { unreachable!() };
+    assert_eq!((call.tool_name.as_str(), call.args.clone()), ("weather", json!({ "city": "Oslo" })), "the inner call's tool and arguments");
+    assert!(matches!(&chunks[at - 1], Chunk::ToolOutput { output, .. } if output["type"] == "tool-call-approval" && output["payload"]["toolCallId"] == "inner_1"), "the inner chunk first");
+    let result = r.out.steps[0].tool_results[0].model_result().unwrap().0;
+    assert_eq!(result["text"], "Oslo is cold.");
+    assert_eq!(result["subAgentToolResults"][0]["toolName"], "weather");
+    assert!(!approvals.is_waiting("c"));
 }

@@ -452,6 +452,7 @@ async fn run_steps(
                 memory: cfg.memory.as_ref().filter(|_| session.is_some()),
                 run_id: &cfg.run_id,
                 iteration: step_number + 1,
+                approvals: Some(approvals),
             });
             let host: &dyn ToolHost = match &delegating {
                 Some(d) => d,
