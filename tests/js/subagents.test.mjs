@@ -450,3 +450,18 @@ test('an approval inside the sub-agent surfaces on the supervisor and is decided
   assert.equal(res.subAgentToolResults[0].toolName, 'lookup');
   assert.equal(res.subAgentToolResults[0].result, 'found it');
 });
+
+test('several delegations of one step run at once, each with its own sub-run; the model reads them in call order', T, async () => {
+  const researcher = agent({ id: 'research-agent', instructions: 'R.' }, 'slow:20', uid('r'));
+  const writer = agent({ id: 'writer-agent', instructions: 'W.' }, 'seen', uid('w'));
+  const supervisor = agent({ id: 'boss', agents: { researcher, writer } }, 'supervisor-all:do it', uid('all'));
+  const out = await supervisor.stream('hi');
+  const chunks = await collect(out.fullStream);
+  const calls = chunks.filter((c) => c.type === 'tool-call').map((c) => c.payload.toolName);
+  assert.deepEqual(calls, ['agent-researcher', 'agent-writer']);
+  const runIds = new Set(wrapped(chunks).map((c) => `${c.payload.toolName}:${c.payload.output.runId}`));
+  assert.equal(runIds.size, 2);
+  const results = chunks.filter((c) => c.type === 'tool-result');
+  assert.equal(results.length, 2);
+  assert.equal(await out.text, 'Results: You said: do it | system: W. | user: hi | user: do it');
+});
