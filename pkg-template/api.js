@@ -11,6 +11,11 @@ Object.defineProperty(AgentStreamOutput.prototype, Symbol.asyncIterator, {
   writable: true,
 });
 
+/** A request context (a Map, as the reference's RequestContext); each delegated run gets a copy. */
+export class RequestContext extends Map {}
+// The wasm makes those copies; it finds the class here (this module runs before the wasm loads).
+globalThis[Symbol.for('wasm-agent.RequestContext')] = RequestContext;
+
 export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, toAISdkMessages, toAISdkV5Messages, Mastra, BatchPartsProcessor, TokenLimiterProcessor } from './wasm_agent.js';
 export { TokenLimiterProcessor as TokenLimiter } from './wasm_agent.js';
 export { UnicodeNormalizer } from './processors.js';

@@ -13,9 +13,12 @@ export type {
   StreamOptions, StructuredOutputErrorCode, SystemInstructions, TextPart, Tool, ToolCallPart, ToolCallPayload, ToolChoice, ToolDefinition,
   ToolExecutionContext, ToolInputSchema, ToolResultPart, ToolResultPayload, ToolWriter, UIMessage, Usage, Warning,
   Processor, ProcessorArgs, ProcessorOutputArgs, SystemMessage, TripwirePayload,
+  DelegationStartContext, DelegationCompleteContext,
 } from './wasm_agent.js';
 export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, toAISdkMessages, toAISdkV5Messages, Mastra, BatchPartsProcessor, TokenLimiterProcessor } from './wasm_agent.js';
 export { TokenLimiterProcessor as TokenLimiter } from './wasm_agent.js';
+/** A request context (a `Map`, as the reference's `RequestContext`); each delegated run gets its own copy. */
+export declare class RequestContext extends Map<string, unknown> {}
 /** Normalises the text of the input messages (SPEC §13.6): NFKC first, then the options. */
 export declare class UnicodeNormalizer implements Processor {
   constructor(options?: { stripControlChars?: boolean; preserveEmojis?: boolean; collapseWhitespace?: boolean; trim?: boolean });

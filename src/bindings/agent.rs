@@ -23,7 +23,9 @@ use crate::core::input::parse_messages_with_ids;
 use crate::core::model::ModelMessage;
 use crate::core::model_api::ModelApi;
 use crate::core::options::{build_prompt, build_request, parse_agent_config, AgentConfig};
-use crate::core::run::{BackgroundRun, RunConfig};
+use crate::core::run::{delegation, BackgroundRun, RunConfig};
+use crate::core::run::delegation::{SubRun, SubRunSpec};
+use super::delegation::{parse_agents, AgentsConfig, JsDelegator};
 use crate::core::tools::{Approvals, Decision};
 use crate::core::transport::Transport;
 use crate::core::until_idle::IdleWatch;
@@ -64,6 +66,27 @@ struct Inner {
     runs: RefCell<Vec<(String, Rc<Approvals>)>>,
     /// `inputProcessors`, `outputProcessors`, `maxProcessorRetries` of the config.
     processors: ProcessorLists,
+    /// `agents`: the sub-agents offered as `agent-<key>` tools (SPEC §18).
+    agents: Option<AgentsConfig>,
+    /// This agent's number in `AGENTS` (`__agentRef`).
+    ref_id: u32,
+}
+
+thread_local! {
+    /// Every live agent by number, so `agents: { key: agent }` finds the Rust agent behind a
+    /// JavaScript one.
+    static AGENTS: RefCell<Vec<(u32, std::rc::Weak<Inner>)>> = const { RefCell::new(Vec::new()) };
+    static NEXT_AGENT: std::cell::Cell<u32> = const { std::cell::Cell::new(1) };
+}
+
+/// The agent behind a JavaScript `Agent` object.
+pub(crate) fn lookup_agent(obj: &JsValue) -> Option<Agent> {
+    if !obj.is_object() {
+        return None;
+    }
+    let f = Reflect::get(obj, &"__agentRef".into()).ok()?.dyn_into::<Function>().ok()?;
+    let id = f.call0(obj).ok()?.as_f64()? as u32;
+    AGENTS.with(|a| a.borrow().iter().find(|(i, _)| *i == id).and_then(|(_, w)| w.upgrade())).map(|inner| Agent { inner })
 }
 
 /// What `model` resolved to.
@@ -76,6 +99,7 @@ enum AgentModel {
 
 /// An agent: instructions, a model, and options for its runs.
 #[wasm_bindgen]
+#[derive(Clone)]
 pub struct Agent {
     inner: Rc<Inner>,
 }
@@ -161,7 +185,9 @@ impl Agent {
         let manager = RefCell::new(manager);
         let runs = RefCell::new(Vec::new());
         let idle_wrappers = RefCell::new(Vec::new());
-        Ok(Agent {
+        let agents = parse_agents(&read(&config, "agents", "config")?, "config.agents")?;
+        let ref_id = NEXT_AGENT.with(|n| n.replace(n.get() + 1));
+        let agent = Agent {
             inner: Rc::new(Inner {
                 config: parsed,
                 model,
@@ -175,8 +201,22 @@ impl Agent {
                 idle_wrappers,
                 runs,
                 processors,
+                agents,
+                ref_id,
             }),
-        })
+        };
+        AGENTS.with(|a| {
+            let mut a = a.borrow_mut();
+            a.retain(|(_, w)| w.strong_count() > 0);
+            a.push((ref_id, Rc::downgrade(&agent.inner)));
+        });
+        Ok(agent)
+    }
+
+    #[doc(hidden)]
+    #[wasm_bindgen(js_name = __agentRef, skip_typescript)]
+    pub fn agent_ref(&self) -> u32 {
+        self.inner.ref_id
     }
 
     /// Joins a container's background task manager (`new Mastra({ agents, backgroundTasks })`),
@@ -192,6 +232,12 @@ impl Agent {
         if let Some(m) = super::mastra::lookup_manager(id) {
             recover_tasks(&m, self.inner.memory.as_ref(), &self.inner.config.id);
             *self.inner.manager.borrow_mut() = Some(m);
+        }
+        // Its sub-agents share the container's tasks too (a record has no cycles).
+        if let Some(AgentsConfig::Record(agents)) = &self.inner.agents {
+            for (_, a) in agents {
+                a.join_manager(JsValue::from(id));
+            }
         }
     }
 
@@ -323,6 +369,53 @@ impl Agent {
 }
 
 impl Agent {
+    /// Whether one of its own tools runs in the background (its delegations then do too).
+    pub(crate) fn has_background_tool(&self) -> bool {
+        self.inner.tools.iter().any(|t| t.def.background.as_ref().and_then(|b| b.enabled) == Some(true))
+    }
+
+    pub(crate) fn description(&self) -> Option<String> {
+        self.inner.config.description.clone()
+    }
+
+    /// A delegated run of this agent (SPEC §18.3): parsed as a call with only the copied
+    /// `requestContext`, then given the supervisor's conversation as context, the call's
+    /// instructions after its own, and the step limit. Memory is the core's to decide.
+    pub(crate) fn sub_run(&self, spec: &SubRunSpec, request_context: JsValue) -> Result<SubRun, JsValue> {
+        let inner = &self.inner;
+        let options = js_sys::Object::new();
+        let _ = Reflect::set(&options, &"requestContext".into(), &request_context);
+        let api = match &inner.model {
+            AgentModel::Http(endpoint) => Some(endpoint.api),
+            AgentModel::Object(_) => None,
+        };
+        let defaults = AgentDefaults {
+            options: &inner.default_options,
+            data: &inner.config.default_options,
+            tools: &inner.tools,
+            memory: inner.memory.as_deref(),
+            max_retries: inner.config.max_retries,
+            provider: &inner.provider,
+            api,
+        };
+        let mut call = options::parse(&options.into(), &defaults)?;
+        call.opts.context = spec.context.clone();
+        call.opts.instructions = Some(delegation::with_instructions(&inner.config.instructions, spec.instructions.as_deref()));
+        let own_max = inner.config.default_options.get("maxSteps").and_then(Value::as_u64).map(|n| n.min(u32::MAX as u64) as u32);
+        if let Some(n) = delegation::max_steps(spec.max_steps, spec.max_steps_from_hook, own_max) {
+            call.max_steps = n.max(1);
+        }
+        let turn = self.turn(vec![delegation::prompt_message(&spec.prompt)], &call, None)?;
+        Ok(SubRun {
+            cfg: turn.cfg,
+            hooks: Box::new(turn.host),
+            approvals: turn.approvals,
+            abort: turn.abort,
+            own_memory: inner.memory.as_ref().map(|m| (m.store.clone(), m.options.clone())),
+            done: turn.done,
+        })
+    }
+
     /// `generate()`: the call `stream()` makes, with no stream handed out (so no chunk is kept
     /// for a reader), resolving to what `getFullOutput()` gives.
     fn generate_output(&self, messages: JsValue, options: JsValue) -> Result<Promise, JsValue> {
@@ -479,6 +572,7 @@ impl Agent {
             setting_warnings: if directive.is_none() { call.setting_warnings.clone() } else { Vec::new() },
             structured: call.structured.clone(),
             processors: run_processors,
+            delegation: JsDelegator::delegation(inner.agents.as_ref(), &call.delegation, &call.request_context, (&inner.config.id, &inner.config.name)),
         };
         let approvals = Rc::new(Approvals::default());
         inner.runs.borrow_mut().push((run_id.clone(), approvals.clone()));

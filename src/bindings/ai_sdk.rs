@@ -92,7 +92,11 @@ impl Pump {
                     return true;
                 }
             };
-            let parts = to_ui_parts(&chunk, &mut self.state.borrow_mut());
+            let parts = {
+                let mut state = self.state.borrow_mut();
+                state.now_ms = js_sys::Date::now();
+                to_ui_parts(&chunk, &mut state)
+            };
             if !parts.is_empty() {
                 for part in &parts {
                     let _ = ctrl.enqueue_with_chunk(&from_json(part));

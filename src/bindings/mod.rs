@@ -6,6 +6,7 @@ pub mod builtin_processors;
 pub mod ai_sdk;
 pub mod chunk_js;
 pub mod convert;
+pub mod delegation;
 pub mod host;
 pub mod mastra;
 pub mod options;

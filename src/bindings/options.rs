@@ -59,6 +59,7 @@ const OTHER_KEYS: &[&str] = &[
     "untilIdle",
     "structuredOutput",
     "output",
+    "delegation",
 ];
 
 /// Every key of `stream()` options this version knows: the ones it reads and the reference's
@@ -126,6 +127,8 @@ pub(crate) struct CallSetup {
     pub structured: Option<Rc<crate::core::run::structured::StructuredOutput>>,
     /// The call's `inputProcessors` / `outputProcessors` / `maxProcessorRetries` (each replaces the agent's).
     pub processors: super::processors::ProcessorLists,
+    /// `delegation` (SPEC §18.5).
+    pub delegation: super::delegation::DelegationSetup,
 }
 
 /// `generateTitle`: with which model (the run's when `None`) and instructions.
@@ -209,6 +212,8 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
         return Err(type_error("options.abortSignal", "expected an AbortSignal"));
     }
     let until_idle = parse_until_idle(&opt("untilIdle")?)?;
+    let delegation = super::delegation::parse_setup(&read(options, "delegation", "options")?, &read(agent.options, "delegation", "config.defaultOptions")?)?;
+    super::delegation::check_versions(&opt("versions")?)?;
     let memory_options = memory.as_ref().and(agent.memory).map(|m| &m.options_json);
     let setting_warnings = super::unsupported::warnings_of(options, agent.options, memory_options)?;
     let provider = agent.provider;
@@ -237,6 +242,7 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
         max_retries,
         max_steps,
         structured: structured.map(Rc::new),
+        delegation,
     })
 }
 

@@ -41,8 +41,6 @@ export interface StreamOptions {
   returnScorerData?: boolean;
   /** Not honoured yet (adds an `unsupported-setting` warning): the run ends as without it. */
   isTaskComplete?: { scorers?: unknown[]; strategy?: 'all' | 'any'; [k: string]: unknown };
-  /** Not honoured yet (adds an `unsupported-setting` warning): there are no sub-agents. */
-  delegation?: Record<string, unknown>;
   /** Not honoured (adds an `unsupported-setting` warning): there is no version store; the agents in code run. */
   versions?: {
     agents?: Record<string, { versionId: string } | { status: 'draft' | 'published' }>;

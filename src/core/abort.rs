@@ -55,6 +55,17 @@ impl AbortFlag {
         }
     }
 
+    /// Sets `child` when this flag is set, with its reason (a sub-agent's run under its
+    /// supervisor's). Holds `child` only until then; this flag itself is held weakly.
+    pub fn link(&self, child: &AbortFlag) {
+        let parent = Rc::downgrade(&self.0);
+        let child = child.clone();
+        self.on_abort(Box::new(move || {
+            let reason = parent.upgrade().and_then(|p| p.borrow().reason.clone());
+            child.abort(reason);
+        }));
+    }
+
     /// Whether both are the same flag.
     pub fn same(&self, other: &AbortFlag) -> bool {
         Rc::ptr_eq(&self.0, &other.0)

@@ -34,6 +34,9 @@ pub struct UiState {
     /// Leave `finishReason` out of `finish` (`toAISdkStream(out, { sendFinishReason: false })`),
     /// for readers older than the field.
     omit_finish_reason: bool,
+    /// The sub-agent cards (`data-tool-agent`), and the time the bindings set before each chunk.
+    agents: super::ai_sdk_agents::Cards,
+    pub now_ms: f64,
 }
 
 impl UiState {
@@ -225,8 +228,11 @@ fn parts_of(chunk: &Value, state: &mut UiState) -> Vec<Value> {
         // `writer.write(value)`: a value that is itself a `data-*` chunk becomes that data part
         // (as in the reference); other values have no UI part and are left out.
         "tool-output" => {
-            if let Some(part) = p.get("output").and_then(data_part) {
+            let output = p.get("output").unwrap_or(&Value::Null);
+            if let Some(part) = data_part(output) {
                 out.push(part);
+            } else if let Some(card) = state.agents.update(str_at(p, "toolName").unwrap_or_default(), output, state.now_ms) {
+                out.push(card);
             }
         }
         "error" => {

@@ -3,6 +3,7 @@
 pub mod abort;
 pub mod background;
 pub mod ai_sdk;
+pub mod ai_sdk_agents;
 pub mod backlog;
 pub mod base64;
 pub mod chunk;

@@ -120,6 +120,9 @@ pub enum Decision {
 #[derive(Default)]
 pub struct Approvals {
     waiting: RefCell<Vec<Waiting>>,
+    /// Decisions for a call of this run that go to another run's call: a sub-agent's approval
+    /// surfaced on its supervisor as the delegation call (SPEC §18.9).
+    routes: RefCell<Vec<(String, Rc<Approvals>, String)>>,
 }
 
 /// A call id, its decision once made, and the step waiting for it.
@@ -128,6 +131,13 @@ type Waiting = (String, Option<Decision>, Option<std::task::Waker>);
 impl Approvals {
     /// Records the decision for `tool_call_id`; `false` when no such call is waiting.
     pub fn decide(&self, tool_call_id: &str, decision: Decision) -> bool {
+        let routed = {
+            let mut routes = self.routes.borrow_mut();
+            routes.iter().position(|(id, _, _)| id == tool_call_id).map(|at| routes.remove(at))
+        };
+        if let Some((_, inner, inner_id)) = routed {
+            return inner.decide(&inner_id, decision);
+        }
         let waker = {
             let mut w = self.waiting.borrow_mut();
             let Some(entry) = w.iter_mut().find(|(id, d, _)| id == tool_call_id && d.is_none()) else { return false };
@@ -142,6 +152,18 @@ impl Approvals {
 
     pub fn is_waiting(&self, tool_call_id: &str) -> bool {
         self.waiting.borrow().iter().any(|(id, d, _)| id == tool_call_id && d.is_none())
+            || self.routes.borrow().iter().any(|(id, inner, inner_id)| id == tool_call_id && inner.is_waiting(inner_id))
+    }
+
+    /// Sends the decision for `tool_call_id` to `inner_id` of `inner` (until it is made, or
+    /// `unroute`).
+    pub fn route(&self, tool_call_id: &str, inner: Rc<Approvals>, inner_id: &str) {
+        self.routes.borrow_mut().push((tool_call_id.to_string(), inner, inner_id.to_string()));
+    }
+
+    /// Forgets the routes of `tool_call_id` (its delegation ended).
+    pub fn unroute(&self, tool_call_id: &str) {
+        self.routes.borrow_mut().retain(|(id, _, _)| id != tool_call_id);
     }
 
     /// Registers a wait for `tool_call_id` at once, so a decision made before the returned wait

@@ -18,7 +18,6 @@ pub const UNSUPPORTED: &[(&str, &str)] = &[
         "isTaskComplete",
         "The completion check does not run yet: the run ends as it would without it (stopWhen, maxSteps).",
     ),
-    ("delegation", "Sub-agents are not supported yet, so the delegation hooks are never called."),
     (
         "versions",
         "There is no version store here (the reference needs its editor package): the agents defined in code run.",
@@ -128,6 +127,12 @@ mod tests {
         "inputProcessors",
         "outputProcessors",
         "maxProcessorRetries",
+        "delegation",
+        "delegation.onDelegationStart",
+        "delegation.onDelegationComplete",
+        "delegation.messageFilter",
+        "delegation.hookErrorStrategy",
+        "delegation.includeSubAgentToolResultsInModelContext",
     ];
 
     #[test]
@@ -146,7 +151,6 @@ mod tests {
             "scorers",
             "returnScorerData",
             "isTaskComplete",
-            "delegation",
             "versions",
             "tracingOptions",
             "tracingContext",

@@ -36,7 +36,6 @@ const UNSUPPORTED = {
   scorers: { relevance: { scorer: 'answer-relevancy', sampling: { type: 'ratio', rate: 1 } } },
   returnScorerData: true,
   isTaskComplete: { scorers: [], strategy: 'all' },
-  delegation: { onDelegationStart: () => ({ proceed: true }) },
   versions: { agents: { helper: { status: 'published' } } },
   tracingOptions: { metadata: { userId: 'u1' }, tags: ['docs'] },
   tracingContext: { currentSpan: { id: 'span-1' } },

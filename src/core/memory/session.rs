@@ -64,7 +64,7 @@ pub struct Session {
 }
 
 impl MemoryRun {
-    fn writes(&self) -> bool {
+    pub fn writes(&self) -> bool {
         !self.config.read_only
     }
 
@@ -228,7 +228,7 @@ impl Session {
     }
 
     /// A creation time after every message this run has seen or written.
-    fn next_time(&mut self, now_ms: f64) -> String {
+    pub fn next_time(&mut self, now_ms: f64) -> String {
         self.last_time = if now_ms > self.last_time { now_ms } else { self.last_time + 1.0 };
         iso_time(self.last_time)
     }

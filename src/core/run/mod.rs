@@ -12,6 +12,7 @@ pub mod structured;
 mod structured_model;
 pub mod processors;
 pub mod builtin_processors;
+pub mod delegation;
 mod steps_io;
 
 pub use outcome::RunOutcome;
@@ -71,6 +72,8 @@ pub struct RunConfig {
     pub structured: Option<Rc<structured::StructuredOutput>>,
     /// `inputProcessors`, `outputProcessors`, `maxProcessorRetries` (SPEC §13).
     pub processors: Processors,
+    /// `agents`: sub-agents offered as tools (SPEC §18).
+    pub delegation: Option<delegation::Delegation>,
 }
 
 /// The manager a run hands background calls to, and the agent they belong to.
@@ -176,6 +179,19 @@ pub async fn run(
             }
         }
     }
+    if let Some(d) = &cfg.delegation {
+        match abort.race(d.resolve()).await {
+            Some(Ok(tools)) => cfg.tools.extend(tools),
+            Some(Err(e)) => {
+                outcome.error = Some(e);
+                return finish(outcome, sink);
+            }
+            None => {
+                Stop::Aborted.record(&mut outcome, abort);
+                return finish(outcome, sink);
+            }
+        }
+    }
     if let Err(stop) = run_steps(&cfg, env, sink, hooks, approvals, abort, &pipe, &mut outcome, messages, &mut session).await {
         stop.record(&mut outcome, abort);
     }
@@ -218,6 +234,14 @@ pub async fn run(
         if let Err(e) = saved {
             outcome.write_failed(e);
         }
+    }
+    if let Some(d) = &cfg.delegation {
+        if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
+            if let Err(e) = d.save_feedback(mem, s, env).await {
+                outcome.write_failed(e);
+            }
+        }
+        outcome.delegation_hook_errors = Some(d.take_hook_errors());
     }
     finish(outcome, sink)
 }
@@ -419,13 +443,32 @@ async fn run_steps(
                 Some(m) => m,
                 None => hooks,
             };
+            let delegating = cfg.delegation.as_ref().map(|d| delegation::DelegatingHost {
+                inner: host,
+                d,
+                env,
+                abort,
+                messages: &request.messages,
+                memory: cfg.memory.as_ref().filter(|_| session.is_some()),
+                run_id: &cfg.run_id,
+                iteration: step_number + 1,
+                approvals: Some(approvals),
+            });
+            let host: &dyn ToolHost = match &delegating {
+                Some(d) => d,
+                None => host,
+            };
             let calls: Vec<LocalFuture<'_, Option<ToolResult>>> = result
                 .tool_calls
                 .iter()
                 .map(|call| {
                     let tool = cfg.tools.iter().find(|t| t.name == call.tool_name && is_active(cfg, &overrides, &t.name));
                     let background = match (tool, &cfg.background) {
-                        (Some(t), Some(bg)) => bg.manager.config.limits_for(&t.name, t.background.as_ref()).map(|limits| BackgroundCall {
+                        (Some(t), Some(bg)) => match cfg.delegation.as_ref().and_then(|d| d.background_limits(&bg.manager.config, &t.name)) {
+                            Some(limits) => limits,
+                            None => bg.manager.config.limits_for(&t.name, t.background.as_ref()),
+                        }
+                        .map(|limits| BackgroundCall {
                             manager: &bg.manager,
                             limits,
                             agent_id: &bg.agent_id,
@@ -465,14 +508,20 @@ async fn run_steps(
         let answered = !result.tool_results.is_empty()
             && result.tool_results.iter().all(|r| !matches!(r.outcome, Outcome::Client));
         let before_step = messages.len();
-        messages.extend(result.response_messages());
+        let mut response = result.response_messages();
+        if let Some(d) = &cfg.delegation {
+            d.model_view(&mut response);
+        }
+        messages.extend(response);
         outcome.steps.push(result);
-        let mut go_on = answered && outcome.steps.len() < max_steps;
+        // `bail()` in onDelegationComplete: this step's calls settled, no further step.
+        let bailed = cfg.delegation.as_ref().is_some_and(|d| d.bailed());
+        let mut go_on = answered && outcome.steps.len() < max_steps && !bailed;
         if go_on {
             go_on = !stop_condition_met(&cfg.stop_when, hooks, &outcome.steps, abort).await;
         }
         let decision = abort.race(hooks.iteration_complete(&outcome.steps, !go_on)).await.ok_or(Stop::Aborted)?;
-        if decision.stop {
+        if decision.stop || bailed {
             go_on = false;
         } else if let Some(feedback) = decision.feedback {
             if outcome.steps.len() < max_steps {

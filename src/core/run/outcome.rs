@@ -24,6 +24,8 @@ pub struct RunOutcome {
     pub tripwire_step: bool,
     /// What `processOutputResult` gave to store in place of the run's response messages.
     pub stored_instead: Option<Vec<ModelMessage>>,
+    /// `delegationHookErrors` (SPEC §18.5), when the run had sub-agents.
+    pub delegation_hook_errors: Option<Vec<serde_json::Value>>,
 }
 
 impl RunOutcome {
@@ -102,6 +104,9 @@ impl RunOutcome {
         });
         if !reasoning.is_empty() {
             out["reasoningText"] = Value::String(reasoning);
+        }
+        if let Some(errors) = &self.delegation_hook_errors {
+            out["delegationHookErrors"] = Value::Array(errors.clone());
         }
         if let Some(e) = &self.error {
             out["error"] = crate::core::chunk::error_json(e);

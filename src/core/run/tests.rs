@@ -221,6 +221,7 @@ fn config(max_retries: u32, include_raw: bool) -> RunConfig {
         setting_warnings: vec![],
         structured: None,
         processors: Default::default(),
+        delegation: None,
     }
 }
 
@@ -752,3 +753,7 @@ fn once_no_socket_can_be_had_the_rest_of_the_run_goes_over_http() {
     assert_eq!(run.requests(), 2, "both steps over HTTP");
     assert_eq!(run.script.sockets.borrow().len(), 1, "the socket was tried once, for the first step only");
 }
+
+#[cfg(test)]
+#[path = "delegation_tests.rs"]
+mod delegation_loop;
