@@ -13,6 +13,7 @@ export type {
   StreamOptions, StructuredOutputErrorCode, SystemInstructions, TextPart, Tool, ToolCallPart, ToolCallPayload, ToolChoice, ToolDefinition,
   ToolExecutionContext, ToolInputSchema, ToolResultPart, ToolResultPayload, ToolWriter, UIMessage, Usage, Warning,
   Processor, ProcessorArgs, ProcessorOutputArgs, SystemMessage, TripwirePayload,
+  ScorerLike, ScoringSampling, ScorerEntry, ScoreResult, ScoringData,
 } from './wasm_agent.js';
 export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, Mastra, BatchPartsProcessor, TokenLimiterProcessor } from './wasm_agent.js';
 export { TokenLimiterProcessor as TokenLimiter } from './wasm_agent.js';

@@ -1,10 +1,16 @@
 // Scorers (SPEC §14), in JavaScript: a scorer is a chain of the user's functions and judge-model
 // calls made through this package's own `Agent` (structured output), so none of it needs to be
-// in the wasm. `runAgentScorers` is what the wasm calls after a run that ended well (it is
-// registered with the wasm by api.js): it samples, runs and stores the agent's scorers, and its
-// promise is `out.scores`.
+// in the wasm. `runAgentScorers` is what the wasm calls after a run that ended well (each entry
+// registers it with `connectScorers()` once the wasm is initialised): it samples, runs and
+// stores the agent's scorers, and its promise is `out.scores`.
 
-import { Agent } from './wasm_agent.js';
+// @ts-ignore: `__setScoreRunner` is a hidden export (not in wasm_agent.d.ts)
+import { Agent, __setScoreRunner } from './wasm_agent.js';
+
+/** Registers `runAgentScorers` with the wasm (the entries call it after initialising it). */
+export function connectScorers() {
+  __setScoreRunner(runAgentScorers);
+}
 
 const STEPS = ['preprocess', 'analyze', 'generateScore', 'generateReason'];
 /** The `results` key each earlier step's value goes under. */
@@ -263,7 +269,16 @@ function plainContext(ctx) {
  * record `name → { scorer, sampling? }` that applies, `registered` the Mastra's scorers, `storage`
  * the storage objects whose `saveScore` is called. Resolves with the scores; never rejects.
  */
-export async function runAgentScorers({ run, scorers, registered, storages, traceId }) {
+export async function runAgentScorers(args) {
+  try {
+    return await scoreRun(args);
+  } catch (err) {
+    warn(`the run's scorers could not run: ${err instanceof Error ? err.message : String(err)}`);
+    return [];
+  }
+}
+
+async function scoreRun({ run, scorers, registered, storages, traceId }) {
   const jobs = [];
   for (const [name, entry] of Object.entries(scorers ?? {})) {
     const scorer = resolve(entry, registered);

@@ -64,6 +64,10 @@ struct Inner {
     runs: RefCell<Vec<(String, Rc<Approvals>)>>,
     /// `inputProcessors`, `outputProcessors`, `maxProcessorRetries` of the config.
     processors: ProcessorLists,
+    /// `scorers` of the config, checked (SPEC §14.2).
+    scorers: Option<JsValue>,
+    /// The scorers registered with the `Mastra` the agent is in, and its storage.
+    mastra: RefCell<(JsValue, JsValue)>,
 }
 
 /// What `model` resolved to.
@@ -144,6 +148,7 @@ impl Agent {
             output: processors::parse_list(&read(&config, "outputProcessors", "config")?, "config.outputProcessors", false)?,
             max_retries: processors::parse_max_retries(&read(&config, "maxProcessorRetries", "config")?, "config.maxProcessorRetries")?,
         };
+        let scorers = super::scorers::check_scorers(&read(&config, "scorers", "config")?, "config.scorers")?;
         let memory_js = read(&config, "memory", "config")?;
         let memory = if memory_js.is_undefined() || memory_js.is_null() {
             None
@@ -175,8 +180,17 @@ impl Agent {
                 idle_wrappers,
                 runs,
                 processors,
+                scorers,
+                mastra: RefCell::new((JsValue::UNDEFINED, JsValue::UNDEFINED)),
             }),
         })
+    }
+
+    /// Joins a container's scorers and storage (`new Mastra({ agents, scorers, storage })`).
+    #[doc(hidden)]
+    #[wasm_bindgen(js_name = __joinMastra, skip_typescript)]
+    pub fn join_mastra(&self, scorers: JsValue, storage: JsValue) {
+        *self.inner.mastra.borrow_mut() = (scorers, storage);
     }
 
     /// Joins a container's background task manager (`new Mastra({ agents, backgroundTasks })`),
@@ -479,7 +493,11 @@ impl Agent {
             setting_warnings: if directive.is_none() { call.setting_warnings.clone() } else { Vec::new() },
             structured: call.structured.clone(),
             processors: run_processors,
+            scoring: false,
         };
+        let scoring = directive.is_none().then(|| self.score_job(call)).flatten();
+        let mut cfg = cfg;
+        cfg.scoring = scoring.is_some();
         let approvals = Rc::new(Approvals::default());
         inner.runs.borrow_mut().push((run_id.clone(), approvals.clone()));
         let me = Rc::downgrade(&self.inner);
@@ -489,7 +507,42 @@ impl Agent {
                 inner.runs.borrow_mut().retain(|(r, _)| *r != id);
             }
         });
-        Ok(Turn { cfg, host, approvals, run_id, abort, done })
+        Ok(Turn { cfg, host, approvals, run_id, abort, done, scoring })
+    }
+
+    /// What scoring a call's run needs, when it has scorers (its own, else the agent's) or
+    /// `returnScorerData`.
+    fn score_job(&self, call: &CallSetup) -> Option<super::scorers::ScoreJob> {
+        let inner = &self.inner;
+        let scorers = call.scorers.clone().or_else(|| inner.scorers.clone());
+        if scorers.is_none() && !call.return_scorer_data {
+            return None;
+        }
+        let (registered, mastra_storage) = inner.mastra.borrow().clone();
+        let mut storages = Vec::new();
+        if let Some(m) = &inner.memory {
+            storages.push(m.storage.clone());
+        }
+        storages.push(mastra_storage);
+        let saves = |s: &JsValue| s.is_object() && Reflect::get(s, &"saveScore".into()).map(|f| f.is_function()).unwrap_or(false);
+        let mut kept: Vec<JsValue> = Vec::new();
+        for s in storages.into_iter().filter(saves) {
+            if !kept.iter().any(|k| js_sys::Object::is(k, &s)) {
+                kept.push(s);
+            }
+        }
+        Some(super::scorers::ScoreJob {
+            scorers,
+            registered,
+            storages: kept,
+            agent_id: inner.config.id.clone(),
+            agent_name: inner.config.name.clone(),
+            request_context: call.request_context.clone(),
+            thread_id: call.memory.as_ref().map(|m| m.thread_id.clone()),
+            resource_id: call.memory.as_ref().map(|m| m.resource_id.clone()),
+            structured_output: call.structured.is_some(),
+            return_data: call.return_scorer_data,
+        })
     }
 }
 

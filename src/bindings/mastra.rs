@@ -54,6 +54,8 @@ impl Mastra {
                 r.push((id, Rc::downgrade(m)));
             });
         }
+        let scorers = super::scorers::check_registered(&get("scorers")?, "new Mastra(config).scorers")?;
+        let storage = get("storage")?;
         let agents_js = get("agents")?;
         let mut agents = Vec::new();
         if !(agents_js.is_undefined() || agents_js.is_null()) {
@@ -71,6 +73,12 @@ impl Mastra {
                 };
                 if manager.is_some() {
                     join.call1(&agent, &JsValue::from(id))?;
+                }
+                if !(scorers.is_undefined() && storage.is_undefined()) {
+                    let join_mastra = Reflect::get(&agent, &"__joinMastra".into()).ok().and_then(|f| f.dyn_into::<Function>().ok());
+                    if let Some(f) = join_mastra {
+                        f.call2(&agent, &scorers, &storage)?;
+                    }
                 }
                 agents.push((name, agent));
             }

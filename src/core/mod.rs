@@ -20,6 +20,7 @@ pub mod options;
 pub mod retry;
 pub mod run;
 pub mod schema;
+pub mod scoring;
 pub mod step;
 pub mod structured_schema;
 pub mod tools;

@@ -5,8 +5,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { Agent, T, errorOf, modelFor, noUnhandledRejections, requestsOf, uid, useModelServer } from './helpers.mjs';
-import { createScorer, MastraScorer, ScorerError, Mastra, Memory, InMemoryStore } from '../../pkg/index.node.js';
+import { after, before } from 'node:test';
+import { Agent, T, collect, errorOf, modelFor, noUnhandledRejections, rejectionOf, requestsOf, uid, useModelServer } from './helpers.mjs';
+import { mapStorage } from './memory-helpers.mjs';
+import { createScorer, MastraScorer, ScorerError, Mastra, Memory } from '../../pkg/index.node.js';
 
 const srv = useModelServer();
 const judgeOf = (id, extra = {}) => ({ model: modelFor(srv.current, 'judge', { headers: { 'x-test-id': id } }), instructions: 'You grade answers.', ...extra });
@@ -187,3 +189,310 @@ describe('createScorer: judged (prompt) steps', () => {
     assert.equal(err.step, 'generateScore');
   });
 });
+
+// ---------------------------------------------------------------------------------------------
+// Scorers on an agent run (SPEC §14.2)
+
+let told = [];
+const realWarn = console.warn;
+before(() => {
+  console.warn = (...args) => told.push(args.map(String).join(' '));
+});
+after(() => {
+  console.warn = realWarn;
+});
+
+/** A scorer that records the `run` it got and scores the reply's text length / 100. */
+function recordingScorer(id, seen = []) {
+  const scorer = createScorer({ id, description: `records ${id}` })
+    .generateScore(({ run }) => {
+      seen.push(run);
+      const text = run.output.flatMap((m) => m.content.parts).filter((p) => p.type === 'text').map((p) => p.text).join('');
+      return text.length / 100;
+    })
+    .generateReason(({ score }) => `length score ${score}`);
+  return { scorer, seen };
+}
+
+const agentOn = (script, extra = {}) => new Agent({ id: uid('scored'), name: 'Scored agent', instructions: 'Be brief.', model: modelFor(srv.current, script), ...extra });
+
+async function streamed(agent, messages, options) {
+  const out = await agent.stream(messages, options);
+  const chunks = await collect(out.fullStream);
+  return { out, chunks };
+}
+
+describe('scorers on an agent run', () => {
+  test('an agent scorer gets the §14.2 run after the run; out.scores has its score', T, async () => {
+    const { scorer, seen } = recordingScorer('length');
+    const agent = agentOn('text:Hello there world', { scorers: { len: { scorer } } });
+    const ctx = new Map([['user', 'u-7']]);
+    const { out, chunks } = await streamed(agent, 'Greet me', { runId: 'run-scored-1', requestContext: ctx });
+    assert.equal(chunks.at(-1).type, 'finish');
+    const scores = await out.scores;
+    assert.deepEqual(scores, [{ scorerId: 'length', scorerName: 'length', score: 0.17, reason: 'length score 0.17', runId: 'run-scored-1', source: 'LIVE' }]);
+    assert.equal(seen.length, 1);
+    const [run] = seen;
+    assert.deepEqual(Object.keys(run).sort(), ['entity', 'entityType', 'input', 'output', 'requestContext', 'runId', 'source', 'structuredOutput']);
+    assert.equal(run.runId, 'run-scored-1');
+    assert.deepEqual(run.entity, { id: agent.id, name: 'Scored agent' });
+    assert.equal(run.entityType, 'AGENT');
+    assert.equal(run.source, 'LIVE');
+    assert.equal(run.structuredOutput, false);
+    assert.equal(run.requestContext, ctx);
+    assert.deepEqual(Object.keys(run.input).sort(), ['inputMessages', 'rememberedMessages', 'systemMessages', 'taggedSystemMessages']);
+    assert.deepEqual(run.input.systemMessages, [{ role: 'system', content: 'Be brief.' }]);
+    assert.deepEqual(run.input.rememberedMessages, []);
+    assert.deepEqual(run.input.taggedSystemMessages, {});
+    assert.equal(run.input.inputMessages.length, 1);
+    assert.equal(run.input.inputMessages[0].role, 'user');
+    assert.deepEqual(run.input.inputMessages[0].content, { format: 2, parts: [{ type: 'text', text: 'Greet me' }] });
+    assert.equal(run.output.length, 1);
+    assert.equal(run.output[0].role, 'assistant');
+    assert.deepEqual(run.output[0].content.parts, [{ type: 'step-start' }, { type: 'text', text: 'Hello there world' }]);
+    const warnings = await out.warnings;
+    assert.deepEqual(warnings.filter((w) => w.setting === 'scorers'), [], 'scorers is honoured: no unsupported-setting warning');
+  });
+
+  test('per-call scorers replace the agent\'s; a run without scorers has scores []', T, async () => {
+    const agentOwn = recordingScorer('agent-own');
+    const perCall = recordingScorer('per-call');
+    const agent = agentOn('text:Hi', { scorers: { own: { scorer: agentOwn.scorer } } });
+    const { out } = await streamed(agent, 'x', { scorers: { call: { scorer: perCall.scorer } } });
+    assert.deepEqual((await out.scores).map((s) => s.scorerId), ['per-call']);
+    assert.equal(agentOwn.seen.length, 0);
+    const plain = await streamed(agentOn('text:Hi'), 'x');
+    assert.deepEqual(await plain.out.scores, []);
+  });
+
+  test('the stream closes without waiting for a scorer; out.scores settles when it is done', T, async () => {
+    let release;
+    const gate = new Promise((resolve) => (release = resolve));
+    let started = false;
+    const slow = createScorer({ id: 'slow', description: 'waits' }).generateScore(async () => {
+      started = true;
+      await gate;
+      return 1;
+    });
+    const agent = agentOn('text:Hi', { scorers: { slow: { scorer: slow } } });
+    const out = await agent.stream('x');
+    const chunks = await collect(out.fullStream);
+    assert.equal(chunks.at(-1).type, 'finish');
+    assert.equal(await out.text, 'Hi');
+    let settled = false;
+    const scores = out.scores.then((s) => {
+      settled = true;
+      return s;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(started, true, 'the scorer started after the stream closed');
+    assert.equal(settled, false, 'out.scores waits for the scorer');
+    release();
+    assert.deepEqual((await scores).map((s) => s.score), [1]);
+  });
+
+  test('memory is written before the scorers run; scores go to saveScore of the memory\'s and the Mastra\'s storage', T, async () => {
+    const store = mapStorage();
+    const memRows = [];
+    store.storage.saveScore = async (row) => {
+      memRows.push(row);
+    };
+    const mastraRows = [];
+    const mastraStorage = { saveScore: (row) => mastraRows.push(row) };
+    const storedWhenScored = [];
+    const scorer = createScorer({ id: 'sees-memory', description: 'd' })
+      .analyze(() => [...store.messages.values()].map((m) => m.role))
+      .generateScore(({ results }) => {
+        storedWhenScored.push(results.analyzeStepResult);
+        return 0.9;
+      });
+    const agent = agentOn('text:Stored reply', { memory: new Memory({ storage: store.storage }), scorers: { mem: { scorer } } });
+    new Mastra({ agents: { agent }, storage: mastraStorage });
+    const thread = uid('th');
+    const first = await streamed(agent, 'first', { memory: { thread, resource: 'u1' }, runId: 'mem-run-1' });
+    await first.out.scores;
+    const { out } = await streamed(agent, 'second', { memory: { thread, resource: 'u1' }, runId: 'mem-run-2' });
+    const scores = await out.scores;
+    assert.deepEqual(scores.map((s) => s.score), [0.9]);
+    assert.deepEqual(storedWhenScored, [['user', 'assistant'], ['user', 'assistant', 'user', 'assistant']]);
+    assert.equal(memRows.length, 2);
+    assert.equal(mastraRows.length, 2);
+    assert.deepEqual(mastraRows, memRows);
+    const row = memRows[1];
+    assert.equal(row.scorerId, 'sees-memory');
+    assert.equal(row.entityId, agent.id);
+    assert.equal(row.entityType, 'AGENT');
+    assert.deepEqual(row.scorer, { id: 'sees-memory', name: 'sees-memory', description: 'd' });
+    assert.equal(row.source, 'LIVE');
+    assert.equal(row.runId, 'mem-run-2');
+    assert.equal(row.score, 0.9);
+    assert.deepEqual(row.analyzeStepResult, ['user', 'assistant', 'user', 'assistant']);
+    assert.equal(row.threadId, thread);
+    assert.equal(row.resourceId, 'u1');
+    assert.deepEqual(row.input.rememberedMessages.map((m) => m.role), ['user', 'assistant']);
+    assert.deepEqual(row.input.rememberedMessages.map((m) => m.threadId), [thread, thread]);
+    assert.equal(row.output[0].threadId, thread);
+    assert.equal(JSON.stringify(row).includes('test-key'), false, 'no API key in a score row');
+  });
+
+  test('scorers named by id resolve through new Mastra({ scorers }); an unknown id warns and is skipped', T, async () => {
+    told = [];
+    const registered = recordingScorer('quality-v2');
+    const agent = agentOn('text:Fine', {
+      scorers: { byKey: { scorer: 'quality' }, byId: { scorer: 'quality-v2' }, missing: { scorer: 'no-such-scorer' } },
+    });
+    const mastra = new Mastra({ agents: { agent }, scorers: { quality: registered.scorer } });
+    assert.ok(mastra);
+    const { out } = await streamed(agent, 'x');
+    assert.deepEqual((await out.scores).map((s) => s.scorerId), ['quality-v2', 'quality-v2']);
+    assert.deepEqual(told.filter((l) => l.includes('no-such-scorer')).length, 1, JSON.stringify(told));
+    assert.match(told.find((l) => l.includes('no-such-scorer')), /scorers\.missing/);
+  });
+
+  test('a per-call scorer object runs even when registered nowhere', T, async () => {
+    const { scorer } = recordingScorer('unregistered');
+    const agent = agentOn('text:Fine');
+    new Mastra({ agents: { agent }, scorers: {} });
+    const { out } = await streamed(agent, 'x', { scorers: { u: { scorer } } });
+    assert.deepEqual((await out.scores).map((s) => s.scorerId), ['unregistered']);
+  });
+
+  test('a scorer that fails is logged and left out; the others still score', T, async () => {
+    told = [];
+    const bad = createScorer({ id: 'bad', description: 'd' }).generateScore(() => {
+      throw new Error('judge unavailable');
+    });
+    const good = createScorer({ id: 'good', description: 'd' }).generateScore(() => 1);
+    const { out } = await streamed(agentOn('text:Fine'), 'x', { scorers: { bad: { scorer: bad }, good: { scorer: good } } });
+    assert.deepEqual((await out.scores).map((s) => s.scorerId), ['good']);
+    assert.ok(told.some((l) => l.includes("scorer 'bad' failed") && l.includes('judge unavailable')), JSON.stringify(told));
+  });
+
+  test('a judged scorer on a run: the judge is sent the run\'s reply', T, async () => {
+    const id = uid('live-judge');
+    const scorer = createScorer({ id: 'relevance', description: 'd', judge: judgeOf(id) }).generateScore({
+      description: 'score it',
+      createPrompt: ({ run }) => `score=0.8 reply: ${run.output[0].content.parts.find((p) => p.type === 'text').text}`,
+    });
+    const { out } = await streamed(agentOn('text:Paris is the capital'), 'Capital of France?', { scorers: { r: { scorer } } });
+    assert.deepEqual((await out.scores).map((s) => s.score), [0.8]);
+    const [sent] = requestsOf(srv.current, id).map(bodyOf);
+    assert.equal(sent.messages.at(-1).content, 'score=0.8 reply: Paris is the capital');
+  });
+});
+
+describe('sampling', () => {
+  /** The reference's rule: the first 48 bits of SHA-256(id) / 2^48 < rate. */
+  const picked = (id, rate) => parseInt(createHash('sha256').update(id).digest('hex').slice(0, 12), 16) / 2 ** 48 < rate;
+
+  test('ratio scores exactly the runs whose id hashes below the rate; every scorer at one rate picks the same runs', T, async () => {
+    const a = recordingScorer('sample-a');
+    const b = recordingScorer('sample-b');
+    const agent = agentOn('text:ok', {
+      scorers: { a: { scorer: a.scorer, sampling: { type: 'ratio', rate: 0.5 } }, b: { scorer: b.scorer, sampling: { type: 'ratio', rate: 0.5 } } },
+    });
+    const ids = Array.from({ length: 12 }, (_, i) => `sampled-run-${i}`);
+    const expected = ids.filter((id) => picked(id, 0.5));
+    assert.ok(expected.length > 0 && expected.length < ids.length, `a useful mix: ${expected}`);
+    for (const runId of ids) {
+      const { out } = await streamed(agent, 'x', { runId });
+      const scores = await out.scores;
+      assert.deepEqual(scores.map((s) => s.scorerId), picked(runId, 0.5) ? ['sample-a', 'sample-b'] : [], runId);
+    }
+    assert.deepEqual(a.seen.map((r) => r.runId), expected);
+    assert.deepEqual(b.seen.map((r) => r.runId), expected);
+  });
+
+  test('rate 0 never scores, rate 1 and type none always do; an unknown type warns and does not run', T, async () => {
+    told = [];
+    const s = (id) => createScorer({ id, description: 'd' }).generateScore(() => 1);
+    const { out } = await streamed(agentOn('text:ok'), 'x', {
+      scorers: {
+        never: { scorer: s('never'), sampling: { type: 'ratio', rate: 0 } },
+        always: { scorer: s('always'), sampling: { type: 'ratio', rate: 1 } },
+        none: { scorer: s('none'), sampling: { type: 'none' } },
+        odd: { scorer: s('odd'), sampling: { type: 'sometimes' } },
+      },
+    });
+    assert.deepEqual((await out.scores).map((x) => x.scorerId), ['always', 'none']);
+    assert.ok(told.some((l) => l.includes("'odd'") && l.includes("'sometimes'")), JSON.stringify(told));
+  });
+});
+
+describe('runs that are not scored', () => {
+  const counting = () => {
+    const calls = [];
+    return { calls, scorers: { c: { scorer: createScorer({ id: 'counting', description: 'd' }).generateScore(({ run }) => calls.push(run.runId)) } } };
+  };
+
+  test('a failed run: no scorer runs, out.scores is []', T, async () => {
+    const { calls, scorers } = counting();
+    const out = await agentOn('in-stream-error').stream('x', { scorers });
+    const chunks = await collect(out.fullStream);
+    assert.equal(chunks.at(-1).type, 'error');
+    await rejectionOf(out.text);
+    assert.deepEqual(await out.scores, []);
+    assert.deepEqual(calls, []);
+  });
+
+  test('an aborted run: no scorer runs, out.scores is []', T, async () => {
+    const { calls, scorers } = counting();
+    const ctrl = new AbortController();
+    const out = await agentOn('stall').stream('x', { scorers, abortSignal: ctrl.signal });
+    const chunks = [];
+    for await (const c of out.fullStream) {
+      chunks.push(c);
+      if (c.type === 'text-delta') ctrl.abort();
+    }
+    assert.equal(chunks.at(-1).type, 'abort');
+    assert.deepEqual(await out.scores, []);
+    assert.deepEqual(calls, []);
+  });
+
+  test('a run a tripwire ended: no scorer runs, out.scores is []', T, async () => {
+    const { calls, scorers } = counting();
+    const block = { id: 'block', processInput: ({ abort }) => abort('not allowed') };
+    const { out } = await streamed(agentOn('text:never'), 'x', { scorers, inputProcessors: [block] });
+    assert.equal(out.tripwire?.reason, 'not allowed');
+    assert.deepEqual(await out.scores, []);
+    assert.deepEqual(calls, []);
+  });
+});
+
+describe('returnScorerData and option errors', () => {
+  test('returnScorerData puts what a scorer gets into getFullOutput(); absent otherwise', T, async () => {
+    const { out } = await streamed(agentOn('text:Data here'), 'Show data', { returnScorerData: true });
+    const full = await out.getFullOutput();
+    assert.deepEqual(Object.keys(full.scoringData).sort(), ['input', 'output']);
+    assert.deepEqual(full.scoringData.input.systemMessages, [{ role: 'system', content: 'Be brief.' }]);
+    assert.deepEqual(full.scoringData.input.inputMessages[0].content.parts, [{ type: 'text', text: 'Show data' }]);
+    assert.deepEqual(full.scoringData.output[0].content.parts.at(-1), { type: 'text', text: 'Data here' });
+    assert.deepEqual(await out.scores, []);
+    const generated = await agentOn('text:Data here').generate('Show data', { returnScorerData: true });
+    assert.deepEqual(generated.scoringData.output[0].content.parts.at(-1), { type: 'text', text: 'Data here' });
+    const plain = await agentOn('text:x').generate('y');
+    assert.equal('scoringData' in plain, false);
+  });
+
+  test('bad scorers options are TypeErrors naming the field', T, async () => {
+    const s = createScorer({ id: 's', description: 'd' }).generateScore(() => 1);
+    const agent = agentOn('text:x');
+    const cases = [
+      [{ scorers: [s] }, /^options\.scorers: expected a record/],
+      [{ scorers: { a: s } }, /^options\.scorers\.a\.scorer: expected a scorer/],
+      [{ scorers: { a: { scorer: 42 } } }, /^options\.scorers\.a\.scorer: expected a scorer .*got a number/],
+      [{ scorers: { a: { scorer: s, sampling: { type: 'ratio', rate: 2 } } } }, /^options\.scorers\.a\.sampling\.rate: expected a number from 0 to 1/],
+      [{ scorers: { a: { scorer: s, sampling: { type: 'ratio' } } } }, /^options\.scorers\.a\.sampling\.rate: expected a number from 0 to 1, got undefined/],
+      [{ scorers: { a: { scorer: s, sampling: 'all' } } }, /^options\.scorers\.a\.sampling: expected/],
+      [{ returnScorerData: 'yes' }, /^options\.returnScorerData: expected a boolean, got a string/],
+    ];
+    for (const [options, message] of cases) {
+      const err = await rejectionOf(agent.stream('x', options));
+      assert.ok(err instanceof TypeError && message.test(err.message), `${message}: ${err.message}`);
+    }
+    assert.throws(() => agentOn('text:x', { scorers: { a: { scorer: '' } } }), (e) => e instanceof TypeError && /^config\.scorers\.a\.scorer: /.test(e.message));
+    assert.throws(() => new Mastra({ scorers: { q: { id: 'q' } } }), (e) => e instanceof TypeError && /^new Mastra\(config\)\.scorers\.q: expected a scorer/.test(e.message));
+  });
+});
+
+noUnhandledRejections();

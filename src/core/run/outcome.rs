@@ -24,6 +24,9 @@ pub struct RunOutcome {
     pub tripwire_step: bool,
     /// What `processOutputResult` gave to store in place of the run's response messages.
     pub stored_instead: Option<Vec<ModelMessage>>,
+    /// What a scorer gets of the run (SPEC §14.2), when `RunConfig::scoring` asked for it and the
+    /// run ended well (neither failed, aborted nor tripped).
+    pub scoring: Option<serde_json::Value>,
 }
 
 impl RunOutcome {
