@@ -470,6 +470,8 @@ impl Agent {
         };
         let host = JsHost::new(call.tools.clone(), env, &call.js, call.max_steps as usize, call.base_settings.clone());
         let background = inner.manager.borrow().clone().map(|manager| BackgroundRun { manager, agent_id: inner.config.id.clone() });
+        // Continuation turns (untilIdle) are not scored: the call's run is its first turn.
+        let scoring = directive.is_none().then(|| self.score_job(call)).flatten();
         let cfg = RunConfig {
             run_id: run_id.clone(),
             model,
@@ -493,11 +495,8 @@ impl Agent {
             setting_warnings: if directive.is_none() { call.setting_warnings.clone() } else { Vec::new() },
             structured: call.structured.clone(),
             processors: run_processors,
-            scoring: false,
+            scoring: scoring.is_some(),
         };
-        let scoring = directive.is_none().then(|| self.score_job(call)).flatten();
-        let mut cfg = cfg;
-        cfg.scoring = scoring.is_some();
         let approvals = Rc::new(Approvals::default());
         inner.runs.borrow_mut().push((run_id.clone(), approvals.clone()));
         let me = Rc::downgrade(&self.inner);

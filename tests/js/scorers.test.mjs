@@ -349,6 +349,14 @@ describe('scorers on an agent run', () => {
     assert.match(told.find((l) => l.includes('no-such-scorer')), /scorers\.missing/);
   });
 
+  test('mastra.getScorer finds a registered scorer by key or id; an unknown one is an error naming the registered', T, () => {
+    const { scorer } = recordingScorer('tone-v1');
+    const mastra = new Mastra({ scorers: { tone: scorer } });
+    assert.equal(mastra.getScorer('tone'), scorer);
+    assert.equal(mastra.getScorer('tone-v1'), scorer);
+    assert.throws(() => mastra.getScorer('nope'), (e) => e instanceof TypeError && e.message === "mastra.getScorer(key): no scorer 'nope'; registered scorers: tone");
+  });
+
   test('a per-call scorer object runs even when registered nowhere', T, async () => {
     const { scorer } = recordingScorer('unregistered');
     const agent = agentOn('text:Fine');
