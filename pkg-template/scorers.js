@@ -225,7 +225,8 @@ function resolve(entry, registered) {
   return undefined;
 }
 
-/** The storage row of one score. */
+/** The storage row of one score. The request context stays out: it may hold the caller's
+ * secrets, and only the keys a user lists may leave a run (SPEC §16.6). */
 function scoreRow(result, scorer, run, traceId) {
   const row = {
     scorerId: scorer.id,
@@ -237,7 +238,6 @@ function scoreRow(result, scorer, run, traceId) {
     runId: run.runId,
     input: run.input,
     output: run.output,
-    requestContext: plainContext(run.requestContext),
     score: result.score,
     structuredOutput: run.structuredOutput,
   };
@@ -248,20 +248,6 @@ function scoreRow(result, scorer, run, traceId) {
   if (run.threadId !== undefined) row.threadId = run.threadId;
   if (run.resourceId !== undefined) row.resourceId = run.resourceId;
   return row;
-}
-
-/** A request context as plain data for a row (a Map or a `RequestContext` with entries()). */
-function plainContext(ctx) {
-  if (ctx === undefined || ctx === null) return undefined;
-  if (ctx instanceof Map) return Object.fromEntries(ctx);
-  if (typeof ctx.entries === 'function' && typeof ctx.get === 'function') {
-    try {
-      return Object.fromEntries(ctx.entries());
-    } catch {
-      return undefined;
-    }
-  }
-  return ctx;
 }
 
 /**

@@ -309,9 +309,10 @@ describe('scorers on an agent run', () => {
     const agent = agentOn('text:Stored reply', { memory: new Memory({ storage: store.storage }), scorers: { mem: { scorer } } });
     new Mastra({ agents: { agent }, storage: mastraStorage });
     const thread = uid('th');
-    const first = await streamed(agent, 'first', { memory: { thread, resource: 'u1' }, runId: 'mem-run-1' });
+    const requestContext = new Map([['apiToken', 'secret-token-1']]);
+    const first = await streamed(agent, 'first', { memory: { thread, resource: 'u1' }, runId: 'mem-run-1', requestContext });
     await first.out.scores;
-    const { out } = await streamed(agent, 'second', { memory: { thread, resource: 'u1' }, runId: 'mem-run-2' });
+    const { out } = await streamed(agent, 'second', { memory: { thread, resource: 'u1' }, runId: 'mem-run-2', requestContext });
     const scores = await out.scores;
     assert.deepEqual(scores.map((s) => s.score), [0.9]);
     assert.deepEqual(storedWhenScored, [['user', 'assistant'], ['user', 'assistant', 'user', 'assistant']]);
@@ -333,6 +334,8 @@ describe('scorers on an agent run', () => {
     assert.deepEqual(row.input.rememberedMessages.map((m) => m.threadId), [thread, thread]);
     assert.equal(row.output[0].threadId, thread);
     assert.equal(JSON.stringify(row).includes('test-key'), false, 'no API key in a score row');
+    assert.equal('requestContext' in row, false, 'the request context (which may hold secrets) stays out of the row');
+    assert.equal(JSON.stringify(memRows).includes('secret-token-1'), false);
   });
 
   test('scorers named by id resolve through new Mastra({ scorers }); an unknown id warns and is skipped', T, async () => {
