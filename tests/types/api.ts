@@ -454,7 +454,6 @@ void structured;
 // `unsupported-setting` warning to the output's `warnings` (and the first step-start).
 const referenceOptions: StreamOptions = {
   structuredOutput: { schema: z.object({ sentiment: z.enum(['positive', 'negative']) }), errorStrategy: 'warn' },
-  scorers: { relevance: { scorer: 'answer-relevancy' } },
   versions: { agents: { helper: { status: 'published' } } },
   tracingOptions: { metadata: { userId: 'u1' }, tags: ['docs'] },
   telemetry: { isEnabled: true },
