@@ -19,3 +19,4 @@ globalThis[Symbol.for('wasm-agent.RequestContext')] = RequestContext;
 export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, toAISdkMessages, toAISdkV5Messages, Mastra, BatchPartsProcessor, TokenLimiterProcessor } from './wasm_agent.js';
 export { TokenLimiterProcessor as TokenLimiter } from './wasm_agent.js';
 export { UnicodeNormalizer } from './processors.js';
+export { createScorer, MastraScorer, ScorerError } from './scorers.js';

@@ -70,6 +70,10 @@ struct Inner {
     agents: Option<AgentsConfig>,
     /// This agent's number in `AGENTS` (`__agentRef`).
     ref_id: u32,
+    /// `scorers` of the config, checked (SPEC §14.2).
+    scorers: Option<JsValue>,
+    /// The scorers registered with the `Mastra` the agent is in, and its storage.
+    mastra: RefCell<(JsValue, JsValue)>,
 }
 
 thread_local! {
@@ -168,6 +172,7 @@ impl Agent {
             output: processors::parse_list(&read(&config, "outputProcessors", "config")?, "config.outputProcessors", false)?,
             max_retries: processors::parse_max_retries(&read(&config, "maxProcessorRetries", "config")?, "config.maxProcessorRetries")?,
         };
+        let scorers = super::scorers::check_scorers(&read(&config, "scorers", "config")?, "config.scorers")?;
         let memory_js = read(&config, "memory", "config")?;
         let memory = if memory_js.is_undefined() || memory_js.is_null() {
             None
@@ -203,6 +208,8 @@ impl Agent {
                 processors,
                 agents,
                 ref_id,
+                scorers,
+                mastra: RefCell::new((JsValue::UNDEFINED, JsValue::UNDEFINED)),
             }),
         };
         AGENTS.with(|a| {
@@ -217,6 +224,13 @@ impl Agent {
     #[wasm_bindgen(js_name = __agentRef, skip_typescript)]
     pub fn agent_ref(&self) -> u32 {
         self.inner.ref_id
+    }
+
+    /// Joins a container's scorers and storage (`new Mastra({ agents, scorers, storage })`).
+    #[doc(hidden)]
+    #[wasm_bindgen(js_name = __joinMastra, skip_typescript)]
+    pub fn join_mastra(&self, scorers: JsValue, storage: JsValue) {
+        *self.inner.mastra.borrow_mut() = (scorers, storage);
     }
 
     /// Joins a container's background task manager (`new Mastra({ agents, backgroundTasks })`),
@@ -549,6 +563,8 @@ impl Agent {
         };
         let host = JsHost::new(call.tools.clone(), env, &call.js, call.max_steps as usize, call.base_settings.clone());
         let background = inner.manager.borrow().clone().map(|manager| BackgroundRun { manager, agent_id: inner.config.id.clone() });
+        // Continuation turns (untilIdle) are not scored: the call's run is its first turn.
+        let scoring = directive.is_none().then(|| self.score_job(call)).flatten();
         let cfg = RunConfig {
             run_id: run_id.clone(),
             model,
@@ -573,6 +589,7 @@ impl Agent {
             structured: call.structured.clone(),
             processors: run_processors,
             delegation: JsDelegator::delegation(inner.agents.as_ref(), &call.delegation, &call.request_context, (&inner.config.id, &inner.config.name)),
+            scoring: scoring.is_some(),
         };
         let approvals = Rc::new(Approvals::default());
         inner.runs.borrow_mut().push((run_id.clone(), approvals.clone()));
@@ -583,7 +600,42 @@ impl Agent {
                 inner.runs.borrow_mut().retain(|(r, _)| *r != id);
             }
         });
-        Ok(Turn { cfg, host, approvals, run_id, abort, done })
+        Ok(Turn { cfg, host, approvals, run_id, abort, done, scoring })
+    }
+
+    /// What scoring a call's run needs, when it has scorers (its own, else the agent's) or
+    /// `returnScorerData`.
+    fn score_job(&self, call: &CallSetup) -> Option<super::scorers::ScoreJob> {
+        let inner = &self.inner;
+        let scorers = call.scorers.clone().or_else(|| inner.scorers.clone());
+        if scorers.is_none() && !call.return_scorer_data {
+            return None;
+        }
+        let (registered, mastra_storage) = inner.mastra.borrow().clone();
+        let mut storages = Vec::new();
+        if let Some(m) = &inner.memory {
+            storages.push(m.storage.clone());
+        }
+        storages.push(mastra_storage);
+        let saves = |s: &JsValue| s.is_object() && Reflect::get(s, &"saveScore".into()).map(|f| f.is_function()).unwrap_or(false);
+        let mut kept: Vec<JsValue> = Vec::new();
+        for s in storages.into_iter().filter(saves) {
+            if !kept.iter().any(|k| js_sys::Object::is(k, &s)) {
+                kept.push(s);
+            }
+        }
+        Some(super::scorers::ScoreJob {
+            scorers,
+            registered,
+            storages: kept,
+            agent_id: inner.config.id.clone(),
+            agent_name: inner.config.name.clone(),
+            request_context: call.request_context.clone(),
+            thread_id: call.memory.as_ref().map(|m| m.thread_id.clone()),
+            resource_id: call.memory.as_ref().map(|m| m.resource_id.clone()),
+            structured_output: call.structured.is_some(),
+            return_data: call.return_scorer_data,
+        })
     }
 }
 

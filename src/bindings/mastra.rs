@@ -24,6 +24,8 @@ pub fn lookup_manager(id: u32) -> Option<Rc<Manager>> {
 #[wasm_bindgen]
 pub struct Mastra {
     agents: Vec<(String, JsValue)>,
+    /// `scorers` as given (checked), or undefined.
+    scorers: JsValue,
     _manager: Option<Rc<Manager>>,
 }
 
@@ -54,6 +56,8 @@ impl Mastra {
                 r.push((id, Rc::downgrade(m)));
             });
         }
+        let scorers = super::scorers::check_registered(&get("scorers")?, "new Mastra(config).scorers")?;
+        let storage = get("storage")?;
         let agents_js = get("agents")?;
         let mut agents = Vec::new();
         if !(agents_js.is_undefined() || agents_js.is_null()) {
@@ -72,10 +76,38 @@ impl Mastra {
                 if manager.is_some() {
                     join.call1(&agent, &JsValue::from(id))?;
                 }
+                if !(scorers.is_undefined() && storage.is_undefined()) {
+                    let join_mastra = Reflect::get(&agent, &"__joinMastra".into()).ok().and_then(|f| f.dyn_into::<Function>().ok());
+                    if let Some(f) = join_mastra {
+                        f.call2(&agent, &scorers, &storage)?;
+                    }
+                }
                 agents.push((name, agent));
             }
         }
-        Ok(Mastra { agents, _manager: manager })
+        Ok(Mastra { agents, scorers, _manager: manager })
+    }
+
+    /// The scorer registered under `key` in `scorers`, or the one whose id is `key`.
+    #[wasm_bindgen(js_name = getScorer, unchecked_return_type = "ScorerLike")]
+    pub fn get_scorer(&self, #[wasm_bindgen(unchecked_param_type = "string")] key: JsValue) -> Result<JsValue, JsValue> {
+        let Some(key) = key.as_string() else {
+            let got = js_kind(&key);
+            return Err(type_error("mastra.getScorer(key)", &format!("expected a scorer key or id string, got {got}")));
+        };
+        let mut names = Vec::new();
+        if self.scorers.is_object() {
+            for k in object_keys(&self.scorers).map_err(|_| type_error("mastra.getScorer(key)", "the scorers could not be read"))?.iter() {
+                let name = k.as_string().unwrap_or_default();
+                let s = Reflect::get(&self.scorers, &name.as_str().into()).unwrap_or(JsValue::UNDEFINED);
+                let id = Reflect::get(&s, &"id".into()).ok().and_then(|v| v.as_string());
+                if name == key || id.as_deref() == Some(key.as_str()) {
+                    return Ok(s);
+                }
+                names.push(name);
+            }
+        }
+        Err(type_error("mastra.getScorer(key)", &format!("no scorer '{key}'; registered scorers: {}", names.join(", "))))
     }
 
     /// The agent registered under `id` (its key in `agents`, or its own id).

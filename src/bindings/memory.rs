@@ -310,6 +310,8 @@ pub struct MemoryInner {
     pub options: MemoryConfig,
     /// The options as given, for settings read elsewhere (`generateTitle`).
     pub options_json: Value,
+    /// `storage` as given, for its optional `saveScore` (SPEC §14.2).
+    pub storage: JsValue,
 }
 
 thread_local! {
@@ -361,13 +363,14 @@ impl Memory {
             return Err(type_error("new Memory(config)", "expected an object like { storage, options } or nothing"));
         }
         let get = |k: &str| read(&config, k, "new Memory(config)");
-        let store = store_from(&get("storage")?, "new Memory(config).storage")?;
+        let storage = get("storage")?;
+        let store = store_from(&storage, "new Memory(config).storage")?;
         const O: &str = "new Memory(config).options";
         let options_json = Data::of(&get("options")?, O).map_err(|e| error_to_js(&e))?;
         let options =
             options_json.parse(|t| parse_memory_options(t, &MemoryConfig::default(), O)).map_err(|e| error_to_js(&e))?;
         let options_json = options_json.tree;
-        let inner = Rc::new(MemoryInner { store, options, options_json });
+        let inner = Rc::new(MemoryInner { store, options, options_json, storage });
         let id = NEXT_STORE.with(|n| {
             let id = n.get();
             n.set(id + 1);

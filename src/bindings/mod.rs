@@ -16,6 +16,7 @@ pub mod output;
 pub mod processors;
 pub mod report;
 pub mod run;
+pub mod scorers;
 pub mod share;
 pub mod stop;
 pub mod structured;

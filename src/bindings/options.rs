@@ -60,6 +60,8 @@ const OTHER_KEYS: &[&str] = &[
     "structuredOutput",
     "output",
     "delegation",
+    "scorers",
+    "returnScorerData",
 ];
 
 /// Every key of `stream()` options this version knows: the ones it reads and the reference's
@@ -129,6 +131,9 @@ pub(crate) struct CallSetup {
     pub processors: super::processors::ProcessorLists,
     /// `delegation` (SPEC §18.5).
     pub delegation: super::delegation::DelegationSetup,
+    /// The call's `scorers` record (replaces the agent's), checked; `returnScorerData`.
+    pub scorers: Option<JsValue>,
+    pub return_scorer_data: bool,
 }
 
 /// `generateTitle`: with which model (the run's when `None`) and instructions.
@@ -225,7 +230,14 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
         output: super::processors::parse_list(&opt("outputProcessors")?, "options.outputProcessors", false)?,
         max_retries: super::processors::parse_max_retries(&opt("maxProcessorRetries")?, "options.maxProcessorRetries")?,
     };
+    let scorers = super::scorers::check_scorers(&opt("scorers")?, "options.scorers")?;
+    let return_scorer_data = match opt("returnScorerData")? {
+        v if v.is_undefined() || v.is_null() => false,
+        v => v.as_bool().ok_or_else(|| type_error("options.returnScorerData", &format!("expected a boolean, got {}", js_kind(&v))))?,
+    };
     Ok(CallSetup {
+        scorers,
+        return_scorer_data,
         processors,
         base_settings: merged.get("modelSettings").cloned().unwrap_or(Value::Null),
         opts,

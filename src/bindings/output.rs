@@ -106,6 +106,8 @@ pub struct Shared {
     socket_runs: RefCell<Option<Vec<String>>>,
     /// `objectStream` and `elementStream`.
     objects: Rc<ObjectStreams>,
+    /// `scores`: the promise handed out and its resolve function while pending, or the value.
+    scores: RefCell<(Option<Promise>, Option<Function>, Option<JsValue>)>,
 }
 
 impl Shared {
@@ -118,7 +120,36 @@ impl Shared {
             writers: RefCell::new(vec![writer]),
             socket_runs: RefCell::new(None),
             objects: Rc::default(),
+            scores: RefCell::new((None, None, None)),
         })
+    }
+
+    /// `out.scores` settles with `scores` (an array, or a promise of one). Later calls change nothing.
+    pub fn settle_scores(&self, scores: JsValue) {
+        let resolve = {
+            let mut slot = self.scores.borrow_mut();
+            if slot.2.is_some() {
+                return;
+            }
+            slot.2 = Some(scores.clone());
+            slot.1.take()
+        };
+        if let Some(resolve) = resolve {
+            let _ = resolve.call1(&JsValue::UNDEFINED, &scores);
+        }
+    }
+
+    fn scores_promise(&self) -> Promise {
+        if let Some(p) = &self.scores.borrow().0 {
+            return p.clone();
+        }
+        let settled = self.scores.borrow().2.clone();
+        let promise = match settled {
+            Some(v) => Promise::resolve(&v),
+            None => Promise::new(&mut |resolve, _| self.scores.borrow_mut().1 = Some(resolve)),
+        };
+        self.scores.borrow_mut().0 = Some(promise.clone());
+        promise
     }
 
     /// The run's model calls go on WebSockets: `output.transport` is there.
@@ -564,6 +595,14 @@ impl AgentStreamOutput {
             Some(Ok(full)) => Reflect::get(full, &"tripwire".into()).unwrap_or(JsValue::UNDEFINED),
             _ => JsValue::UNDEFINED,
         }
+    }
+
+    /// The scores of the run's sampled scorers (`scorers`), once each settled: `[]` without
+    /// scorers and for a run that failed, was aborted or tripped. Never rejects (a failed scorer
+    /// is logged and left out). In Workers, pass it to `ctx.waitUntil`.
+    #[wasm_bindgen(getter, unchecked_return_type = "Promise<ScoreResult[]>")]
+    pub fn scores(&self) -> Promise {
+        self.shared.scores_promise()
     }
 
     /// Everything at once; rejects with the run's error when it failed.

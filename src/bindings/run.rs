@@ -15,6 +15,7 @@ use super::convert::error_to_js;
 use super::share::from_json_shared;
 use super::output::Shared;
 use super::host::JsHost;
+use super::scorers::ScoreJob;
 use crate::core::abort::AbortFlag;
 use crate::core::tools::Approvals;
 use crate::core::chunk::Chunk;
@@ -92,6 +93,8 @@ pub struct Turn {
     pub abort: AbortFlag,
     /// Unregisters the turn's approvals when it ended.
     pub done: Box<dyn FnOnce()>,
+    /// Scorers and scoring data of the run (the first turn of a call only).
+    pub scoring: Option<super::scorers::ScoreJob>,
 }
 
 /// What an `untilIdle` stream needs besides its first turn.
@@ -116,21 +119,31 @@ pub(crate) fn spawn_run(first: Turn, shared: Rc<Shared>, call: Rc<CallSetup>, id
         // With untilIdle the loop's state starts with the first turn: a task that ends while it
         // streams is queued and answered after it.
         let mut idle_loop = idle.as_ref().map(|s| IdleLoop::new(s.watch.max_idle_ms));
-        let result = {
+        let job = first.scoring;
+        let (result, scoring) = {
             let fut = run(first.cfg, &JsEnv, &sink, &first.host, &first.approvals, &first.abort);
-            let outcome = match &idle {
+            let mut outcome = match &idle {
                 Some(setup) => with_task_chunks(fut, &setup.watch.subscription, &sink, &JsEnv, idle_loop.as_mut()).await,
                 None => fut.await,
             };
             (first.done)();
             first_failed = outcome.error.is_some();
-            settle_first(&outcome, &run_id, cb, &first.abort, &sink).await
+            let scoring = outcome.scoring.take();
+            let shown = scoring.as_ref().filter(|_| job.as_ref().is_some_and(|j| j.return_data));
+            (settle_first(&outcome, &run_id, cb, &first.abort, &sink, shown).await, scoring)
         };
+        // Scored once memory is written and the stream closed (or, with untilIdle, the first
+        // turn's aggregates settled): a scorer never delays what the reader waits for.
+        let score = |shared: &Shared| ScoreJob::start(job.as_ref(), scoring.as_ref(), &run_id, shared);
         match idle {
-            None => shared.finish(result),
+            None => {
+                shared.finish(result);
+                score(&shared);
+            }
             Some(setup) => {
                 // The aggregates come from the first turn; the stream goes on.
                 shared.settle_all(result);
+                score(&shared);
                 let l = idle_loop.unwrap_or_else(|| IdleLoop::new(setup.watch.max_idle_ms));
                 let turns = JsContinuations { setup: &setup, sink: &sink, outer: &outer };
                 drive(&setup.watch, l, &JsEnv, &sink, &outer, first_failed, &turns).await;
@@ -156,8 +169,12 @@ async fn settle_first(
     cb: &JsCallbacks,
     abort: &AbortFlag,
     sink: &JsSink,
+    scoring_data: Option<&serde_json::Value>,
 ) -> Result<JsValue, JsValue> {
     let full = from_json_shared(outcome.output_json(run_id));
+    if let Some(data) = scoring_data {
+        let _ = Reflect::set(&full, &"scoringData".into(), &super::convert::from_json(data));
+    }
     let cut_short = |waited: bool| {
         if !waited {
             sink.emit(Chunk::Abort { reason: abort.reason() });

@@ -21,6 +21,7 @@ pub mod options;
 pub mod retry;
 pub mod run;
 pub mod schema;
+pub mod scoring;
 pub mod step;
 pub mod structured_schema;
 pub mod tools;

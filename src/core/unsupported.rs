@@ -12,8 +12,6 @@ use super::model::Warning;
 /// Each option by its dotted name in `stream()` options, and what happens instead (one sentence).
 /// A nested name (`memory.options.semanticRecall`) is one whose parent is honoured.
 pub const UNSUPPORTED: &[(&str, &str)] = &[
-    ("scorers", "Scorers do not run yet: no scores are computed for this run."),
-    ("returnScorerData", "Scorers do not run yet, so the output carries no scoring data."),
     (
         "isTaskComplete",
         "The completion check does not run yet: the run ends as it would without it (stopWhen, maxSteps).",
@@ -133,6 +131,8 @@ mod tests {
         "delegation.messageFilter",
         "delegation.hookErrorStrategy",
         "delegation.includeSubAgentToolResultsInModelContext",
+        "scorers",
+        "returnScorerData",
     ];
 
     #[test]
@@ -148,8 +148,6 @@ mod tests {
         }
         let names: Vec<&str> = UNSUPPORTED.iter().map(|(n, _)| *n).collect();
         for name in [
-            "scorers",
-            "returnScorerData",
             "isTaskComplete",
             "versions",
             "tracingOptions",
@@ -177,20 +175,20 @@ mod tests {
 
     #[test]
     fn only_the_options_given_warn_in_table_order() {
-        let given = ["versions", "scorers", "memory.options.semanticRecall", "maxSteps", "noSuchOption"];
+        let given = ["versions", "isTaskComplete", "memory.options.semanticRecall", "maxSteps", "noSuchOption"];
         let ws = setting_warnings(&mut |n| given.contains(&n));
         let names: Vec<_> = ws.iter().map(|w| w.setting.clone().unwrap()).collect();
-        assert_eq!(names, ["scorers", "versions", "memory.options.semanticRecall"]);
+        assert_eq!(names, ["isTaskComplete", "versions", "memory.options.semanticRecall"]);
         assert!(setting_warnings(&mut |_| false).is_empty());
     }
 
     #[test]
     fn console_lines_come_once_per_setting_name() {
         let mut seen = Vec::new();
-        let first = setting_warnings(&mut |n| n == "versions" || n == "scorers");
+        let first = setting_warnings(&mut |n| n == "versions" || n == "isTaskComplete");
         let lines = console_lines(&first, &mut seen);
         assert_eq!(lines.len(), 2);
-        assert!(lines[0].starts_with("wasm-agent: the stream option 'scorers' is not supported"), "{}", lines[0]);
+        assert!(lines[0].starts_with("wasm-agent: the stream option 'isTaskComplete' is not supported"), "{}", lines[0]);
         assert!(lines[1].contains("'versions'") && lines[1].contains("editor package"), "{}", lines[1]);
         assert!(console_lines(&first, &mut seen).is_empty(), "the same names again: nothing");
         let next = setting_warnings(&mut |n| n == "versions" || n == "telemetry");

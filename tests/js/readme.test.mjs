@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { format } from 'node:util';
 import { z } from 'zod';
 import { Agent, T, noUnhandledRejections, useModelServer } from './helpers.mjs';
+import { createScorer } from '../../pkg/index.node.js';
 import { createTool } from './tools-helpers.mjs';
 import { BatchPartsProcessor } from '../../pkg/index.node.js';
 
@@ -230,6 +231,35 @@ test('README: guardrails with processors', T, async () => {
   assert.deepEqual(chunks.filter((c) => c.type === 'tripwire').map((c) => c.payload), [{ reason: 'The reply was shouting', metadata: { policy: 'tone' }, processorId: 'no-shouting' }]);
   assert.equal(await loud.finishReason, 'tripwire');
   assert.equal(await loud.text, 'You said: please');
+});
+
+test('README: scorers', T, async () => {
+  const console = capture();
+  const MODEL_URL = server.current.url;
+
+  // README:scorers
+  // import { Agent, createScorer } from 'wasm-agent'
+
+  const concise = createScorer({ id: 'concise', description: 'Short answers score higher' })
+    .preprocess(({ run }) => run.output.flatMap((m) => m.content.parts).filter((p) => p.type === 'text').map((p) => p.text).join(''))
+    .generateScore(({ results }) => Math.max(0, 1 - results.preprocessStepResult.length / 500))
+    .generateReason(({ results, score }) => `${results.preprocessStepResult.length} characters: ${score}`)
+
+  const agent = new Agent({
+    id: 'support',
+    instructions: 'Be brief.',
+    model: { id: 'openai/echo', url: MODEL_URL, apiKey: 'local' }, // README: model: 'openai/gpt-4o-mini',
+    scorers: { concise: { scorer: concise } },
+  })
+
+  const out = await agent.stream('What is WebAssembly?')
+  console.log(await out.text)
+  // Scored after the stream closed, without delaying it (in a Worker: ctx.waitUntil(out.scores)).
+  for (const s of await out.scores) console.log(s.scorerId, s.score, '-', s.reason)
+  // END
+
+  const reply = 'You said: What is WebAssembly?';
+  assert.deepEqual(console.lines, [reply, `concise ${1 - reply.length / 500} - ${reply.length} characters: ${1 - reply.length / 500}`]);
 });
 
 noUnhandledRejections();

@@ -33,8 +33,6 @@ const toldAbout = (name) => told.filter((l) => l.includes(`'${name}'`));
 /** Each unsupported option with a value a Mastra user would write. */
 const SENTIMENT = { type: 'object', properties: { sentiment: { type: 'string' } } };
 const UNSUPPORTED = {
-  scorers: { relevance: { scorer: 'answer-relevancy', sampling: { type: 'ratio', rate: 1 } } },
-  returnScorerData: true,
   isTaskComplete: { scorers: [], strategy: 'all' },
   versions: { agents: { helper: { status: 'published' } } },
   tracingOptions: { metadata: { userId: 'u1' }, tags: ['docs'] },
@@ -93,11 +91,11 @@ test('each unsupported option warns into warnings, getFullOutput() and the first
 
 test('several unsupported options in one call: one warning each, in one list, listed once', T, async () => {
   const { warnings, stepStart, chunks } = await warningsOf(agentOn(), {
-    scorers: UNSUPPORTED.scorers,
+    isTaskComplete: UNSUPPORTED.isTaskComplete,
     versions: UNSUPPORTED.versions,
     telemetry: UNSUPPORTED.telemetry,
   });
-  assert.deepEqual(settingsOf(warnings), ['scorers', 'versions', 'telemetry']);
+  assert.deepEqual(settingsOf(warnings), ['isTaskComplete', 'versions', 'telemetry']);
   assert.deepEqual(stepStart, warnings);
   assert.equal(chunks.filter((c) => c.type === 'step-start').length, 1);
 });
@@ -110,12 +108,12 @@ test('versions is always reported: the reference resolves it with its editor pac
 });
 
 test('an unsupported option given only in the agent\'s defaultOptions warns too; the call\'s own value wins', T, async () => {
-  const agent = agentOn({ defaultOptions: { returnScorerData: true, maxSteps: 2 } });
+  const agent = agentOn({ defaultOptions: { telemetry: { isEnabled: true }, maxSteps: 2 } });
   const { warnings, stepStart } = await warningsOf(agent, {});
-  assert.deepEqual(settingsOf(warnings), ['returnScorerData']);
+  assert.deepEqual(settingsOf(warnings), ['telemetry']);
   assert.deepEqual(stepStart, warnings);
   // The call turns it off: nothing to warn about.
-  const off = await warningsOf(agent, { returnScorerData: false });
+  const off = await warningsOf(agent, { telemetry: false });
   assert.deepEqual(off.warnings, []);
 });
 

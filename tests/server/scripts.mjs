@@ -13,6 +13,7 @@ import path from 'node:path';
 import { FLUSH_AT, randomId, textOf, words } from './chat-stream.mjs';
 import { jsonScripts } from './json-scripts.mjs';
 import { subagentScripts } from './subagent-scripts.mjs';
+import { judgeScripts } from './judge-scripts.mjs';
 
 // ---------------------------------------------------------------------------------------------
 // Reading the request
@@ -554,6 +555,7 @@ export function builtinScripts() {
   for (const [name, script] of extraToolScripts()) add(name, script);
   for (const [name, script] of providerWireScripts()) add(name, script);
   for (const [name, script] of jsonScripts()) add(name, script);
+  for (const [name, script] of judgeScripts()) add(name, script);
   for (const [name, script] of backgroundScripts()) add(name, script);
   for (const [name, script] of subagentScripts()) add(name, script);
   return scripts;

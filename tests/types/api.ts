@@ -17,6 +17,11 @@ import {
   TokenLimiter,
   TokenLimiterProcessor,
   UnicodeNormalizer,
+  createScorer,
+  Mastra,
+  ScorerError,
+  type MastraScorer,
+  type ScoreResult,
   type Processor,
   type TripwirePayload,
   type AISdkUIMessageChunk,
@@ -449,7 +454,6 @@ void structured;
 // `unsupported-setting` warning to the output's `warnings` (and the first step-start).
 const referenceOptions: StreamOptions = {
   structuredOutput: { schema: z.object({ sentiment: z.enum(['positive', 'negative']) }), errorStrategy: 'warn' },
-  scorers: { relevance: { scorer: 'answer-relevancy' } },
   versions: { agents: { helper: { status: 'published' } } },
   tracingOptions: { metadata: { userId: 'u1' }, tags: ['docs'] },
   telemetry: { isEnabled: true },
@@ -695,4 +699,25 @@ async function processors() {
   void noId;
 }
 
-void [cancelled, weatherTool, memoryCalls, outputs, wrongNarrowing, reading, approval, aiSdk, durableObject, processors];
+async function scorers() {
+  const judge = { model: modelString, instructions: 'You grade answers.' };
+  const relevance: MastraScorer = createScorer({ id: 'relevance', description: 'Is the answer on topic?', judge })
+    .preprocess(({ run }) => String(run.output))
+    .analyze({ description: 'claims', outputSchema: { type: 'object', properties: { claims: { type: 'array' } } }, createPrompt: ({ results }) => `Claims of ${results.preprocessStepResult}` })
+    .generateScore({ description: 'score', createPrompt: () => 'Score it', calculateScore: ({ analyzeStepResult }) => (analyzeStepResult.score as number) * 2 })
+    .generateReason(({ score }) => `score ${score}`);
+  const result = await relevance.run({ input: 'q', output: 'a' });
+  void (result.score satisfies number);
+  const agent = new Agent({ id: 'scored', model: modelString, scorers: { relevance: { scorer: relevance, sampling: { type: 'ratio', rate: 0.25 } } } });
+  new Mastra({ agents: { agent }, scorers: { relevance }, storage: { saveScore: async (row) => void row } });
+  const out = await agent.stream('Hi', { scorers: { byId: { scorer: 'relevance' } }, returnScorerData: true });
+  const scores: ScoreResult[] = await out.scores;
+  const full = await out.getFullOutput();
+  void [scores, full.scoringData?.input.inputMessages, new ScorerError('x') instanceof Error];
+  // @ts-expect-error rate is a number
+  await agent.stream('Hi', { scorers: { a: { scorer: relevance, sampling: { type: 'ratio', rate: 'half' } } } });
+  // @ts-expect-error a scorer needs its description
+  createScorer({ id: 'x' });
+}
+
+void [cancelled, weatherTool, memoryCalls, outputs, wrongNarrowing, reading, approval, aiSdk, durableObject, processors, scorers];

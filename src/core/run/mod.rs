@@ -22,6 +22,7 @@ use super::abort::AbortFlag;
 use super::chunk::Chunk;
 use super::env::{Env, LocalFuture};
 use super::memory::{MemoryRun, Session};
+use super::scoring::ScoringCapture;
 pub use super::hooks::{Hooks, IterationDecision, NoHooks, StepOverrides, StopCondition};
 pub use super::retry::{parse_retry_after, retry_delay_ms};
 use super::model_api::{CallCx, EventSource, ModelApi};
@@ -74,6 +75,9 @@ pub struct RunConfig {
     pub processors: Processors,
     /// `agents`: sub-agents offered as tools (SPEC §18).
     pub delegation: Option<delegation::Delegation>,
+    /// Keep what a scorer gets of the run (`RunOutcome::scoring`): the run has scorers or
+    /// `returnScorerData` (SPEC §14.2).
+    pub scoring: bool,
 }
 
 /// The manager a run hands background calls to, and the agent they belong to.
@@ -115,6 +119,7 @@ pub async fn run(
     // The system messages and context, then (after memory's history) the caller's input.
     let mut messages = cfg.request.messages.clone();
     let mut input = messages.split_off(cfg.input_start.min(messages.len()));
+    let prefix_len = messages.len();
     let mut session = None;
     if let Some(mem) = &cfg.memory {
         match open_memory(mem, env, abort, &mut outcome).await {
@@ -149,6 +154,15 @@ pub async fn run(
             _ => None,
         }),
         _ => None,
+    });
+    let mut scoring = cfg.scoring.then(|| {
+        let ids = if input.len() == given { &cfg.input_ids[..] } else { &[] };
+        let mut capture = ScoringCapture::new(&messages[..prefix_len.min(messages.len())], &input, ids);
+        if let Some(s) = &session {
+            capture.remembered = s.history.clone();
+            capture.thread = Some(s.thread.clone());
+        }
+        capture
     });
     messages.extend(input);
     match stopped {
@@ -242,6 +256,11 @@ pub async fn run(
             }
         }
         outcome.delegation_hook_errors = Some(d.take_hook_errors());
+    }
+    let done_well = outcome.error.is_none() && outcome.aborted.is_none() && outcome.tripwire.is_none();
+    if let (Some(capture), true) = (scoring.take(), done_well) {
+        let data = capture.to_json(&outcome.message_id, &outcome.steps, env.now_ms(), &mut || env.new_id());
+        outcome.scoring = Some(data);
     }
     finish(outcome, sink)
 }

@@ -26,6 +26,9 @@ pub struct RunOutcome {
     pub stored_instead: Option<Vec<ModelMessage>>,
     /// `delegationHookErrors` (SPEC §18.5), when the run had sub-agents.
     pub delegation_hook_errors: Option<Vec<serde_json::Value>>,
+    /// What a scorer gets of the run (SPEC §14.2), when `RunConfig::scoring` asked for it and the
+    /// run ended well (neither failed, aborted nor tripped).
+    pub scoring: Option<serde_json::Value>,
 }
 
 impl RunOutcome {

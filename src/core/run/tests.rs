@@ -222,6 +222,7 @@ fn config(max_retries: u32, include_raw: bool) -> RunConfig {
         structured: None,
         processors: Default::default(),
         delegation: None,
+        scoring: false,
     }
 }
 
@@ -752,6 +753,28 @@ fn once_no_socket_can_be_had_the_rest_of_the_run_goes_over_http() {
     assert_eq!(run.out.text(), "Sunny.");
     assert_eq!(run.requests(), 2, "both steps over HTTP");
     assert_eq!(run.script.sockets.borrow().len(), 1, "the socket was tried once, for the first step only");
+}
+
+#[test]
+fn a_run_that_asks_for_scoring_data_keeps_its_input_and_response_and_a_failed_one_none() {
+    let mut cfg = config(0, false);
+    cfg.scoring = true;
+    cfg.request.messages.insert(0, ModelMessage::System("Be brief.".into()));
+    cfg.input_start = 1;
+    let (_, _, out) = run_script(vec![ok_stream(&[delta("content", "Hello"), finish("stop")])], cfg);
+    let data = out.scoring.expect("scoring data");
+    assert_eq!(data["input"]["systemMessages"], serde_json::json!([{ "role": "system", "content": "Be brief." }]));
+    assert_eq!(data["input"]["inputMessages"][0]["content"]["parts"], serde_json::json!([{ "type": "text", "text": "hi" }]));
+    assert_eq!(data["output"][0]["id"], out.message_id.as_str());
+    assert_eq!(data["output"][0]["content"]["parts"][1], serde_json::json!({ "type": "text", "text": "Hello" }));
+
+    let (_, _, plain) = run_script(vec![ok_stream(&[delta("content", "Hello"), finish("stop")])], config(0, false));
+    assert!(plain.scoring.is_none(), "not asked for");
+    let mut cfg = config(0, false);
+    cfg.scoring = true;
+    let (_, _, failed) = run_script(vec![status(400, &[], r#"{"error":{"message":"bad"}}"#)], cfg);
+    assert!(failed.error.is_some());
+    assert!(failed.scoring.is_none(), "a failed run is not scored");
 }
 
 #[cfg(test)]
