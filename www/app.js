@@ -262,6 +262,7 @@ function toolCard(name) {
   root.append(head, progress, outcome, actions);
   let argsText = '';
   let task = null; // { id, startedAt (ms), elapsedMs } once the call runs as a background task
+  let sub = null; // the nested run of a sub-agent (an `agent-<key>` call): { box, text, raw, tools }
 
   const card = {
     root,
@@ -360,9 +361,56 @@ function toolCard(name) {
     progress(value) {
       progress.textContent = preview(value, 200);
     },
+    /**
+     * One chunk of the sub-agent run this call is (a `tool-output` that wraps an agent chunk):
+     * its text streams into a nested box, its own tool calls show as lines in it.
+     */
+    subAgentChunk(chunk) {
+      if (!sub) {
+        const box = el('div', 'sub-agent');
+        box.setAttribute('role', 'group');
+        box.setAttribute('aria-label', `${name.replace(/^agent-/, '')} (sub-agent)`);
+        const label = el('div', 'sub-agent-label', `${name.replace(/^agent-/, '')} is working…`);
+        const subTools = el('div', 'sub-agent-tools');
+        const text = el('div', 'sub-agent-text markdown');
+        box.append(label, subTools, text);
+        root.insertBefore(box, outcome);
+        sub = { box, label, text, raw: '', tools: subTools, drawn: 0 };
+      }
+      const payload = chunk.payload ?? {};
+      if (chunk.type === 'text-delta') {
+        sub.raw += payload.text ?? '';
+        if (!sub.drawn) {
+          sub.drawn = requestAnimationFrame(() => {
+            sub.drawn = 0;
+            sub.text.replaceChildren(renderMarkdown(sub.raw));
+          });
+        }
+      } else if (chunk.type === 'tool-call') {
+        sub.tools.append(el('div', 'sub-agent-tool', `${payload.toolName}(${preview(payload.args, 120)})`));
+      } else if (chunk.type === 'finish' || chunk.type === 'error' || chunk.type === 'abort') {
+        cancelAnimationFrame(sub.drawn);
+        sub.drawn = 0;
+        sub.text.replaceChildren(renderMarkdown(sub.raw));
+        sub.label.textContent = `${name.replace(/^agent-/, '')} ${chunk.type === 'finish' ? 'answered' : chunk.type === 'abort' ? 'stopped' : 'failed'}`;
+      }
+    },
+    /** Whether this call's card shows a sub-agent run. */
+    get subAgent() {
+      return sub !== null;
+    },
     result(value) {
       card.setState('done');
       progress.textContent = '';
+      if (name.startsWith('agent-') && typeof value?.text === 'string') {
+        // A delegation's result: the sub-agent's reply, in its box (a reloaded card draws it here).
+        if (!sub) card.subAgentChunk({ type: 'text-delta', payload: { text: value.text } });
+        else if (!sub.raw) sub.raw = value.text;
+        card.subAgentChunk({ type: 'finish', payload: {} });
+        outcome.className = 'tool-outcome tool-result';
+        outcome.textContent = '';
+        return;
+      }
       outcome.className = 'tool-outcome tool-result';
       outcome.textContent = `→ ${preview(value, 200)}`;
       outcome.title = preview(value, 4000);
@@ -531,7 +579,9 @@ function replyView({ restored = false } = {}) {
       card(id, name).args(args);
     },
     toolOutput(id, name, output) {
-      card(id, name).progress(output);
+      // A sub-agent's chunks arrive wrapped, each with its own runId and from 'AGENT'.
+      if (output?.from === 'AGENT' && typeof output.type === 'string') card(id, name).subAgentChunk(output);
+      else card(id, name).progress(output);
     },
     toolResult(id, name, result) {
       const c = card(id, name);
@@ -1308,6 +1358,8 @@ function offlineScriptFor(content) {
   if (!offlineDemo()) return null;
   const topic = researchTopic(content);
   if (topic !== null) return `background:research:${asciiJson({ topic })}`;
+  const writing = /\bask the writer\b(?:\s+(?:about|for|to))?\s*(.*)/is.exec(content);
+  if (writing) return `supervisor:writer:${asciiJson(writing[1].trim() || 'something nice').slice(1, -1)}`;
   return /\btime\b/i.test(content) ? 'call:clock:{}' : null;
 }
 
@@ -1419,12 +1471,23 @@ function describe(choice, key = loadKey(choice.provider).key) {
 /** The Agent of `next` (a `describe()` result): the offline demo model also gets the research tool. */
 function buildAgent(next) {
   const demo = next.kind === 'server' && isOfflineDemoModel();
+  // A sub-agent the model may hand writing to: its run streams inside the call's card.
+  const writer = new pkg.Agent({
+    id: 'writer',
+    name: 'Writer',
+    description: 'Writes a short paragraph on a topic it is given and hands it back.',
+    instructions: 'You write one short, vivid paragraph on the topic you are given.',
+    model: next.model,
+    // Offline, the demo model writes at a readable pace.
+    ...(demo ? { defaultOptions: { modelSettings: { headers: { 'x-script': 'demo:40' } } } } : {}),
+  });
   return new pkg.Agent({
     id: 'demo',
     name: 'Demo',
     instructions: 'You are a helpful, concise assistant. Format replies with Markdown when it helps.',
     model: next.model,
     tools: demo ? { clock: clockTool, research: researchTool } : { clock: clockTool },
+    agents: { writer },
     memory,
     backgroundTasks: { enabled: true },
   });
@@ -1442,7 +1505,7 @@ function useSettings(choice, key) {
   $('label').textContent = next.label;
   $('label').title = next.title;
   $('empty-hint').textContent = offlineDemo()
-    ? 'Ask “What time is it?” to see a tool call, or “Research solana” for a background task.'
+    ? 'Ask “What time is it?” to see a tool call, “Research solana” for a background task, or “Ask the writer about the sea” for a sub-agent.'
     : '';
   drawSuggestions($('suggestions'), suggestionsFor(offlineDemo()), (text) => send(text));
 }

@@ -141,7 +141,7 @@ describe('chat page: Esc, scroll-to-bottom, suggestions', () => {
   it('suggestion chips on an empty conversation send their text; New chat shows them again', T, async () => {
     const page = await openPage(`${url}?research=50`);
     const chips = page.locator('#suggestions .chip');
-    assert.deepEqual(await chips.allTextContents(), ['Hello!', 'What time is it?', 'Research solana']);
+    assert.deepEqual(await chips.allTextContents(), ['Hello!', 'What time is it?', 'Research solana', 'Ask the writer about the sea']);
     await page.screenshot({ path: path.join(RESULTS, 'controls-chips.png') });
 
     await chips.nth(1).click();

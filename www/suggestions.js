@@ -1,9 +1,9 @@
 // Suggestion chips of an empty conversation: a click sends the chip's text as the user's message.
 // The offline demo model gets the messages its scripts answer best (a greeting, the clock tool,
-// the background research tool); a real model gets general ones.
+// the background research tool, the writer sub-agent); a real model gets general ones.
 
 /** What the offline demo model answers well (see offlineScriptFor in app.js). */
-const OFFLINE_DEMO = ['Hello!', 'What time is it?', 'Research solana'];
+const OFFLINE_DEMO = ['Hello!', 'What time is it?', 'Research solana', 'Ask the writer about the sea'];
 /** For a real model (any model also has the clock tool). */
 const GENERAL = ['Explain WebAssembly in two sentences', 'What time is it in Tokyo?', 'Write a haiku about Rust'];
 

@@ -311,8 +311,8 @@ describe('chat page: tool cards', () => {
     assert.equal(requests.length, 2, 'one request for the call, one after the result');
     for (const r of requests) {
       assert.equal(r.headers['x-script'], 'call:clock:{}');
-      // (The offline demo model also gets the background research tool.)
-      assert.deepEqual(r.body.tools.map((t) => t.function.name), ['clock', 'research']);
+      // (The offline demo model also gets the background research tool and the writer sub-agent.)
+      assert.deepEqual(r.body.tools.map((t) => t.function.name), ['clock', 'research', 'agent-writer']);
     }
     assert.equal(requests[1].body.messages.at(-1).role, 'tool');
     await page.screenshot({ path: path.join(RESULTS, 'widget-tool-card.png') });
@@ -326,6 +326,56 @@ describe('chat page: tool cards', () => {
     await reload(page);
     await waitForMessages(page, 4);
     assert.deepEqual(await toolCards(page), [card]);
+    assert.deepEqual(page.errors, []);
+    await page.context().close();
+  });
+
+  it('"ask the writer about …" hands the work to a sub-agent: its reply streams in a nested card, then the page\'s agent answers; the card is the same after a reload', T, async () => {
+    const page = await openPage(url);
+    const said = 'Ask the writer about the sea';
+    await page.fill('#input', said);
+    await page.press('#input', 'Enter');
+    // While the sub-agent writes: its text grows inside the card, which is still running.
+    await page.waitForFunction(() => {
+      const card = document.querySelector('.tool-card');
+      return card?.dataset.state === 'running' && card.querySelector('.sub-agent-text')?.textContent.length > 0;
+    }, null, { timeout: WAIT });
+    const partial = await page.locator('.sub-agent-text').textContent();
+    assert.match(await page.locator('.sub-agent-label').textContent(), /^writer is working/);
+    await page.screenshot({ path: path.join(RESULTS, 'widget-sub-agent-streaming.png') });
+    await page.waitForFunction(() => document.querySelector('.msg.assistant[data-done="1"]'), null, { timeout: WAIT });
+    const [card] = await toolCards(page);
+    assert.equal(card.name, 'agent-writer');
+    assert.equal(card.state, 'done');
+    const written = await page.locator('.sub-agent-text').textContent();
+    assert.ok(written.length > partial.length && written.startsWith(partial.trim().slice(0, 10)), `${partial} → ${written}`);
+    assert.equal(await page.locator('.sub-agent-label').textContent(), 'writer answered');
+    const reply = page.locator('.msg.assistant').last();
+    const answer = await reply.locator('.text').textContent();
+    assert.ok(answer.startsWith('writer said: '), answer);
+    await page.screenshot({ path: path.join(RESULTS, 'widget-sub-agent-done.png') });
+
+    // What the model server saw: the page's agent offered agent-writer and called it; the writer
+    // got the conversation so far (user and assistant text) then the prompt, under its own
+    // instructions, never the page agent's.
+    const requests = await modelRequests(url);
+    const writer = requests.filter((r) => r.headers['x-script'] === 'demo:40');
+    assert.equal(writer.length, 1, 'one writer request');
+    assert.deepEqual(promptOf(writer[0]), [{ role: 'user', text: said }, { role: 'user', text: 'the sea' }]);
+    const system = writer[0].body.messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n');
+    assert.match(system, /one short, vivid paragraph/);
+    assert.doesNotMatch(system, /helpful, concise assistant/);
+    const supervisor = requests.filter((r) => r.headers['x-script']?.startsWith('supervisor:writer:'));
+    assert.equal(supervisor.length, 2, 'the call, then the answer');
+    assert.ok(supervisor[0].body.tools.some((t) => t.function.name === 'agent-writer'));
+
+    // Drawn from memory: the stored delegation and its result, the same nested text.
+    await reload(page);
+    await waitForMessages(page, 2);
+    assert.equal((await toolCards(page))[0].name, 'agent-writer');
+    assert.equal(await page.locator('.sub-agent-text').textContent(), written);
+    assert.equal(await page.locator('.sub-agent-label').textContent(), 'writer answered');
+    assert.equal(await page.locator('.msg.assistant .text').last().textContent(), answer);
     assert.deepEqual(page.errors, []);
     await page.context().close();
   });
@@ -482,7 +532,7 @@ describe('chat page: background tasks', () => {
     assert.equal(requests.length, 3);
     for (const r of requests) {
       assert.equal(r.headers['x-script'], 'background:research:{"topic":"solana"}');
-      assert.deepEqual(r.body.tools.map((t) => t.function.name), ['clock', 'research']);
+      assert.deepEqual(r.body.tools.map((t) => t.function.name), ['clock', 'research', 'agent-writer']);
     }
     const system = (r) => r.body.messages.filter((m) => m.role === 'system').map((m) => String(m.content)).join('\n');
     assert.ok(!system(requests[1]).includes(DIRECTIVE));
