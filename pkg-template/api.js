@@ -14,3 +14,4 @@ Object.defineProperty(AgentStreamOutput.prototype, Symbol.asyncIterator, {
 export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, Mastra, BatchPartsProcessor, TokenLimiterProcessor } from './wasm_agent.js';
 export { TokenLimiterProcessor as TokenLimiter } from './wasm_agent.js';
 export { UnicodeNormalizer } from './processors.js';
+export { LanguageDetector, ModerationProcessor, PIIDetector, PromptInjectionDetector, SystemPromptScrubber } from './guard-processors.js';

@@ -12,6 +12,7 @@ import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { FLUSH_AT, randomId, textOf, words } from './chat-stream.mjs';
 import { jsonScripts } from './json-scripts.mjs';
+import { guardScripts } from './guard-scripts.mjs';
 
 // ---------------------------------------------------------------------------------------------
 // Reading the request
@@ -553,6 +554,7 @@ export function builtinScripts() {
   for (const [name, script] of extraToolScripts()) add(name, script);
   for (const [name, script] of providerWireScripts()) add(name, script);
   for (const [name, script] of jsonScripts()) add(name, script);
+  for (const [name, script] of guardScripts()) add(name, script);
   for (const [name, script] of backgroundScripts()) add(name, script);
   return scripts;
 }
