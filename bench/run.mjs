@@ -9,6 +9,9 @@
 //
 // --mem is the memory benchmark (bench/memory.mjs): long replies read through textStream only and
 // fullStream only, peak RSS, wasm memory and JS heap beside the raw loop's.
+//   node bench/run.mjs --structured [--sizes 100,400] [--runs 3] [--json bench/results/structured.json]
+// --structured is the structured-output benchmark (bench/structured.mjs): the same JSON deltas read
+// with and without structuredOutput, µs per chunk and the ratio.
 //
 // The server runs here; every measurement runs in a fresh `node bench/worker.mjs` so JIT warm-up
 // and GC state are comparable. Modes alternate round-robin, R runs each; the table shows medians.
@@ -22,6 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync, constants as zlib } from 'node:zlib';
 import { startModelServer } from '../tests/server/model-server.mjs';
 import { memoryBenchmark } from './memory.mjs';
+import { structuredBenchmark } from './structured.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..');
@@ -39,15 +43,19 @@ const TARGETS = { perChunkRatio: 3, firstChunkOverheadMs: 1, packageGzipKB: 150 
 class UsageError extends Error {}
 
 function parseArgs(argv) {
-  const opts = { n: 20_000, runs: undefined, json: undefined, mem: false, sizes: [200_000, 2_000_000] };
+  const opts = { n: 20_000, runs: undefined, json: undefined, mem: false, structured: false, sizes: undefined };
   for (let i = 0; i < argv.length; i++) {
     let [key, value] = argv[i].split(/=(.*)/s, 2);
     if (key === '--help' || key === '-h') {
-      process.stdout.write('usage: node bench/run.mjs [--n N] [--runs R] [--json path]\n       node bench/run.mjs --mem [--sizes N,N…] [--runs R] [--json path]\n');
+      process.stdout.write('usage: node bench/run.mjs [--n N] [--runs R] [--json path]\n       node bench/run.mjs --mem [--sizes N,N…] [--runs R] [--json path]\n       node bench/run.mjs --structured [--sizes N,N…] [--runs R] [--json path]\n');
       process.exit(0);
     }
     if (key === '--mem') {
       opts.mem = true;
+      continue;
+    }
+    if (key === '--structured') {
+      opts.structured = true;
       continue;
     }
     if (!['--n', '--runs', '--json', '--sizes'].includes(key)) throw new UsageError(`unknown option ${argv[i]}`);
@@ -63,8 +71,10 @@ function parseArgs(argv) {
       opts[key.slice(2)] = number;
     }
   }
-  opts.runs ??= opts.mem ? 1 : 7;
-  opts.json ??= path.join(HERE, 'results', opts.mem ? 'memory.json' : 'latest.json');
+  if (opts.mem && opts.structured) throw new UsageError('--mem and --structured are separate benchmarks');
+  opts.sizes ??= opts.structured ? [100, 400] : [200_000, 2_000_000];
+  opts.runs ??= opts.mem ? 1 : opts.structured ? 3 : 7;
+  opts.json ??= path.join(HERE, 'results', opts.mem ? 'memory.json' : opts.structured ? 'structured.json' : 'latest.json');
   return opts;
 }
 
@@ -148,8 +158,8 @@ async function main() {
     throw new Error('pkg/ is missing or incomplete: run `./x build` first (or use `./x bench`)');
   }
 
-  if (opts.mem) {
-    const failed = await memoryBenchmark({ ...opts, runChild, startModelServer, writeReport });
+  if (opts.mem || opts.structured) {
+    const failed = await (opts.mem ? memoryBenchmark : structuredBenchmark)({ ...opts, runChild, startModelServer, writeReport });
     if (failed) process.exitCode = 1;
     return;
   }

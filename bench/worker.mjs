@@ -1,9 +1,10 @@
 // One benchmark measurement in a fresh process: `node bench/worker.mjs <mode> <serverUrl> <N> [--mem]`.
 //
-//   mode       baseline | textStream | fullStream | baseline-tool | tool
+//   mode       baseline | textStream | fullStream | baseline-tool | tool | plain-json | structured
 //   serverUrl  the model server's base URL, http://127.0.0.1:PORT/v1 (started by bench/run.mjs)
 //   N          deltas the server streams (model `deltas:N`, or `tool-then-deltas:N` for the tool modes:
-//              one tool call, then N deltas once the tool result is sent)
+//              one tool call, then N deltas once the tool result is sent; `json-deltas:N` for the
+//              structured-output pair, whose line adds `objects`, the object chunks read)
 //
 // Runs the workload once to warm up, then once measured, checks both against the text the server
 // sends, and prints one JSON line on stdout:
@@ -21,8 +22,9 @@
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
+import { JSON_DELTAS_SCHEMA, jsonDeltaPieces } from '../tests/server/json-scripts.mjs';
 
-const MODES = ['baseline', 'textStream', 'fullStream', 'baseline-tool', 'tool'];
+const MODES = ['baseline', 'textStream', 'fullStream', 'baseline-tool', 'tool', 'plain-json', 'structured'];
 
 const [mode, serverUrl, nArg, memArg] = process.argv.slice(2);
 const n = Number.parseInt(nArg, 10);
@@ -60,7 +62,8 @@ function expectedText(count) {
   for (let i = 0; i < count; i++) parts[i] = 'w' + i + ' ';
   return parts.join('');
 }
-const EXPECTED = expectedText(n);
+const JSON_MODES = ['plain-json', 'structured'];
+const EXPECTED = JSON_MODES.includes(mode) ? jsonDeltaPieces(n).join('') : expectedText(n);
 
 /**
  * Reads a Chat Completions stream of text deltas by hand: decode, split lines, JSON.parse each
@@ -306,6 +309,56 @@ async function tool() {
   return { totalMs, firstChunkMs, toolCallMs, chunks, text };
 }
 
+/**
+ * (e) The structured-output pair, on the same `json-deltas:N` reply: `plain-json` reads fullStream
+ * with no structuredOutput; `structured` asks for it (JSON Schema, checked in Rust) and reads
+ * fullStream with its `object` chunks, then awaits `object`. firstChunkMs is the first text delta.
+ */
+async function jsonReply() {
+  const structured = mode === 'structured';
+  const agent = new Agent({ id: 'bench', model: { id: `openai/json-deltas:${n}`, url: serverUrl, apiKey: 'bench', api: 'chat' } });
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  let firstChunkMs = -1;
+  const out = await agent.stream('go', structured ? { structuredOutput: { schema: JSON_DELTAS_SCHEMA } } : {});
+  let text = '';
+  let chunks = 0;
+  let objects = 0;
+  let last;
+  let finished = false;
+  let error;
+  for await (const chunk of out.fullStream) {
+    if (chunk.type === 'text-delta') {
+      if (firstChunkMs < 0) firstChunkMs = performance.now() - t0;
+      text += chunk.payload.text;
+      chunks++;
+      sample(chunks);
+    } else if (chunk.type === 'object') {
+      objects++;
+      last = chunk.object;
+    } else if (chunk.type === 'finish') {
+      finished = true;
+    } else if (chunk.type === 'error') {
+      error = chunk.payload.error;
+    }
+  }
+  const object = structured ? await out.object : undefined;
+  const totalMs = performance.now() - t0;
+  // This process's CPU time (the server runs elsewhere): less sensitive to a loaded machine than wall time.
+  const cpu = process.cpuUsage(cpu0);
+  const cpuMs = (cpu.user + cpu.system) / 1000;
+  if (error) throw new Error(`${mode}: error chunk: ${JSON.stringify(error)}`);
+  if (!finished) throw new Error(`${mode}: no finish chunk`);
+  if (structured) {
+    const want = JSON.stringify(JSON.parse(EXPECTED));
+    if (JSON.stringify(object) !== want || JSON.stringify(last) !== want) throw new Error('structured: the object is not the reply');
+    if (objects < (n - 1) / 2) throw new Error(`structured: only ${objects} object chunks`);
+  } else if (objects !== 0) {
+    throw new Error(`plain-json: ${objects} object chunks`);
+  }
+  return { totalMs, cpuMs, firstChunkMs, chunks, text, objects };
+}
+
 /** Fails loudly unless the run saw exactly what the server sent. */
 function check(label, run) {
   const problems = [];
@@ -324,7 +377,7 @@ function check(label, run) {
   if (problems.length) throw new Error(`${mode} ${label} run is wrong: ${problems.join('; ')}`);
 }
 
-const workloads = { baseline, textStream, fullStream, 'baseline-tool': baselineTool, tool };
+const workloads = { baseline, textStream, fullStream, 'baseline-tool': baselineTool, tool, 'plain-json': jsonReply, structured: jsonReply };
 
 try {
   if (mode !== 'baseline' && mode !== 'baseline-tool') await loadPackage();
@@ -342,6 +395,7 @@ try {
     firstChunkMs: measured.firstChunkMs,
     ...(measured.toolCallMs === undefined ? {} : { toolCallMs: measured.toolCallMs }),
     chunks: measured.chunks,
+    ...(measured.objects === undefined ? {} : { objects: measured.objects, cpuMs: measured.cpuMs }),
     textLength: measured.text.length,
     maxRssKB: process.resourceUsage().maxRSS,
     ...(warm ? { warmup: { totalMs: warm.totalMs, firstChunkMs: warm.firstChunkMs } } : {}),

@@ -100,6 +100,127 @@ export declare class ScorerError extends Error {
 }
 
 import type { ChunkType, ModelConfig, Processor, StorageMessage, ToolInputSchema, UIMessage } from './wasm_agent.js';
+import type { ChunkType, ModelConfig, ModelMessage, Processor, ProcessorArgs, ProcessorOutputArgs, StorageMessage, UIMessage } from './wasm_agent.js';
+
+/** Options every model-backed built-in processor takes (SPEC §13.6). */
+export interface ModelGuardOptions {
+  /** The model that classifies the content (any form `new Agent({ model })` takes). */
+  model: ModelConfig;
+  /** The classifying agent's system prompt, in place of the built-in one. */
+  instructions?: string;
+  /** When the classification call fails: 'warn' (default) logs and lets the content through; 'block' aborts the run. */
+  errorStrategy?: 'warn' | 'block';
+  /** Passed to the classification call's structured output (e.g. `jsonPromptInjection`). */
+  structuredOutputOptions?: { jsonPromptInjection?: boolean | 'system' | 'inline' | 'auto' };
+  /** The classification call's provider options. */
+  providerOptions?: Record<string, Record<string, unknown>>;
+}
+type InputArgs = ProcessorArgs & { messages: StorageMessage[] };
+type StreamArgs = ProcessorOutputArgs & { part: ChunkType; streamParts: ChunkType[] };
+type ResultArgs = ProcessorOutputArgs & { messages: ModelMessage[] };
+
+/** Scores text against moderation categories with a model; blocks (default), warns about or filters flagged content. Tripwire reason `Content flagged for moderation. Categories: …`. */
+export declare class ModerationProcessor implements Processor {
+  constructor(options: ModelGuardOptions & {
+    /** Default: OpenAI's 11 moderation categories. */
+    categories?: string[];
+    /** A category scoring at least this is flagged (default 0.5). */
+    threshold?: number;
+    strategy?: 'block' | 'warn' | 'filter';
+    /** Add every score to the reason (default false). */
+    includeScores?: boolean;
+    /** Output stream: how many of the last chunks are judged together (default 0: the current one). */
+    chunkWindow?: number;
+    /** Check only the last message (default false). */
+    lastMessageOnly?: boolean;
+  });
+  readonly id: 'moderation';
+  readonly name: string;
+  processInput(args: InputArgs): Promise<StorageMessage[]>;
+  processOutputStream(args: StreamArgs): Promise<ChunkType | null>;
+  processOutputResult(args: ResultArgs): Promise<ModelMessage[]>;
+}
+
+/** Finds personal data with a model; redacts it (default) by the detections' positions, or blocks, warns or filters. */
+export declare class PIIDetector implements Processor {
+  constructor(options: ModelGuardOptions & {
+    /** Default: email, phone, credit-card, ssn, api-key, ip-address, name, address, date-of-birth, url, uuid, crypto-wallet, iban. */
+    detectionTypes?: string[];
+    /** A detection at least this confident is flagged (default 0.6). */
+    threshold?: number;
+    strategy?: 'block' | 'warn' | 'filter' | 'redact';
+    /** 'mask' (default, keeps the shape: `j******e@*******.com`), 'hash' (`[HASH:1a2b3c4d]`), 'remove', 'placeholder' (`[EMAIL]`). */
+    redactionMethod?: 'mask' | 'hash' | 'remove' | 'placeholder';
+    /** Mask keeping the value's format (default true). */
+    preserveFormat?: boolean;
+    /** Add the number of detections to the reason (default false). */
+    includeDetections?: boolean;
+    /** Check only the last message (default false). */
+    lastMessageOnly?: boolean;
+  });
+  readonly id: 'pii-detector';
+  readonly name: string;
+  processInput(args: InputArgs): Promise<StorageMessage[]>;
+  processOutputStream(args: StreamArgs): Promise<ChunkType | null>;
+  processOutputResult(args: ResultArgs): Promise<ModelMessage[]>;
+}
+
+/** Finds prompt injection and jailbreak attempts in the input with a model; blocks (default), warns, filters or rewrites. */
+export declare class PromptInjectionDetector implements Processor {
+  constructor(options: ModelGuardOptions & {
+    /** Default: injection, jailbreak, tool-exfiltration, data-exfiltration, system-override, role-manipulation. */
+    detectionTypes?: string[];
+    /** A type scoring at least this is flagged (default 0.7). */
+    threshold?: number;
+    strategy?: 'block' | 'warn' | 'filter' | 'rewrite';
+    /** Add every score to the reason (default false). */
+    includeScores?: boolean;
+    /** Check only the last message (default false). */
+    lastMessageOnly?: boolean;
+  });
+  readonly id: 'prompt-injection-detector';
+  readonly name: string;
+  processInput(args: InputArgs): Promise<StorageMessage[]>;
+}
+
+/** Finds system prompts or instructions leaking into the reply with a model; redacts (default), blocks, warns or filters. */
+export declare class SystemPromptScrubber implements Processor {
+  constructor(options: ModelGuardOptions & {
+    strategy?: 'block' | 'warn' | 'filter' | 'redact';
+    /** More things to flag, told to the model. */
+    customPatterns?: string[];
+    /** 'mask' (default: `*` per character), 'placeholder' (`placeholderText`), 'remove'. */
+    redactionMethod?: 'mask' | 'placeholder' | 'remove';
+    /** Default '[SYSTEM_PROMPT]'. */
+    placeholderText?: string;
+    /** Log the number of detections with a warning (default false). */
+    includeDetections?: boolean;
+  });
+  readonly id: 'system-prompt-scrubber';
+  readonly name: string;
+  processOutputStream(args: StreamArgs): Promise<ChunkType | null>;
+  processOutputResult(args: ResultArgs): Promise<ModelMessage[]>;
+}
+
+/** Detects the input's language with a model and records it in `content.metadata.language_detection`; translates, blocks or warns when it is not a target language. */
+export declare class LanguageDetector implements Processor {
+  constructor(options: ModelGuardOptions & {
+    /** Names or ISO codes (default ['English', 'en']); the first is what 'translate' translates into. */
+    targetLanguages?: string[];
+    /** Detections less confident than this are ignored (default 0.7). */
+    threshold?: number;
+    strategy?: 'detect' | 'translate' | 'block' | 'warn';
+    /** Shorter texts are not checked (default 10). */
+    minTextLength?: number;
+    /** Keep the original text in the metadata of a translated message (default true). */
+    preserveOriginal?: boolean;
+    /** Log target-language detections too (default false). */
+    includeDetectionDetails?: boolean;
+  });
+  readonly id: 'language-detector';
+  readonly name: string;
+  processInput(args: InputArgs): Promise<StorageMessage[]>;
+}
 
 declare module './wasm_agent.js' {
   interface AgentStreamOutput {

@@ -188,6 +188,40 @@ fn allows_null(schema: &Value) -> bool {
             .any(|k| schema.get(*k).and_then(Value::as_array).is_some_and(|alts| alts.iter().any(allows_null)))
 }
 
+/// Whether `schema` has an optional property that does not allow `null`: the only ones
+/// [`strict_compatible`] makes nullable, so without one [`remove_nulls`] has nothing to remove.
+pub fn has_optional_fields(schema: &Value) -> bool {
+    optional_at(schema, 0)
+}
+
+fn optional_at(schema: &Value, depth: u32) -> bool {
+    let Some(obj) = schema.as_object() else { return false };
+    if depth > MAX_DEPTH {
+        return false;
+    }
+    let required: Vec<&str> = obj
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if let Some(Value::Object(props)) = obj.get("properties") {
+        if props
+            .iter()
+            .any(|(name, sub)| (!required.contains(&name.as_str()) && !allows_null(sub)) || optional_at(sub, depth + 1))
+        {
+            return true;
+        }
+    }
+    obj.iter().any(|(k, v)| match k.as_str() {
+        "items" | "additionalItems" => optional_at(v, depth + 1),
+        "anyOf" | "allOf" | "oneOf" | "prefixItems" => {
+            v.as_array().is_some_and(|a| a.iter().any(|s| optional_at(s, depth + 1)))
+        }
+        "$defs" | "definitions" => v.as_object().is_some_and(|d| d.values().any(|s| optional_at(s, depth + 1))),
+        _ => false,
+    })
+}
+
 /// Removes the `null`s strict mode made the model write for properties the caller's `schema`
 /// left optional (and does not allow `null` for), so the value validates as the caller meant.
 pub fn remove_nulls(value: &mut Value, schema: &Value) {

@@ -118,3 +118,24 @@ fn injection_text_carries_the_schema_or_the_instructions() {
     assert!(t.contains("Give a title and bullets.") && !t.contains(r#"{"type""#), "{t}");
     assert_eq!(injection_text(&s, Some("  ")), injection_text(&s, None));
 }
+
+#[test]
+fn optional_fields_are_found_at_any_depth_and_nullable_ones_do_not_count() {
+    let all_required = json!({
+        "type": "object",
+        "properties": { "items": { "type": "array", "items": { "type": "object", "properties": { "n": { "type": "integer" } }, "required": ["n"] } } },
+        "required": ["items"]
+    });
+    assert!(!has_optional_fields(&all_required));
+    // Its strict form differs (additionalProperties), but nothing in it comes back as a `null` to remove.
+    assert_ne!(strict_compatible(&all_required), all_required);
+    let nullable =
+        json!({ "type": "object", "properties": { "a": { "anyOf": [{ "type": "string" }, { "type": "null" }] } } });
+    assert!(!has_optional_fields(&nullable));
+    let deep = json!({ "type": "object", "properties": { "a": { "type": "array", "items": { "type": "object", "properties": { "b": { "type": "string" } } } } }, "required": ["a"] });
+    assert!(has_optional_fields(&deep));
+    let in_defs = json!({ "type": "object", "properties": {}, "$defs": { "p": { "type": "object", "properties": { "x": { "type": "number" } } } } });
+    assert!(has_optional_fields(&in_defs));
+    let in_any_of = json!({ "anyOf": [{ "type": "object", "properties": { "x": { "type": "number" } } }] });
+    assert!(has_optional_fields(&in_any_of));
+}

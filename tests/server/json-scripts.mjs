@@ -54,8 +54,42 @@ function chatJson(ex) {
   return streamPieces(ex, pieces(replyText(ex.arg, schema)));
 }
 
+/**
+ * The `count` deltas of `json-deltas:<count>` (the structured-output benchmark): `{"items":[`, then
+ * each element `{"n":i,"w":"wi"}` in two deltas, and `]}` with the last one.
+ */
+export function jsonDeltaPieces(count) {
+  if (count < 2) return ['{"items":[]}'];
+  const out = ['{"items":['];
+  let i = 0;
+  let half = 0;
+  while (out.length < count - 1) {
+    out.push(half === 0 ? `${i ? ',' : ''}{"n":${i},` : `"w":"w${i}"}`);
+    if (half === 1) i++;
+    half ^= 1;
+  }
+  out.push(half === 1 ? `"w":"w${i}"}]}` : ']}');
+  return out;
+}
+
+/** The schema the `json-deltas` reply fits. */
+export const JSON_DELTAS_SCHEMA = {
+  type: 'object',
+  properties: {
+    items: { type: 'array', items: { type: 'object', properties: { n: { type: 'integer' }, w: { type: 'string' } }, required: ['n', 'w'] } },
+  },
+  required: ['items'],
+};
+
 export function jsonScripts() {
   return [
+    [
+      'json-deltas',
+      {
+        description: 'json-deltas:<N> streams N deltas of {"items":[{"n":0,"w":"w0"},…]}, two per element (benchmarks)',
+        run: (ex) => streamPieces(ex, jsonDeltaPieces(Math.max(1, Number.parseInt(ex.arg, 10) || 100))),
+      },
+    ],
     [
       'json',
       {

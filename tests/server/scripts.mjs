@@ -14,6 +14,7 @@ import { FLUSH_AT, randomId, textOf, words } from './chat-stream.mjs';
 import { jsonScripts } from './json-scripts.mjs';
 import { subagentScripts } from './subagent-scripts.mjs';
 import { judgeScripts } from './judge-scripts.mjs';
+import { guardScripts } from './guard-scripts.mjs';
 
 // ---------------------------------------------------------------------------------------------
 // Reading the request
@@ -556,6 +557,7 @@ export function builtinScripts() {
   for (const [name, script] of providerWireScripts()) add(name, script);
   for (const [name, script] of jsonScripts()) add(name, script);
   for (const [name, script] of judgeScripts()) add(name, script);
+  for (const [name, script] of guardScripts()) add(name, script);
   for (const [name, script] of backgroundScripts()) add(name, script);
   for (const [name, script] of subagentScripts()) add(name, script);
   return scripts;

@@ -22,7 +22,8 @@ use crate::core::model::{FinishReason, ModelMessage, ModelRequest, ResponseForma
 use crate::core::model_api::CallCx;
 use crate::core::step::StepResult;
 use crate::core::structured_schema::{
-    injection_text, is_strict_compatible, remove_nulls, strict_compatible, unwrap, unwrap_partial, wrap, RootShape,
+    has_optional_fields, injection_text, is_strict_compatible, remove_nulls, strict_compatible, unwrap, unwrap_partial,
+    wrap, RootShape,
 };
 
 /// `errorStrategy`.
@@ -287,8 +288,10 @@ pub struct StructuredResult {
 /// so the `null`s of optional fields are removed again), else as it is.
 fn format_for(wrapped: &Value, strict_target: bool, instructions: Option<&str>) -> (ResponseFormat, bool) {
     let (sent, strict, strict_form) = if strict_target {
+        // Only optional fields come back as `null`s to remove (each partial is then compared
+        // with the last one too): a schema whose strict form changed nothing else skips both.
         let strict = strict_compatible(wrapped);
-        let changed = strict != *wrapped;
+        let changed = strict != *wrapped && has_optional_fields(wrapped);
         (strict, true, changed)
     } else {
         (wrapped.clone(), is_strict_compatible(wrapped), false)
