@@ -19,6 +19,7 @@ pub mod option_names;
 pub mod options;
 pub mod retry;
 pub mod run;
+pub mod runs;
 pub mod schema;
 pub mod step;
 pub mod structured_schema;

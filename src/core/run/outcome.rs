@@ -24,6 +24,12 @@ pub struct RunOutcome {
     pub tripwire_step: bool,
     /// What `processOutputResult` gave to store in place of the run's response messages.
     pub stored_instead: Option<Vec<ModelMessage>>,
+    /// The run ended waiting for a decision (`closeOnSuspend`, SPEC §19.2).
+    pub suspended: bool,
+    /// The step the run suspended in, with the calls that had settled.
+    pub suspended_step: Option<StepResult>,
+    /// A run record was written for this run (removed when it ends).
+    pub recorded: bool,
 }
 
 impl RunOutcome {
@@ -43,6 +49,8 @@ impl RunOutcome {
             FinishReason::Error
         } else if self.tripwire.is_some() {
             FinishReason::Tripwire
+        } else if self.suspended {
+            FinishReason::Suspended
         } else {
             self.steps.last().map(|s| s.finish_reason).unwrap_or(FinishReason::Other)
         }

@@ -221,6 +221,8 @@ fn config(max_retries: u32, include_raw: bool) -> RunConfig {
         setting_warnings: vec![],
         structured: None,
         processors: Default::default(),
+        runs: None,
+        resume: None,
     }
 }
 
@@ -603,6 +605,10 @@ mod warnings;
 #[cfg(test)]
 #[path = "structured_tests.rs"]
 mod structured;
+
+#[cfg(test)]
+#[path = "suspend_tests.rs"]
+mod suspend_loop;
 
 #[test]
 fn retry_after_values_are_read_without_float_parsing() {
