@@ -511,6 +511,12 @@ impl AgentStreamOutput {
         self.shared.promise("response")
     }
 
+    /// The payload of the run's first `tool-call-suspended` chunk, else `undefined`.
+    #[wasm_bindgen(getter = suspendPayload, unchecked_return_type = "Promise<unknown>")]
+    pub fn suspend_payload(&self) -> Promise {
+        self.shared.promise("suspendPayload")
+    }
+
     /// Settings the provider or this version did not apply (`unsupported-setting`), over all steps.
     #[wasm_bindgen(getter, unchecked_return_type = "Promise<Warning[]>")]
     pub fn warnings(&self) -> Promise {

@@ -580,6 +580,7 @@ async fn run_steps(
                     sink.emit(suspend::waiting_chunk(w));
                     if w.kind == crate::core::runs::WaitKind::Suspension {
                         host.suspension_stored(&w.call.tool_call_id);
+                        outcome.suspend_payload.get_or_insert_with(|| w.suspend_payload.clone().unwrap_or_default());
                     }
                 }
                 if close {

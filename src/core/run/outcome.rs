@@ -30,6 +30,8 @@ pub struct RunOutcome {
     pub suspended_step: Option<StepResult>,
     /// A run record was written for this run (removed when it ends).
     pub recorded: bool,
+    /// The payload of the run's first `tool-call-suspended` chunk (`output.suspendPayload`).
+    pub suspend_payload: Option<serde_json::Value>,
 }
 
 impl RunOutcome {
@@ -122,6 +124,9 @@ impl RunOutcome {
         }
         if let Some(t) = &self.tripwire {
             out["tripwire"] = t.to_json();
+        }
+        if let Some(p) = &self.suspend_payload {
+            out["suspendPayload"] = p.clone();
         }
         out
     }
