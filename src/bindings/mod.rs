@@ -217,6 +217,34 @@ export interface StorageAdapter {
   createTask?(args: { task: BackgroundTask }): Promise<unknown> | unknown;
   updateTask?(args: { id: string; patch: Omit<BackgroundTask, 'id'>; expectedStatus: BackgroundTaskStatus }): Promise<unknown> | unknown;
   listTasks?(args: { agentId?: string; threadId?: string; status?: BackgroundTaskStatus[] }): Promise<BackgroundTask[]> | BackgroundTask[];
+  /**
+   * Optional: keep suspended runs (SPEC §19.4), so a decision works after a reload or in another
+   * process. Without all five they live only in the page or isolate (one console.warn says so).
+   * `updateRun` must be an atomic compare-and-set on `expectedStatus`: `null` when the run is
+   * absent or its status differs.
+   */
+  saveRun?(args: { run: RunRecord }): Promise<unknown> | unknown;
+  getRun?(args: { runId: string }): Promise<RunRecord | null> | RunRecord | null;
+  updateRun?(args: { runId: string; patch: Partial<RunRecord>; expectedStatus?: RunStatus }): Promise<RunRecord | null> | RunRecord | null;
+  listRuns?(args: { agentId?: string; threadId?: string; resourceId?: string; status?: RunStatus | RunStatus[] }): Promise<RunRecord[]> | RunRecord[];
+  deleteRun?(args: { runId: string }): Promise<unknown> | unknown;
+}
+
+export type RunStatus = 'running' | 'suspended' | 'resuming' | 'completed' | 'failed' | 'aborted';
+
+/** A run as storage keeps it; `snapshot` is opaque JSON (versioned by `snapshot.v`). */
+export interface RunRecord {
+  runId: string;
+  agentId: string;
+  threadId: string | null;
+  resourceId: string | null;
+  status: RunStatus;
+  createdAt: number;
+  updatedAt: number;
+  heartbeatAt?: number;
+  waiting: Array<{ toolCallId: string; toolName: string; args: unknown; kind: 'approval' | 'suspension'; suspendPayload?: unknown; resumeSchema?: unknown }>;
+  snapshot: unknown;
+  lastSeq: number;
 }
 
 export interface ListMessagesArgs {
