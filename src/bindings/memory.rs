@@ -356,7 +356,7 @@ fn store_from(storage: &JsValue, field: &str) -> Result<Rc<dyn Store>, JsValue> 
 }
 
 /// IndexedDB where the runtime has it, else memory.
-fn default_store() -> Rc<dyn Store> {
+pub(super) fn default_store() -> Rc<dyn Store> {
     let has_idb = Reflect::get(&js_sys::global(), &"indexedDB".into()).map(|v| v.is_object()).unwrap_or(false);
     if has_idb {
         Rc::new(crate::platform::idb::IdbStore::new(DEFAULT_DB))

@@ -49,15 +49,16 @@ impl LiveRun {
 }
 
 /// The agent's run records go where its memory keeps threads when that storage has the run
-/// methods; otherwise (no memory, a storage without them) into a store private to the agent, so
-/// a run can still be decided after its stream closed in this page or process.
+/// methods. Without memory they go to the default storage (IndexedDB where it exists, so a run
+/// survives a reload; else memory private to the agent); with a storage object that lacks the
+/// methods, to memory private to the agent: a run can still be decided after its stream closed
+/// in this page or process.
 pub fn runs_store(memory: Option<&Rc<MemoryInner>>) -> Option<Rc<dyn Store>> {
-    if let Some(m) = memory {
-        if m.store.runs().is_some() {
-            return Some(m.store.clone());
-        }
+    match memory {
+        Some(m) if m.store.runs().is_some() => Some(m.store.clone()),
+        Some(_) => Some(Rc::new(InMemoryStore::new())),
+        None => Some(super::memory::default_store()),
     }
-    Some(Rc::new(InMemoryStore::new()))
 }
 
 fn tool_choice_json(c: &ToolChoice) -> Value {
