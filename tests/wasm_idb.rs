@@ -525,6 +525,55 @@ async fn the_schema_is_version_3_and_records_are_plain_objects() {
 }
 
 #[wasm_bindgen_test]
+async fn a_version_2_database_upgrades_to_3_keeping_its_records_and_gains_runs() {
+    use wasm_agent::core::runs::{RunRecord, RunStatus};
+    let name = unique_name("upgrade-2-3");
+    // The version 2 schema as the previous release made it, with one thread in it.
+    js(
+        "name",
+        "
+        const db = await new Promise((res, rej) => {
+          const r = indexedDB.open(name, 2);
+          r.onupgradeneeded = () => {
+            const d = r.result;
+            d.createObjectStore('threads', { keyPath: 'id' }).createIndex('byResource', 'resourceId');
+            d.createObjectStore('messages', { keyPath: 'id' }).createIndex('byThreadTime', ['threadId', 'createdAt', 'id']);
+            d.createObjectStore('resources', { keyPath: 'id' });
+            d.createObjectStore('tasks', { keyPath: 'id' });
+            d.createObjectStore('threads2_unused', { keyPath: 'id' });
+            r.transaction.objectStore('threads').put({ id: 'old', resourceId: 'u', createdAt: 'a', updatedAt: 'b' });
+          };
+          r.onsuccess = () => res(r.result);
+          r.onerror = () => rej(r.error);
+        });
+        db.close();",
+        &[name.as_str().into()],
+    )
+    .await
+    .unwrap();
+    let store = IdbStore::new(&name);
+    assert_eq!(store.get_thread_by_id("old").await.unwrap().map(|t| t.id).as_deref(), Some("old"), "kept across the upgrade");
+    let runs = store.runs().expect("version 3 keeps runs");
+    let rec = RunRecord {
+        run_id: "r1".into(),
+        agent_id: "a".into(),
+        thread_id: None,
+        resource_id: None,
+        status: RunStatus::Suspended,
+        created_at: T0,
+        updated_at: T0,
+        heartbeat_at: None,
+        waiting: vec![],
+        snapshot: None,
+        last_seq: 0,
+    };
+    runs.save_run(&rec).await.unwrap();
+    assert_eq!(runs.get_run("r1").await.unwrap(), Some(rec));
+    drop(store);
+    IdbStore::delete_database(&name).await.unwrap();
+}
+
+#[wasm_bindgen_test]
 async fn a_database_upgraded_by_a_newer_version_is_a_storage_error() {
     let name = unique_name("newer");
     let db = js("name, version", OPEN_RAW, &[name.as_str().into(), 4.into()]).await.unwrap();
@@ -544,13 +593,13 @@ async fn an_open_store_steps_aside_for_another_tabs_upgrade() {
     let name = unique_name("versionchange");
     let store = IdbStore::new(&name);
     store.save_thread(&thread("t1", "u", 1)).await.unwrap();
-    // Another tab upgrades to version 3: not blocked, because the store closes on versionchange.
-    let db = js("name, version", OPEN_RAW, &[name.as_str().into(), 3.into()])
+    // Another tab upgrades to version 4: not blocked, because the store closes on versionchange.
+    let db = js("name, version", OPEN_RAW, &[name.as_str().into(), 4.into()])
         .await
         .expect("the upgrade must not be blocked");
     js("db", "db.close();", &[db]).await.unwrap();
     // The store reopens on next use and finds a version it does not know.
-    let message = storage_message(store.get_thread_by_id("t1").await.expect_err("version 3"));
+    let message = storage_message(store.get_thread_by_id("t1").await.expect_err("version 4"));
     assert!(message.contains("VersionError"), "{message}");
     drop(store);
     IdbStore::delete_database(&name).await.unwrap();

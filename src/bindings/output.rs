@@ -357,7 +357,7 @@ fn cancel_slot(weak: &Weak<Shared>, text: bool) {
         (!st.full.created || st.full.cancelled) && (!st.text.created || st.text.cancelled)
     };
     if all_cancelled {
-        me.abort.abort(Some("the stream was cancelled".into()));
+        me.abort.detach(Some("the stream was cancelled".into()));
     }
 }
 

@@ -30,6 +30,10 @@ use crate::core::run::suspend::{restore, RunsCfg};
 use crate::core::runs::{claim, load_suspended, pick_call, release, resume_error, RunFilter, RunRecord, RunStatus, WaitKind, WaitingCall};
 use crate::core::tools::{Approvals, Decision};
 
+thread_local! {
+    static WARNED_RESUME_UNTIL_IDLE: Cell<bool> = const { Cell::new(false) };
+}
+
 /// The outputs of decisions on a live run.
 pub type Views = Rc<RefCell<Vec<Rc<Shared>>>>;
 
@@ -156,6 +160,33 @@ impl Agent {
         let (run_id, call_id) = ids(&options, "resumeStream(resumeData, options)")?;
         let data = if resume_data.is_undefined() { Value::Null } else { to_json_strict(&resume_data, "resumeData").map_err(|e| error_to_js(&e))? };
         Ok(self.decide(options, run_id, call_id, Ask::Resume(data)))
+    }
+
+    /// The same as `resumeStream(resumeData, { ...options, untilIdle: { maxIdleMs } })`.
+    /// @deprecated Use `agent.resumeStream(resumeData, { runId, untilIdle: true })` instead.
+    #[wasm_bindgen(js_name = resumeStreamUntilIdle, unchecked_return_type = "Promise<AgentStreamOutput>")]
+    pub fn resume_stream_until_idle(
+        &self,
+        #[wasm_bindgen(js_name = resumeData, unchecked_param_type = "unknown")] resume_data: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "{ runId: string; toolCallId?: string; maxIdleMs?: number } & StreamOptions")] options: JsValue,
+    ) -> Result<Promise, JsValue> {
+        if !WARNED_RESUME_UNTIL_IDLE.with(|w| w.replace(true)) {
+            super::report::warn("wasm-agent: agent.resumeStreamUntilIdle() is deprecated; use agent.resumeStream(resumeData, { runId, untilIdle: true }) instead");
+        }
+        const P: &str = "resumeStreamUntilIdle(resumeData, options)";
+        ids(&options, P)?;
+        let copy = copy_object(&options, "options")?;
+        let max = read(&options, "maxIdleMs", P)?;
+        let idle: JsValue = if max.is_undefined() {
+            JsValue::TRUE
+        } else {
+            let o = Object::new();
+            let _ = Reflect::set(&o, &"maxIdleMs".into(), &max);
+            o.into()
+        };
+        let _ = Reflect::set(&copy, &"untilIdle".into(), &idle);
+        let _ = Reflect::delete_property(&copy, &"maxIdleMs".into());
+        self.resume_stream(resume_data, copy.into())
     }
 
     /// This agent's runs waiting for a decision in its storage: `{ runs, total }`.
@@ -319,8 +350,9 @@ impl Agent {
         let saved = rec.snapshot.as_ref().and_then(|s| s.get("options")).cloned().unwrap_or(Value::Null);
         apply_saved(&mut turn.cfg, &saved);
         turn.cfg.resume = Some(restored);
+        let idle = self.idle_setup(&call, &turn);
         let shared = Shared::new(turn.run_id.clone(), turn.abort.clone());
-        spawn_run(turn, shared.clone(), call, None);
+        spawn_run(turn, shared.clone(), call, idle);
         Ok(AgentStreamOutput::new(shared))
     }
 }

@@ -231,3 +231,53 @@ test('survives a new process: a file storage object, and a child node process th
   const after = JSON.parse(fs.readFileSync(file, 'utf8'));
   assert.equal(after.runs[out.runId], undefined, 'the finished run left no record');
 });
+
+test('cancelling the reader while a call waits leaves the run suspended in storage; a later decision resumes it', T, async () => {
+  const calls = [];
+  const memory = new Memory({ storage: new InMemoryStore() });
+  const { agent } = payer({ pay: approvalPay(calls) }, { memory });
+  const out = await agent.stream('Pay 6', { memory: { thread: 't-cancel', resource: 'u1' } });
+  const reader = out.fullStream.getReader();
+  await readUntil(reader, (c) => c.type === 'tool-call-approval');
+  await reader.cancel();
+  assert.equal(await out.finishReason, 'abort');
+  const { runs } = await agent.listSuspendedRuns({ threadId: 't-cancel' });
+  assert.deepEqual(runs.map((r) => r.runId), [out.runId]);
+  const resumed = await agent.approveToolCall({ runId: out.runId });
+  const rest = await readAll(resumed);
+  assert.equal(rest[0].type, 'tool-result');
+  assert.equal(calls.length, 1);
+  assert.equal(await resumed.finishReason, 'stop');
+});
+
+test('an abortSignal while a call waits ends the run and its record: nothing is left to decide', T, async () => {
+  const { agent } = payer({ pay: approvalPay([]) });
+  const controller = new AbortController();
+  const out = await agent.stream('Pay 2', { abortSignal: controller.signal });
+  const reader = out.fullStream.getReader();
+  await readUntil(reader, (c) => c.type === 'tool-call-approval');
+  controller.abort();
+  await readRest(reader);
+  assert.equal(await out.finishReason, 'abort');
+  assert.equal((await agent.listSuspendedRuns()).total, 0);
+  assert.equal((await resumeCode(agent.approveToolCall({ runId: out.runId }))).code, 'not-found');
+});
+
+test('resumeStreamUntilIdle(resumeData, options) is the deprecated spelling of resumeStream, warned once', T, async () => {
+  const warned = [];
+  const warn = console.warn;
+  console.warn = (...a) => warned.push(a.join(' '));
+  try {
+    const { agent } = payer({ pay: payTool([]) });
+    for (let i = 0; i < 2; i++) {
+      const out = await agent.stream('Pay 8', { closeOnSuspend: true });
+      await readAll(out);
+      const resumed = await agent.resumeStreamUntilIdle({ pin: '4321' }, { runId: out.runId, maxIdleMs: 1000 });
+      const rest = await readAll(resumed);
+      assert.equal(rest[0].payload.result.pin, '4321');
+    }
+  } finally {
+    console.warn = warn;
+  }
+  assert.equal(warned.filter((l) => l.includes('resumeStreamUntilIdle() is deprecated')).length, 1);
+});

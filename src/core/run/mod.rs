@@ -611,6 +611,11 @@ async fn run_steps(
                     Err(Ended::Tripwire(t)) => return stopped_step(outcome, result, t, sink, abort).await,
                 };
                 if redone.len() < n || abort.is_aborted() {
+                    // A reader that cancelled while the run waited leaves it suspended in
+                    // storage, to be decided later; an abort ends it (its record goes).
+                    if abort.is_detached() && redone.iter().all(Option::is_none) {
+                        outcome.recorded = false;
+                    }
                     outcome.partial = Some(result);
                     return Err(Stop::Aborted);
                 }

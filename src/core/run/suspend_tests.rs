@@ -225,3 +225,85 @@ fn an_abort_while_waiting_removes_the_record() {
     assert!(stored_run(&store).is_none());
     assert!(!approvals.is_waiting("p"));
 }
+
+#[test]
+fn a_reader_that_goes_away_while_the_run_waits_leaves_it_suspended_in_storage() {
+    let store = Rc::new(InMemoryStore::new());
+    let mut cfg = with_tools(vec![tool("pay")]);
+    cfg.runs = runs_cfg(&store, false);
+    let s = script(vec![calls_reply(&[("p", "pay", r#"{"city":"A"}"#)])]);
+    let (host, approvals, sink) = (SuspendHost::default(), Approvals::default(), watch(&store));
+    let abort = s.abort.clone();
+    let out = block_on_ticking(run(cfg, &s, &sink, &host, &approvals, &abort), |_| {
+        if approvals.is_waiting("p") {
+            abort.detach(Some("the stream was cancelled".into()));
+        }
+    });
+    assert_eq!(out.finish_reason(), FinishReason::Abort);
+    let rec = stored_run(&store).expect("the run stays resumable");
+    assert_eq!((rec.status, rec.waiting[0].call.tool_call_id.as_str()), (RunStatus::Suspended, "p"));
+}
+
+/// A storage whose run methods fail: the suspension cannot be stored.
+struct BrokenRuns(InMemoryStore);
+
+impl crate::core::runs::RunStore for BrokenRuns {
+    fn save_run<'a>(&'a self, _run: &'a crate::core::runs::RunRecord) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async { Err(AgentError::storage("storage.saveRun failed: disk full")) })
+    }
+    fn get_run<'a>(&'a self, run_id: &'a str) -> LocalFuture<'a, Result<Option<crate::core::runs::RunRecord>, AgentError>> {
+        self.0.runs().unwrap().get_run(run_id)
+    }
+    fn update_run<'a>(&'a self, run_id: &'a str, patch: &'a Value, expected: Option<RunStatus>) -> LocalFuture<'a, Result<Option<crate::core::runs::RunRecord>, AgentError>> {
+        self.0.runs().unwrap().update_run(run_id, patch, expected)
+    }
+    fn list_runs<'a>(&'a self, filter: &'a crate::core::runs::RunFilter) -> LocalFuture<'a, Result<Vec<crate::core::runs::RunRecord>, AgentError>> {
+        self.0.runs().unwrap().list_runs(filter)
+    }
+    fn delete_run<'a>(&'a self, run_id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.0.runs().unwrap().delete_run(run_id)
+    }
+}
+
+macro_rules! delegate_store {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
+        impl Store for BrokenRuns {
+            $(fn $name<'a>(&'a self, $($arg: &'a $ty),*) -> LocalFuture<'a, Result<$out, AgentError>> { self.0.$name($($arg),*) })*
+            fn save_task<'a>(&'a self, task: &'a crate::core::background::TaskRecord, previous: Option<crate::core::background::TaskStatus>) -> LocalFuture<'a, Result<(), AgentError>> {
+                self.0.save_task(task, previous)
+            }
+            fn runs(&self) -> Option<&dyn crate::core::runs::RunStore> {
+                Some(self)
+            }
+        }
+    };
+}
+
+delegate_store! {
+    get_thread_by_id(id: str) -> Option<crate::core::memory::Thread>;
+    save_thread(thread: crate::core::memory::Thread) -> ();
+    delete_thread(id: str) -> ();
+    list_threads(resource_id: str) -> Vec<crate::core::memory::Thread>;
+    list_messages(q: crate::core::memory::MessageQuery) -> Vec<crate::core::memory::StoredMessage>;
+    save_messages(messages: [crate::core::memory::StoredMessage]) -> ();
+    delete_messages(ids: [String]) -> ();
+    get_resource(id: str) -> Option<crate::core::memory::Resource>;
+    save_resource(resource: crate::core::memory::Resource) -> ();
+    list_tasks(filter: crate::core::background::TaskFilter) -> Vec<crate::core::background::TaskRecord>;
+}
+
+#[test]
+fn a_suspension_that_cannot_be_stored_ends_the_run_with_an_error_and_announces_nothing() {
+    let store: Rc<dyn Store> = Rc::new(BrokenRuns(InMemoryStore::new()));
+    let mut cfg = with_tools(vec![tool("pay")]);
+    cfg.runs = Some(RunsCfg { store: Some(store), agent_id: "shop".into(), close_on_suspend: false, restore: json!({}) });
+    let s = script(vec![calls_reply(&[("p", "pay", r#"{"city":"A"}"#)])]);
+    let (host, approvals, sink) = (SuspendHost::default(), Approvals::default(), Collect::default());
+    let abort = s.abort.clone();
+    let out = block_on(run(cfg, &s, &sink, &host, &approvals, &abort));
+    let types = sink.types();
+    assert!(!types.contains(&"tool-call-suspended"), "nobody is told about a wait nobody could resume: {types:?}");
+    assert_eq!(*types.last().unwrap(), "error");
+    assert!(out.error.unwrap().to_string().contains("disk full"));
+    assert!(host.stored.borrow().is_empty(), "suspend() never resolves as stored");
+}
