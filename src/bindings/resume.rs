@@ -82,7 +82,6 @@ pub(super) fn runs_cfg(inner: &Inner, call: &CallSetup, opts: &CallOptions) -> R
         "activeTools": opts.active_tools,
         "requireToolApproval": opts.require_tool_approval,
         "modelSettings": Value::Object(opts.model_settings.sampling_json()),
-        "providerOptions": opts.provider_options,
     });
     RunsCfg { store: inner.runs_store.clone(), agent_id: inner.config.id.clone(), close_on_suspend: call.close_on_suspend, restore }
 }
