@@ -32,6 +32,14 @@ async function read(out) {
 window.start = async () => read(await agent.stream('Pay 5', { closeOnSuspend: true }));
 window.suspended = async () => (await agent.listSuspendedRuns()).runs.map((r) => r.runId);
 window.approve = async (runId) => read(await agent.approveToolCall({ runId }));
+/** approve(), or the ResumeError it rejected with. */
+window.tryApprove = async (runId) => {
+  try {
+    return { done: await window.approve(runId) };
+  } catch (e) {
+    return { error: { name: e.name, code: e.code } };
+  }
+};
 window.approveError = async (runId) => {
   try {
     await agent.approveToolCall({ runId });

@@ -42,6 +42,31 @@ after(async () => {
   await files?.close();
 });
 
+async function openPage(context) {
+  const page = await context.newPage();
+  await page.goto(`${files.origin}/approve-page.html?${new URLSearchParams({ model: models.url })}`);
+  await page.waitForSelector('body[data-ready="1"]');
+  return page;
+}
+
+test('two tabs approving the same call: exactly one wins, the tool runs once', T, async () => {
+  const context = await browser.newContext();
+  context.setDefaultTimeout(WAIT);
+  const [a, b] = [await openPage(context), await openPage(context)];
+  const first = await a.evaluate(() => window.start());
+  assert.equal(first.finishReason, 'suspended');
+  const results = await Promise.all([a, b].map((p) => p.evaluate((runId) => window.tryApprove(runId), first.runId)));
+  const won = results.filter((r) => r.done);
+  const lost = results.filter((r) => r.error);
+  assert.equal(won.length, 1, JSON.stringify(results));
+  assert.equal(won[0].done.types[0], 'tool-result');
+  assert.equal(lost[0].error.name, 'ResumeError');
+  assert.ok(['in-progress', 'not-found'].includes(lost[0].error.code), lost[0].error.code);
+  const paid = (await a.evaluate(() => window.paid.length)) + (await b.evaluate(() => window.paid.length));
+  assert.equal(paid, 1, 'the tool ran once over both tabs');
+  await context.close();
+});
+
 test('approve after a reload: the suspended run is in IndexedDB and the approval finishes the reply', T, async () => {
   const context = await browser.newContext();
   context.setDefaultTimeout(WAIT);
