@@ -1,4 +1,4 @@
-import type { StorageAdapter, StorageMessage, StorageResource, StorageThread } from './wasm_agent.js';
+import type { RunRecord, RunStatus, StorageAdapter, StorageMessage, StorageResource, StorageThread } from './wasm_agent.js';
 
 /** The part of a Durable Object's `state.storage` (`DurableObjectStorage`) this store uses. */
 export interface DurableObjectStorageLike {
@@ -32,4 +32,10 @@ export declare class DurableObjectStore implements StorageAdapter {
   deleteMessages(args: { messageIds: string[] }): Promise<void>;
   getResource(args: { resourceId: string }): Promise<StorageResource | null>;
   saveResource(args: { resource: StorageResource }): Promise<void>;
+  /** Suspended runs (SPEC §19.4), under `run:<runId>`; `updateRun` is a compare-and-set. */
+  saveRun(args: { run: RunRecord }): Promise<void>;
+  getRun(args: { runId: string }): Promise<RunRecord | null>;
+  updateRun(args: { runId: string; patch: Partial<RunRecord>; expectedStatus?: RunStatus }): Promise<RunRecord | null>;
+  listRuns(args?: { agentId?: string; threadId?: string; resourceId?: string; status?: RunStatus | RunStatus[] }): Promise<RunRecord[]>;
+  deleteRun(args: { runId: string }): Promise<void>;
 }

@@ -14,6 +14,7 @@
 //                                                 thread's messages list in time order)
 //   msgid:<messageId>                          → that message's msg: key
 //   resource:<resourceId>                      → the resource
+//   run:<runId>                                → a suspended run's record (SPEC §19.4)
 // `listMessages({ last: n })` is one reverse `list` with `limit: n`: it reads n records, not
 // the whole thread. Each message is one value: Cloudflare caps a value at 128 KiB on
 // key-value-backed objects (2 MB on SQLite-backed ones), which a large inline file can exceed.
@@ -28,6 +29,7 @@ const messagesPrefix = (threadId) => `msg:${enc(threadId)}:`;
 const messageKey = (m) => `${messagesPrefix(m.threadId)}${m.createdAt}:${enc(m.id)}`;
 const messageIdKey = (id) => `msgid:${enc(id)}`;
 const resourceKey = (resourceId) => `resource:${enc(resourceId)}`;
+const runKey = (runId) => `run:${enc(runId)}`;
 
 /** Splits a list into runs of at most `BATCH`. */
 function batches(items) {
@@ -168,5 +170,46 @@ export class DurableObjectStore {
   /** Creates or replaces the resource. */
   async saveResource({ resource }) {
     await this.storage.put(resourceKey(resource.id), resource);
+  }
+
+  /** Creates or replaces a run record. */
+  async saveRun({ run }) {
+    await this.storage.put(runKey(run.runId), run);
+  }
+
+  /** @param {{ runId: string }} args */
+  async getRun({ runId }) {
+    return (await this.storage.get(runKey(runId))) ?? null;
+  }
+
+  /**
+   * A compare-and-set: the updated record, or null when it is absent or its status is not
+   * `expectedStatus`. Atomic in a Durable Object: its input gate holds other events while the
+   * read and the write run, with nothing else awaited in between.
+   */
+  async updateRun({ runId, patch, expectedStatus }) {
+    const run = await this.storage.get(runKey(runId));
+    if (!run || (expectedStatus !== undefined && run.status !== expectedStatus)) return null;
+    const next = { ...run, ...patch, runId };
+    await this.storage.put(runKey(runId), next);
+    return next;
+  }
+
+  /** Runs matching every filter given (`status`: one or an array). */
+  async listRuns({ agentId, threadId, resourceId, status } = {}) {
+    const statuses = status === undefined ? null : [status].flat();
+    const runs = [...(await this.storage.list({ prefix: 'run:' })).values()];
+    return runs.filter(
+      (r) =>
+        (agentId === undefined || r.agentId === agentId) &&
+        (threadId === undefined || r.threadId === threadId) &&
+        (resourceId === undefined || r.resourceId === resourceId) &&
+        (statuses === null || statuses.includes(r.status)),
+    );
+  }
+
+  /** @param {{ runId: string }} args */
+  async deleteRun({ runId }) {
+    await this.storage.delete(runKey(runId));
   }
 }

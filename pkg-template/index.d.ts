@@ -10,7 +10,7 @@ export type {
   ChunkType, FilePart, FinishReason, FromJSONSchema, FullOutput, ImagePart, InferToolInput, LanguageModelLike,
   ListMessagesArgs, MastraConfig, MemoryInit, MemoryOptions, MessageInput, ModelConfig, ModelMessage, ModelSettings,
   ResponseInfo, StepResult, StopCondition, StorageAdapter, StorageErrorCode, StorageMessage, StorageResource, StorageThread,
-  StreamOptions, StructuredOutputErrorCode, SystemInstructions, TextPart, Tool, ToolCallPart, ToolCallPayload, ToolChoice, ToolDefinition,
+  StreamOptions, StructuredOutputErrorCode, SuspendedRun, RunRecord, RunStatus, SystemInstructions, TextPart, Tool, ToolCallPart, ToolCallPayload, ToolChoice, ToolDefinition,
   ToolExecutionContext, ToolInputSchema, ToolResultPart, ToolResultPayload, ToolWriter, UIMessage, Usage, Warning,
   Processor, ProcessorArgs, ProcessorOutputArgs, SystemMessage, TripwirePayload,
   DelegationStartContext, DelegationCompleteContext,

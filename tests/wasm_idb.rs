@@ -149,6 +149,45 @@ behaviour! {
     a_message_saved_with_another_thread_moves_and_deletes_by_id => suite_move_and_delete,
     resources_are_upserted => suite_resources,
     unknown_parts_and_metadata_survive_a_round_trip => suite_round_trip,
+    run_records_are_saved_claimed_once_listed_and_deleted => suite_runs,
+}
+
+/// Run records (SPEC §19.4): create, compare-and-set, list by filter, delete.
+async fn suite_runs(s: &dyn Store) {
+    use wasm_agent::core::runs::{RunFilter, RunRecord, RunStatus};
+    let runs = s.runs().expect("this store keeps run records");
+    let rec = |id: &str, agent: &str, status: RunStatus| RunRecord {
+        run_id: id.into(),
+        agent_id: agent.into(),
+        thread_id: Some("t1".into()),
+        resource_id: Some("u1".into()),
+        status,
+        created_at: T0,
+        updated_at: T0,
+        heartbeat_at: None,
+        waiting: vec![],
+        snapshot: Some(json!({ "v": 1, "messages": [] })),
+        last_seq: 0,
+    };
+    runs.save_run(&rec("r1", "a", RunStatus::Suspended)).await.unwrap();
+    runs.save_run(&rec("r2", "b", RunStatus::Suspended)).await.unwrap();
+    assert_eq!(runs.get_run("r1").await.unwrap().unwrap(), rec("r1", "a", RunStatus::Suspended));
+    assert!(runs.get_run("nope").await.unwrap().is_none());
+    let claim = json!({ "status": "resuming", "heartbeatAt": T0 + 1.0 });
+    assert!(runs.update_run("r1", &claim, Some(RunStatus::Resuming)).await.unwrap().is_none());
+    // Two claims started together: exactly one sees `suspended`.
+    let (one, two) = (runs.update_run("r1", &claim, Some(RunStatus::Suspended)), runs.update_run("r1", &claim, Some(RunStatus::Suspended)));
+    let results = join_all(vec![one, two]).await;
+    let won: Vec<_> = results.into_iter().filter_map(Result::unwrap).collect();
+    assert_eq!(won.len(), 1);
+    assert_eq!((won[0].status, won[0].heartbeat_at), (RunStatus::Resuming, Some(T0 + 1.0)));
+    assert_eq!(runs.get_run("r1").await.unwrap().unwrap().status, RunStatus::Resuming);
+    let ids = |f: RunFilter| async move { runs.list_runs(&f).await.unwrap().into_iter().map(|r| r.run_id).collect::<Vec<_>>() };
+    assert_eq!(ids(RunFilter { statuses: vec![RunStatus::Suspended], ..Default::default() }).await, ["r2"]);
+    assert_eq!(ids(RunFilter { agent_id: Some("a".into()), ..Default::default() }).await, ["r1"]);
+    runs.delete_run("r1").await.unwrap();
+    assert!(runs.get_run("r1").await.unwrap().is_none());
+    assert_eq!(ids(RunFilter::default()).await, ["r2"]);
 }
 
 async fn suite_threads(s: &dyn Store) {
@@ -437,7 +476,7 @@ async fn operations_started_together_share_one_open() {
 }
 
 #[wasm_bindgen_test]
-async fn the_schema_is_version_2_and_records_are_plain_objects() {
+async fn the_schema_is_version_3_and_records_are_plain_objects() {
     let name = unique_name("schema");
     let store = IdbStore::new(&name);
     store.save_thread(&thread("t1", "u", 3)).await.unwrap();
@@ -447,7 +486,7 @@ async fn the_schema_is_version_2_and_records_are_plain_objects() {
         "name",
         "
         const db = await new Promise((res, rej) => { const r = indexedDB.open(name); r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
-        const tx = db.transaction(['threads', 'messages', 'resources', 'tasks']);
+        const tx = db.transaction(['threads', 'messages', 'resources', 'tasks', 'runs', 'runChunks']);
         const get = (req) => new Promise((res) => { req.onsuccess = () => res(req.result); });
         const messages = tx.objectStore('messages');
         const out = {
@@ -458,6 +497,9 @@ async fn the_schema_is_version_2_and_records_are_plain_objects() {
           byThreadTime: messages.index('byThreadTime').keyPath,
           resourceKey: tx.objectStore('resources').keyPath,
           taskKey: tx.objectStore('tasks').keyPath,
+          runKey: tx.objectStore('runs').keyPath,
+          runIndexes: [...tx.objectStore('runs').indexNames].map((n) => [n, tx.objectStore('runs').index(n).keyPath]),
+          chunkKey: tx.objectStore('runChunks').keyPath,
           message: await get(messages.get('m1')),
         };
         db.close();
@@ -467,8 +509,11 @@ async fn the_schema_is_version_2_and_records_are_plain_objects() {
     .await
     .unwrap();
     let seen: serde_json::Value = serde_json::from_str(&seen.as_string().unwrap()).unwrap();
-    assert_eq!(seen["version"], 2);
-    assert_eq!(seen["stores"], json!(["messages", "resources", "tasks", "threads"]));
+    assert_eq!(seen["version"], 3);
+    assert_eq!(seen["stores"], json!(["messages", "resources", "runChunks", "runs", "tasks", "threads"]));
+    assert_eq!(seen["runKey"], "runId");
+    assert_eq!(seen["runIndexes"], json!([["agentStatus", ["agentId", "status"]], ["threadId", "threadId"]]));
+    assert_eq!(seen["chunkKey"], json!(["runId", "seq"]));
     assert_eq!(seen["taskKey"], "id");
     assert_eq!(seen["threadKey"], "id");
     assert_eq!(seen["resourceKey"], "id");
@@ -480,11 +525,60 @@ async fn the_schema_is_version_2_and_records_are_plain_objects() {
 }
 
 #[wasm_bindgen_test]
+async fn a_version_2_database_upgrades_to_3_keeping_its_records_and_gains_runs() {
+    use wasm_agent::core::runs::{RunRecord, RunStatus};
+    let name = unique_name("upgrade-2-3");
+    // The version 2 schema as the previous release made it, with one thread in it.
+    js(
+        "name",
+        "
+        const db = await new Promise((res, rej) => {
+          const r = indexedDB.open(name, 2);
+          r.onupgradeneeded = () => {
+            const d = r.result;
+            d.createObjectStore('threads', { keyPath: 'id' }).createIndex('byResource', 'resourceId');
+            d.createObjectStore('messages', { keyPath: 'id' }).createIndex('byThreadTime', ['threadId', 'createdAt', 'id']);
+            d.createObjectStore('resources', { keyPath: 'id' });
+            d.createObjectStore('tasks', { keyPath: 'id' });
+            d.createObjectStore('threads2_unused', { keyPath: 'id' });
+            r.transaction.objectStore('threads').put({ id: 'old', resourceId: 'u', createdAt: 'a', updatedAt: 'b' });
+          };
+          r.onsuccess = () => res(r.result);
+          r.onerror = () => rej(r.error);
+        });
+        db.close();",
+        &[name.as_str().into()],
+    )
+    .await
+    .unwrap();
+    let store = IdbStore::new(&name);
+    assert_eq!(store.get_thread_by_id("old").await.unwrap().map(|t| t.id).as_deref(), Some("old"), "kept across the upgrade");
+    let runs = store.runs().expect("version 3 keeps runs");
+    let rec = RunRecord {
+        run_id: "r1".into(),
+        agent_id: "a".into(),
+        thread_id: None,
+        resource_id: None,
+        status: RunStatus::Suspended,
+        created_at: T0,
+        updated_at: T0,
+        heartbeat_at: None,
+        waiting: vec![],
+        snapshot: None,
+        last_seq: 0,
+    };
+    runs.save_run(&rec).await.unwrap();
+    assert_eq!(runs.get_run("r1").await.unwrap(), Some(rec));
+    drop(store);
+    IdbStore::delete_database(&name).await.unwrap();
+}
+
+#[wasm_bindgen_test]
 async fn a_database_upgraded_by_a_newer_version_is_a_storage_error() {
     let name = unique_name("newer");
-    let db = js("name, version", OPEN_RAW, &[name.as_str().into(), 3.into()]).await.unwrap();
+    let db = js("name, version", OPEN_RAW, &[name.as_str().into(), 4.into()]).await.unwrap();
     js("db", "db.close();", &[db]).await.unwrap();
-    let err = IdbStore::new(&name).list_threads("u").await.expect_err("version 3 is newer than this code");
+    let err = IdbStore::new(&name).list_threads("u").await.expect_err("version 4 is newer than this code");
     assert_eq!(storage_code(&err), "version", "VersionError is told apart");
     let message = storage_message(err);
     assert!(
@@ -499,13 +593,13 @@ async fn an_open_store_steps_aside_for_another_tabs_upgrade() {
     let name = unique_name("versionchange");
     let store = IdbStore::new(&name);
     store.save_thread(&thread("t1", "u", 1)).await.unwrap();
-    // Another tab upgrades to version 3: not blocked, because the store closes on versionchange.
-    let db = js("name, version", OPEN_RAW, &[name.as_str().into(), 3.into()])
+    // Another tab upgrades to version 4: not blocked, because the store closes on versionchange.
+    let db = js("name, version", OPEN_RAW, &[name.as_str().into(), 4.into()])
         .await
         .expect("the upgrade must not be blocked");
     js("db", "db.close();", &[db]).await.unwrap();
     // The store reopens on next use and finds a version it does not know.
-    let message = storage_message(store.get_thread_by_id("t1").await.expect_err("version 3"));
+    let message = storage_message(store.get_thread_by_id("t1").await.expect_err("version 4"));
     assert!(message.contains("VersionError"), "{message}");
     drop(store);
     IdbStore::delete_database(&name).await.unwrap();

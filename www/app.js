@@ -422,16 +422,20 @@ function toolCard(name) {
       outcome.textContent = preview(message, 300);
       outcome.title = preview(message, 4000);
     },
-    /** Approve / Decline buttons; each handler returns whether the call was still waiting. */
+    /**
+     * Approve / Decline buttons; each handler returns the decision's promise, which rejects
+     * (a ResumeError) when the call is no longer waiting.
+     */
     askApproval(onApprove, onDecline) {
       card.setState('approval');
-      const decide = (handler, approved) => {
+      const decide = async (handler, approved) => {
         for (const button of actions.querySelectorAll('button')) button.disabled = true;
         let waiting = false;
         try {
-          waiting = handler();
+          await handler();
+          waiting = true;
         } catch (err) {
-          console.warn('wasm-agent demo: could not decide the tool call', err);
+          if (err?.name !== 'ResumeError') console.warn('wasm-agent demo: could not decide the tool call', err);
         }
         if (!waiting) {
           outcome.className = 'tool-outcome tool-error';

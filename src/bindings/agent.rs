@@ -26,7 +26,7 @@ use crate::core::options::{build_prompt, build_request, parse_agent_config, Agen
 use crate::core::run::{delegation, BackgroundRun, RunConfig};
 use crate::core::run::delegation::{SubRun, SubRunSpec};
 use super::delegation::{parse_agents, AgentsConfig, JsDelegator};
-use crate::core::tools::{Approvals, Decision};
+use crate::core::tools::Approvals;
 use crate::core::transport::Transport;
 use crate::core::until_idle::IdleWatch;
 use crate::core::error::AgentError;
@@ -46,26 +46,28 @@ const KNOWN_CONFIG_KEYS: &[&str] = &[
 ];
 /// The keys of a `{ id, url, apiKey, headers, api }` model.
 const MODEL_KEYS: &[&str] = &["id", "url", "apiKey", "headers", "api"];
-struct Inner {
-    config: AgentConfig,
+pub(super) struct Inner {
+    pub(super) config: AgentConfig,
     model: AgentModel,
     /// The provider prefix (`openai`), which names its `providerOptions`.
-    provider: String,
-    model_name: String,
+    pub(super) provider: String,
+    pub(super) model_name: String,
     /// `defaultOptions` as given, for its callbacks and `abortSignal`.
-    default_options: JsValue,
-    tools: Vec<JsTool>,
-    memory: Option<Rc<MemoryInner>>,
+    pub(super) default_options: JsValue,
+    pub(super) tools: Vec<JsTool>,
+    pub(super) memory: Option<Rc<MemoryInner>>,
     /// Runs background tasks when `backgroundTasks` is enabled.
-    manager: RefCell<Option<Rc<Manager>>>,
+    pub(super) manager: RefCell<Option<Rc<Manager>>>,
     /// Whether the agent's own config set `backgroundTasks` (a container's then does not apply).
-    own_background: bool,
+    pub(super) own_background: bool,
     /// Open untilIdle wrappers by (thread, resource), with the flag that closes each.
-    idle_wrappers: RefCell<Vec<((String, String), AbortFlag)>>,
+    pub(super) idle_wrappers: RefCell<Vec<((String, String), AbortFlag)>>,
     /// Runs in progress, for `approveToolCall` / `declineToolCall`.
-    runs: RefCell<Vec<(String, Rc<Approvals>)>>,
+    pub(super) runs: RefCell<Vec<(String, Rc<super::resume::LiveRun>)>>,
+    /// Where this agent's run records go (SPEC §19.4).
+    pub(super) runs_store: Option<Rc<dyn crate::core::memory::Store>>,
     /// `inputProcessors`, `outputProcessors`, `maxProcessorRetries` of the config.
-    processors: ProcessorLists,
+    pub(super) processors: ProcessorLists,
     /// `agents`: the sub-agents offered as `agent-<key>` tools (SPEC §18).
     agents: Option<AgentsConfig>,
     /// This agent's number in `AGENTS` (`__agentRef`).
@@ -105,7 +107,7 @@ enum AgentModel {
 #[wasm_bindgen]
 #[derive(Clone)]
 pub struct Agent {
-    inner: Rc<Inner>,
+    pub(super) inner: Rc<Inner>,
 }
 
 #[wasm_bindgen]
@@ -189,6 +191,7 @@ impl Agent {
         }
         let manager = RefCell::new(manager);
         let runs = RefCell::new(Vec::new());
+        let runs_store = super::resume::runs_store(memory.as_ref());
         let idle_wrappers = RefCell::new(Vec::new());
         let agents = parse_agents(&read(&config, "agents", "config")?, "config.agents")?;
         let ref_id = NEXT_AGENT.with(|n| n.replace(n.get() + 1));
@@ -205,6 +208,7 @@ impl Agent {
                 own_background,
                 idle_wrappers,
                 runs,
+                runs_store,
                 processors,
                 agents,
                 ref_id,
@@ -323,27 +327,6 @@ impl Agent {
         Ok(super::convert::from_json(&Value::Array(tasks)))
     }
 
-    /// Runs a call that waits for approval. Returns whether such a call was waiting.
-    #[wasm_bindgen(js_name = approveToolCall)]
-    pub fn approve_tool_call(&self, #[wasm_bindgen(unchecked_param_type = "{ runId: string; toolCallId: string }")] args: JsValue) -> Result<bool, JsValue> {
-        self.decide(&args, "approveToolCall", Decision::Approve)
-    }
-
-    /// Declines a call that waits for approval: the stream shows `tool-output-denied` and the
-    /// model is told, with the reason. Returns whether such a call was waiting.
-    #[wasm_bindgen(js_name = declineToolCall)]
-    pub fn decline_tool_call(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "{ runId: string; toolCallId: string; reason?: string }")] args: JsValue,
-    ) -> Result<bool, JsValue> {
-        let reason = read(&args, "reason", "declineToolCall(args)")?;
-        if !(reason.is_undefined() || reason.is_null() || reason.is_string()) {
-            let got = js_kind(&reason);
-            return Err(type_error("declineToolCall(args).reason", &format!("expected a string, got {got}")));
-        }
-        self.decide(&args, "declineToolCall", Decision::Decline { reason: reason.as_string() })
-    }
-
     #[wasm_bindgen(getter)]
     pub fn id(&self) -> String {
         self.inner.config.id.clone()
@@ -438,20 +421,7 @@ impl Agent {
         Ok(out.get_full_output())
     }
 
-    fn decide(&self, args: &JsValue, method: &str, decision: Decision) -> Result<bool, JsValue> {
-        let path = format!("{method}(args)");
-        let string = |k: &str| {
-            let v = read(args, k, &path)?;
-            let got = js_kind(&v);
-            v.as_string().ok_or_else(|| type_error(&format!("{path}.{k}"), &format!("expected a string, got {got}")))
-        };
-        let (run_id, call_id) = (string("runId")?, string("toolCallId")?);
-        let approvals = self.inner.runs.borrow().iter().find(|(r, _)| *r == run_id).map(|(_, a)| a.clone());
-        Ok(approvals.is_some_and(|a| a.decide(&call_id, decision)))
-    }
-
     fn start(&self, messages: JsValue, options: JsValue) -> Result<AgentStreamOutput, JsValue> {
-        let inner = &self.inner;
         if messages.is_undefined() || messages.is_function() {
             let got = js_kind(&messages);
             return Err(type_error("messages", &format!("expected a string, an array of strings, or an array of messages, got {got}")));
@@ -459,6 +429,21 @@ impl Agent {
         let (input, input_ids) = Data::of(&messages, "messages")
             .and_then(|d| d.parse(|t| parse_messages_with_ids(t, "messages")))
             .map_err(|e| error_to_js(&e))?;
+        let call = self.parse_call(&options)?;
+        let mut turn = self.turn(input, &call, None)?;
+        turn.cfg.input_ids = input_ids;
+        let idle = self.idle_setup(&call, &turn);
+        let shared = Shared::new(turn.run_id.clone(), turn.abort.clone());
+        if turn.cfg.transport != Transport::Fetch {
+            shared.use_sockets();
+        }
+        spawn_run(turn, shared.clone(), call, idle);
+        Ok(AgentStreamOutput::new(shared))
+    }
+
+    /// A call's options over the agent's defaults.
+    pub(super) fn parse_call(&self, options: &JsValue) -> Result<Rc<CallSetup>, JsValue> {
+        let inner = &self.inner;
         let api = match &inner.model {
             AgentModel::Http(endpoint) => Some(endpoint.api),
             AgentModel::Object(_) => None,
@@ -472,23 +457,14 @@ impl Agent {
             provider: &inner.provider,
             api,
         };
-        let call = Rc::new(options::parse(&options, &defaults)?);
-        let mut turn = self.turn(input, &call, None)?;
-        turn.cfg.input_ids = input_ids;
-        let idle = self.idle_setup(&call, &turn);
-        let shared = Shared::new(turn.run_id.clone(), turn.abort.clone());
-        if turn.cfg.transport != Transport::Fetch {
-            shared.use_sockets();
-        }
-        spawn_run(turn, shared.clone(), call, idle);
-        Ok(AgentStreamOutput::new(shared))
+        Ok(Rc::new(options::parse(options, &defaults)?))
     }
 
     /// The `untilIdle` wrapper of a call, when it applies: a memory thread and background tasks.
     /// (Without them `untilIdle` is a plain stream.) A newer wrapper on the same thread and
     /// resource closes the older one. Continuation turns reuse the call's parsed options and are
     /// built without this wrapper, so a default never makes them wrap themselves again.
-    fn idle_setup(&self, call: &Rc<CallSetup>, first: &Turn) -> Option<IdleSetup> {
+    pub(super) fn idle_setup(&self, call: &Rc<CallSetup>, first: &Turn) -> Option<IdleSetup> {
         let inner = &self.inner;
         let max_idle_ms = call.until_idle?;
         let (Some(bg), Some(mem)) = (&first.cfg.background, &first.cfg.memory) else { return None };
@@ -524,7 +500,7 @@ impl Agent {
     /// One turn of a call: its run config, tool host and abort flag, from the call's parsed
     /// options. `directive` (for untilIdle continuations) is added to the context, sent to the
     /// model and never stored.
-    fn turn(&self, input: Vec<ModelMessage>, call: &CallSetup, directive: Option<&str>) -> Result<Turn, JsValue> {
+    pub(super) fn turn(&self, input: Vec<ModelMessage>, call: &CallSetup, directive: Option<&str>) -> Result<Turn, JsValue> {
         let inner = &self.inner;
         let mut opts = call.opts.clone();
         if let Some(d) = directive {
@@ -590,9 +566,13 @@ impl Agent {
             processors: run_processors,
             delegation: JsDelegator::delegation(inner.agents.as_ref(), &call.delegation, &call.request_context, (&inner.config.id, &inner.config.name)),
             scoring: scoring.is_some(),
+            runs: Some(super::resume::runs_cfg(inner, call, &opts)),
+            resume: None,
         };
         let approvals = Rc::new(Approvals::default());
-        inner.runs.borrow_mut().push((run_id.clone(), approvals.clone()));
+        let live = super::resume::LiveRun::new(approvals.clone(), abort.clone());
+        let views = live.views.clone();
+        inner.runs.borrow_mut().push((run_id.clone(), Rc::new(live)));
         let me = Rc::downgrade(&self.inner);
         let id = run_id.clone();
         let done = Box::new(move || {
@@ -600,7 +580,7 @@ impl Agent {
                 inner.runs.borrow_mut().retain(|(r, _)| *r != id);
             }
         });
-        Ok(Turn { cfg, host, approvals, run_id, abort, done, scoring })
+        Ok(Turn { cfg, host, approvals, views, run_id, abort, done, scoring })
     }
 
     /// What scoring a call's run needs, when it has scorers (its own, else the agent's) or

@@ -102,7 +102,7 @@ impl TaskRunner for JsTaskRunner {
                 }
             };
             let input: JsValue = from_json(&task.args);
-            execute(&tool, input, &env, ToolCtx { call: &call, messages: &messages, emit: &forward }).await
+            execute(&tool, input, &env, ToolCtx { call: &call, messages: &messages, emit: &forward, resume: None }, None).await
         })
     }
 }

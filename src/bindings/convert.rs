@@ -334,6 +334,9 @@ pub fn error_to_js(e: &AgentError) -> JsValue {
         let _ = Reflect::set(&err, &"id".into(), &JsValue::from_str(code));
         let _ = Reflect::set(&err, &"details".into(), &details);
     }
+    if let AgentError::Resume { code, .. } = e {
+        let _ = Reflect::set(&err, &"code".into(), &JsValue::from_str(code));
+    }
     if let AgentError::ApiCall { retryable, .. } = e {
         let _ = Reflect::set(&err, &"isRetryable".into(), &JsValue::from_bool(*retryable));
     }

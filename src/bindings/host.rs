@@ -37,6 +37,10 @@ pub struct JsHost {
     pub on_title_generated: Option<Function>,
     /// Arguments as a Standard Schema parsed them (transforms applied), by tool call id.
     parsed: RefCell<Vec<(String, JsValue)>>,
+    /// Each running call's `suspend()` state, by tool call id.
+    suspends: RefCell<Vec<(String, super::suspend::SuspendSlot)>>,
+    /// `suspend()` promises that resolve once their suspension is stored.
+    stored: RefCell<Vec<(String, Function)>>,
 }
 
 impl JsHost {
@@ -55,6 +59,8 @@ impl JsHost {
             base_settings,
             on_title_generated: js.on_title_generated.clone(),
             parsed: RefCell::new(Vec::new()),
+            suspends: RefCell::new(Vec::new()),
+            stored: RefCell::new(Vec::new()),
         }
     }
 
@@ -98,8 +104,38 @@ impl ToolHost for JsHost {
                 p.iter().position(|(id, _)| *id == ctx.call.tool_call_id).map(|i| p.remove(i).1)
             };
             let input = parsed.unwrap_or_else(|| from_json(&ctx.call.args));
-            execute(tool, input, &self.env, ctx).await
+            let slot = super::suspend::SuspendSlot::default();
+            self.suspends.borrow_mut().push((ctx.call.tool_call_id.clone(), slot.clone()));
+            execute(tool, input, &self.env, ctx, Some(&slot)).await
         })
+    }
+
+    fn take_suspension(&self, tool_call_id: &str) -> Option<crate::core::tools::Suspension> {
+        let slot = {
+            let mut s = self.suspends.borrow_mut();
+            let at = s.iter().position(|(id, _)| id == tool_call_id)?;
+            s.remove(at).1
+        };
+        let mut st = slot.borrow_mut();
+        match st.outcome.take() {
+            Some(Ok(suspension)) => {
+                if let Some(resolve) = st.resolve.take() {
+                    self.stored.borrow_mut().push((tool_call_id.to_string(), resolve));
+                }
+                Some(suspension)
+            }
+            _ => None,
+        }
+    }
+
+    fn suspension_stored(&self, tool_call_id: &str) {
+        let resolve = {
+            let mut s = self.stored.borrow_mut();
+            s.iter().position(|(id, _)| id == tool_call_id).map(|at| s.remove(at).1)
+        };
+        if let Some(f) = resolve {
+            let _ = f.call0(&JsValue::UNDEFINED);
+        }
     }
 
     fn validate<'a>(&'a self, call: &'a ToolCall) -> LocalFuture<'a, Result<Value, String>> {

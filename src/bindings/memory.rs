@@ -15,6 +15,7 @@ use wasm_bindgen_futures::future_to_promise;
 use super::convert::{error_to_js, from_json, js_kind, read, to_json, type_error, Data};
 use super::tools::{call_async, thrown_message};
 use crate::core::background::{TaskFilter, TaskRecord, TaskStatus};
+use crate::core::runs::{RunFilter, RunRecord, RunStatus, RunStore};
 use crate::core::env::LocalFuture;
 use crate::core::error::AgentError;
 use crate::core::memory::{
@@ -267,6 +268,21 @@ impl Store for JsStore {
         })
     }
 
+    /// The run methods when the object has them all; else one `console.warn` per process says
+    /// runs live only in this page or isolate.
+    fn runs(&self) -> Option<&dyn RunStore> {
+        if RUN_METHODS.iter().all(|m| self.has(m)) {
+            return Some(self);
+        }
+        if !WARNED_NO_RUNS.with(|w| w.replace(true)) {
+            super::report::warn(&format!(
+                "wasm-agent: the storage object has no {}: suspended runs are kept only in this page or process, so a decision after a reload or in another process finds nothing",
+                RUN_METHODS.join("/")
+            ));
+        }
+        None
+    }
+
     /// `listTasks({ agentId?, threadId?, status? })`; none without the method.
     fn list_tasks<'a>(&'a self, filter: &'a TaskFilter) -> LocalFuture<'a, Result<Vec<TaskRecord>, AgentError>> {
         Box::pin(async move {
@@ -278,6 +294,50 @@ impl Store for JsStore {
             // Hold adapters to the filter.
             Ok(tasks.into_iter().filter(|t| filter.matches(t)).collect())
         })
+    }
+}
+
+/// The run methods of a user storage object (SPEC §19.4), all optional.
+const RUN_METHODS: &[&str] = &["saveRun", "getRun", "updateRun", "listRuns", "deleteRun"];
+
+thread_local! {
+    static WARNED_NO_RUNS: Cell<bool> = const { Cell::new(false) };
+}
+
+impl JsStore {
+    fn run_of(v: Value, method: &str) -> Result<Option<RunRecord>, AgentError> {
+        match v {
+            Value::Null => Ok(None),
+            v => RunRecord::from_json(&v, &format!("storage.{method}")).map(Some),
+        }
+    }
+}
+
+impl RunStore for JsStore {
+    fn save_run<'a>(&'a self, run: &'a RunRecord) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move { self.call("saveRun", serde_json::json!({ "run": run.to_json() })).await.map(drop) })
+    }
+    fn get_run<'a>(&'a self, run_id: &'a str) -> LocalFuture<'a, Result<Option<RunRecord>, AgentError>> {
+        Box::pin(async move { Self::run_of(self.call_json("getRun", serde_json::json!({ "runId": run_id })).await?, "getRun") })
+    }
+    fn update_run<'a>(&'a self, run_id: &'a str, patch: &'a Value, expected: Option<RunStatus>) -> LocalFuture<'a, Result<Option<RunRecord>, AgentError>> {
+        Box::pin(async move {
+            let mut arg = serde_json::json!({ "runId": run_id, "patch": patch });
+            if let Some(e) = expected {
+                arg["expectedStatus"] = e.as_str().into();
+            }
+            Self::run_of(self.call_json("updateRun", arg).await?, "updateRun")
+        })
+    }
+    fn list_runs<'a>(&'a self, filter: &'a RunFilter) -> LocalFuture<'a, Result<Vec<RunRecord>, AgentError>> {
+        Box::pin(async move {
+            let v = self.call_json("listRuns", filter.to_json()).await?;
+            let runs = Self::list_of(v, "listRuns", RunRecord::from_json)?;
+            Ok(runs.into_iter().filter(|r| filter.matches(r)).collect())
+        })
+    }
+    fn delete_run<'a>(&'a self, run_id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move { self.call("deleteRun", serde_json::json!({ "runId": run_id })).await.map(drop) })
     }
 }
 
@@ -296,7 +356,7 @@ fn store_from(storage: &JsValue, field: &str) -> Result<Rc<dyn Store>, JsValue> 
 }
 
 /// IndexedDB where the runtime has it, else memory.
-fn default_store() -> Rc<dyn Store> {
+pub(super) fn default_store() -> Rc<dyn Store> {
     let has_idb = Reflect::get(&js_sys::global(), &"indexedDB".into()).map(|v| v.is_object()).unwrap_or(false);
     if has_idb {
         Rc::new(crate::platform::idb::IdbStore::new(DEFAULT_DB))

@@ -20,6 +20,8 @@ pub mod scorers;
 pub mod share;
 pub mod stop;
 pub mod structured;
+pub mod suspend;
+pub mod resume;
 pub mod tool_types;
 pub mod tools;
 pub mod ui_messages;
@@ -87,7 +89,7 @@ export interface ModelSettings {
 
 /** `code` of a `StorageError` (on the error and on its `error` chunk): what kind of storage failure it is. */
 export type StorageErrorCode = 'quota' | 'version' | 'blocked' | 'invalid-state' | 'not-found' | 'data' | 'aborted' | 'unknown';
-export type FinishReason = 'stop' | 'length' | 'tool-calls' | 'content-filter' | 'error' | 'abort' | 'tripwire' | 'other';
+export type FinishReason = 'stop' | 'length' | 'tool-calls' | 'content-filter' | 'error' | 'abort' | 'tripwire' | 'suspended' | 'other';
 
 export interface Usage {
   inputTokens?: number;
@@ -120,7 +122,31 @@ export interface ToolExecutionContext {
   abortSignal: AbortSignal;
   requestContext?: unknown;
   writer: ToolWriter;
-  agent: { agentId: string; toolCallId: string; threadId?: string; resourceId?: string; messages: ModelMessage[] };
+  /**
+   * Suspends the call until `agent.resumeStream(resumeData, { runId, toolCallId })`: resolves
+   * once the wait is stored. What `execute` returns or throws afterwards is ignored; a resume
+   * runs `execute` again from the start with `resumeData` and `suspendPayload` set.
+   */
+  suspend: (payload: unknown, options?: { resumeSchema?: ToolInputSchema }) => Promise<void>;
+  /** On a resume: the checked resume data (else undefined). */
+  resumeData?: unknown;
+  /** On a resume: the payload the call suspended with. */
+  suspendPayload?: unknown;
+  agent: {
+    agentId: string; toolCallId: string; threadId?: string; resourceId?: string; messages: ModelMessage[];
+    suspend: (payload: unknown, options?: { resumeSchema?: ToolInputSchema }) => Promise<void>;
+    resumeData?: unknown; suspendPayload?: unknown;
+  };
+}
+
+/** A run waiting for a decision, from `agent.listSuspendedRuns()`. */
+export interface SuspendedRun {
+  runId: string;
+  status: 'suspended';
+  threadId: string | null;
+  resourceId: string | null;
+  suspendedAt: string;
+  toolCalls: Array<{ toolCallId: string; toolName: string; args: unknown; requiresApproval: boolean; suspendPayload?: unknown; resumeSchema?: string }>;
 }
 
 export interface Tool<Input = any, Output = unknown> {
@@ -133,6 +159,10 @@ export interface Tool<Input = any, Output = unknown> {
   requireApproval?: boolean | ((input: Input) => boolean | Promise<boolean>);
   /** Run calls of this tool as background tasks (the agent needs `backgroundTasks`). */
   background?: { enabled?: boolean; timeoutMs?: number; maxRetries?: number };
+  /** What `context.suspend(payload)` must pass (a mismatch fails the call). */
+  suspendSchema?: ToolInputSchema;
+  /** What the resume data must match (`ValidationError` from `resumeStream` otherwise). */
+  resumeSchema?: ToolInputSchema;
 }
 
 export interface MemoryOptions {
@@ -190,6 +220,34 @@ export interface StorageAdapter {
   createTask?(args: { task: BackgroundTask }): Promise<unknown> | unknown;
   updateTask?(args: { id: string; patch: Omit<BackgroundTask, 'id'>; expectedStatus: BackgroundTaskStatus }): Promise<unknown> | unknown;
   listTasks?(args: { agentId?: string; threadId?: string; status?: BackgroundTaskStatus[] }): Promise<BackgroundTask[]> | BackgroundTask[];
+  /**
+   * Optional: keep suspended runs (SPEC §19.4), so a decision works after a reload or in another
+   * process. Without all five they live only in the page or isolate (one console.warn says so).
+   * `updateRun` must be an atomic compare-and-set on `expectedStatus`: `null` when the run is
+   * absent or its status differs.
+   */
+  saveRun?(args: { run: RunRecord }): Promise<unknown> | unknown;
+  getRun?(args: { runId: string }): Promise<RunRecord | null> | RunRecord | null;
+  updateRun?(args: { runId: string; patch: Partial<RunRecord>; expectedStatus?: RunStatus }): Promise<RunRecord | null> | RunRecord | null;
+  listRuns?(args: { agentId?: string; threadId?: string; resourceId?: string; status?: RunStatus | RunStatus[] }): Promise<RunRecord[]> | RunRecord[];
+  deleteRun?(args: { runId: string }): Promise<unknown> | unknown;
+}
+
+export type RunStatus = 'running' | 'suspended' | 'resuming' | 'completed' | 'failed' | 'aborted';
+
+/** A run as storage keeps it; `snapshot` is opaque JSON (versioned by `snapshot.v`). */
+export interface RunRecord {
+  runId: string;
+  agentId: string;
+  threadId: string | null;
+  resourceId: string | null;
+  status: RunStatus;
+  createdAt: number;
+  updatedAt: number;
+  heartbeatAt?: number;
+  waiting: Array<{ toolCallId: string; toolName: string; args: unknown; kind: 'approval' | 'suspension'; suspendPayload?: unknown; resumeSchema?: unknown }>;
+  snapshot: unknown;
+  lastSeq: number;
 }
 
 export interface ListMessagesArgs {
@@ -292,6 +350,12 @@ export interface StreamOptions {
    * answered each result (needs `memory` and `backgroundTasks`; otherwise a plain stream).
    */
   untilIdle?: boolean | { maxIdleMs?: number };
+  /**
+   * End `fullStream` when the run suspends (a call waits for approval or resume data), with
+   * finish reason 'suspended'; decide later with `approveToolCall` / `resumeStream`. Default
+   * false: the stream stays open and a decision here continues it in place.
+   */
+  closeOnSuspend?: boolean;
   instructions?: SystemInstructions;
   system?: SystemInstructions;
   /** Messages sent to the model before the input, never stored. */
@@ -361,6 +425,7 @@ export type ChunkType =
   | Envelope<'tool-error', ToolCallPayload & { error: { name: 'ToolError'; message: string } }>
   | Envelope<'tool-output', { toolCallId: string; toolName: string; output: unknown }>
   | Envelope<'tool-call-approval', ToolCallPayload & { resumeSchema: string }>
+  | Envelope<'tool-call-suspended', ToolCallPayload & { suspendPayload: unknown; resumeSchema?: string }>
   | Envelope<'tool-output-denied', ToolCallPayload & { approval: { id: string; approved: false; reason?: string } }>
   | { type: `data-${string}`; data: unknown; id?: string; transient?: boolean }
   | Envelope<'background-task-started', { taskId: string; toolName: string; toolCallId: string }>

@@ -57,6 +57,7 @@ const OTHER_KEYS: &[&str] = &[
     "requestContext",
     "abortSignal",
     "untilIdle",
+    "closeOnSuspend",
     "structuredOutput",
     "output",
     "delegation",
@@ -125,6 +126,8 @@ pub(crate) struct CallSetup {
     pub transport: Transport,
     pub max_retries: u32,
     pub max_steps: u32,
+    /// `closeOnSuspend` (SPEC §19.2): the stream ends when the run suspends.
+    pub close_on_suspend: bool,
     /// `structuredOutput` (or the deprecated `output`).
     pub structured: Option<Rc<crate::core::run::structured::StructuredOutput>>,
     /// The call's `inputProcessors` / `outputProcessors` / `maxProcessorRetries` (each replaces the agent's).
@@ -219,6 +222,12 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
     let until_idle = parse_until_idle(&opt("untilIdle")?)?;
     let delegation = super::delegation::parse_setup(&read(options, "delegation", "options")?, &read(agent.options, "delegation", "config.defaultOptions")?)?;
     super::delegation::check_versions(&opt("versions")?)?;
+    let close_js = opt("closeOnSuspend")?;
+    let close_on_suspend = match close_js.as_bool() {
+        Some(b) => b,
+        None if close_js.is_undefined() || close_js.is_null() => false,
+        None => return Err(type_error("options.closeOnSuspend", &format!("expected a boolean, got {}", js_kind(&close_js)))),
+    };
     let memory_options = memory.as_ref().and(agent.memory).map(|m| &m.options_json);
     let setting_warnings = super::unsupported::warnings_of(options, agent.options, memory_options)?;
     let provider = agent.provider;
@@ -253,6 +262,7 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
         transport,
         max_retries,
         max_steps,
+        close_on_suspend,
         structured: structured.map(Rc::new),
         delegation,
     })

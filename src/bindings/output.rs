@@ -388,7 +388,7 @@ fn cancel_slot(weak: &Weak<Shared>, text: bool) {
         (!st.full.created || st.full.cancelled) && (!st.text.created || st.text.cancelled)
     };
     if all_cancelled {
-        me.abort.abort(Some("the stream was cancelled".into()));
+        me.abort.detach(Some("the stream was cancelled".into()));
     }
 }
 
@@ -540,6 +540,12 @@ impl AgentStreamOutput {
     #[wasm_bindgen(getter, unchecked_return_type = "Promise<ResponseInfo>")]
     pub fn response(&self) -> Promise {
         self.shared.promise("response")
+    }
+
+    /// The payload of the run's first `tool-call-suspended` chunk, else `undefined`.
+    #[wasm_bindgen(getter = suspendPayload, unchecked_return_type = "Promise<unknown>")]
+    pub fn suspend_payload(&self) -> Promise {
+        self.shared.promise("suspendPayload")
     }
 
     /// Settings the provider or this version did not apply (`unsupported-setting`), over all steps.

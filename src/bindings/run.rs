@@ -28,6 +28,9 @@ use crate::platform::JsEnv;
 
 struct JsSink {
     pub(crate) shared: Rc<Shared>,
+    /// Outputs of decisions made while the run is live here (SPEC §19.3): each gets every chunk
+    /// from its decision on, and the run's result.
+    views: super::resume::Views,
     on_chunk: Option<Function>,
     on_step_finish: Option<Function>,
 }
@@ -40,6 +43,10 @@ impl Sink for JsSink {
             super::report::call_observer("onChunk", f, &js);
             js
         });
+        let views = self.views.borrow().clone();
+        for v in &views {
+            v.deliver(chunk.clone(), None);
+        }
         self.shared.deliver(chunk, js);
     }
 
@@ -89,6 +96,7 @@ pub struct Turn {
     pub cfg: RunConfig,
     pub host: JsHost,
     pub approvals: Rc<Approvals>,
+    pub views: super::resume::Views,
     pub run_id: String,
     pub abort: AbortFlag,
     /// Unregisters the turn's approvals when it ended.
@@ -113,7 +121,7 @@ pub(crate) fn spawn_run(first: Turn, shared: Rc<Shared>, call: Rc<CallSetup>, id
     let listener = listen_abort(&call.signal, &outer);
     wasm_bindgen_futures::spawn_local(async move {
         let cb = &call.js;
-        let sink = JsSink { shared: shared.clone(), on_chunk: cb.on_chunk.clone(), on_step_finish: cb.on_step_finish.clone() };
+        let sink = JsSink { shared: shared.clone(), views: first.views.clone(), on_chunk: cb.on_chunk.clone(), on_step_finish: cb.on_step_finish.clone() };
         let run_id = first.run_id.clone();
         let first_failed;
         // With untilIdle the loop's state starts with the first turn: a task that ends while it
@@ -135,6 +143,10 @@ pub(crate) fn spawn_run(first: Turn, shared: Rc<Shared>, call: Rc<CallSetup>, id
         // Scored once memory is written and the stream closed (or, with untilIdle, the first
         // turn's aggregates settled): a scorer never delays what the reader waits for.
         let score = |shared: &Shared| ScoreJob::start(job.as_ref(), scoring.as_ref(), &run_id, shared);
+        let views = std::mem::take(&mut *sink.views.borrow_mut());
+        for v in views {
+            v.finish(result.clone());
+        }
         match idle {
             None => {
                 shared.finish(result);

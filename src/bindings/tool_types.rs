@@ -63,6 +63,10 @@ export interface ToolDefinition<S extends ToolInputSchema, Output = unknown> {
   requireApproval?: boolean | ((input: InferToolInput<S>) => boolean | Promise<boolean>);
   /** Run calls of this tool as background tasks (the agent needs `backgroundTasks`). */
   background?: { enabled?: boolean; timeoutMs?: number; maxRetries?: number };
+  /** What `context.suspend(payload)` must pass (a mismatch fails the call). */
+  suspendSchema?: ToolInputSchema;
+  /** What the resume data must match (`ValidationError` from `resumeStream` otherwise). */
+  resumeSchema?: ToolInputSchema;
 }
 
 /**

@@ -33,6 +33,9 @@ pub struct JsTool {
     /// `inputSchema['~standard']` when the schema validates itself.
     standard: Option<JsValue>,
     approval_fn: Option<Function>,
+    /// `suspendSchema` / `resumeSchema` (SPEC §19.1).
+    pub suspend_schema: Option<super::suspend::ToolSchema>,
+    pub resume_schema: Option<super::suspend::ToolSchema>,
 }
 
 fn get(v: &JsValue, key: &str) -> JsValue {
@@ -74,6 +77,8 @@ pub fn parse_tool(name: &str, v: &JsValue, path: &str, client: bool) -> Result<J
     } else {
         return Err(type_error(&join(path, "requireApproval"), &format!("expected a boolean or a function, got {}", js_kind(&approval_js))));
     };
+    let suspend_schema = super::suspend::optional_schema(&field("suspendSchema")?, &join(path, "suspendSchema"))?;
+    let resume_schema = super::suspend::optional_schema(&field("resumeSchema")?, &join(path, "resumeSchema"))?;
     let validation = if standard.is_some() { Validation::Host } else { Validation::JsonSchema };
     let bg_path = join(path, "background");
     let background = Data::of(&field("background")?, &bg_path)
@@ -85,6 +90,8 @@ pub fn parse_tool(name: &str, v: &JsValue, path: &str, client: bool) -> Result<J
         execute,
         standard,
         approval_fn,
+        suspend_schema,
+        resume_schema,
     })
 }
 
@@ -280,7 +287,9 @@ pub(crate) fn issue_list(issues: &Array) -> Vec<(String, String)> {
 }
 
 /// Runs `execute(input, context)`, forwarding what the tool writes while it runs.
-pub async fn execute(tool: &JsTool, input: JsValue, env: &ToolEnv, ctx: ToolCtx<'_>) -> Result<Value, String> {
+/// With `slot`, the context has `suspend()`: once it is called, the call stops waiting for
+/// `execute` (whatever it returns later is ignored).
+pub async fn execute(tool: &JsTool, input: JsValue, env: &ToolEnv, ctx: ToolCtx<'_>, slot: Option<&super::suspend::SuspendSlot>) -> Result<Value, String> {
     let Some(execute) = &tool.execute else { return Err(format!("Tool '{}' has no execute function", tool.def.name)) };
     let queue = Rc::new(RefCell::new(WriterQueue::default()));
     let context = Object::new();
@@ -306,11 +315,24 @@ pub async fn execute(tool: &JsTool, input: JsValue, env: &ToolEnv, ctx: ToolCtx<
         set(o, "threadId", &opt_str(&env.thread_id));
         set(o, "resourceId", &opt_str(&env.resource_id));
     }
+    if let Some(slot) = slot {
+        let f = super::suspend::suspend_fn(slot, &tool.def.name, tool.suspend_schema.clone(), tool.resume_schema.clone());
+        super::suspend::set_on(&context, &f, ctx.resume);
+        super::suspend::set_on(&agent, &f, ctx.resume);
+    }
     set(&context, "agent", &agent);
     let context: JsValue = context.into();
     let args = [&input, &context];
     let mut running = pin!(call_async(execute, &tool.object, &args));
     let settled = poll_fn(|cx| {
+        if let Some(slot) = slot {
+            let mut st = slot.borrow_mut();
+            match &st.outcome {
+                Some(Ok(_)) => return std::task::Poll::Ready(Ok(JsValue::UNDEFINED)),
+                Some(Err(message)) => return std::task::Poll::Ready(Err(JsValue::from_str(message))),
+                None => st.waker = Some(cx.waker().clone()),
+            }
+        }
         let ready = running.as_mut().poll(cx);
         let drained: Vec<Chunk> = {
             let mut q = queue.borrow_mut();

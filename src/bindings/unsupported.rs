@@ -62,8 +62,6 @@ export interface StreamOptions {
   };
   /** Not honoured yet (adds an `unsupported-setting` warning): tools cannot suspend. */
   autoResumeSuspendedTools?: boolean;
-  /** Not honoured yet (`true` adds an `unsupported-setting` warning): runs do not suspend. */
-  closeOnSuspend?: boolean;
   /** Not honoured yet (adds an `unsupported-setting` warning): chunks are not logged for reconnecting. */
   reconnectable?: boolean | { retainMs?: number };
 }

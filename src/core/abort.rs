@@ -13,6 +13,8 @@ pub struct AbortFlag(Rc<RefCell<Inner>>);
 #[derive(Default)]
 struct Inner {
     aborted: bool,
+    /// The reader went away (a cancelled stream), rather than the caller stopping the run.
+    detached: bool,
     reason: Option<String>,
     wakers: Vec<Waker>,
     /// Run once when the flag is set (e.g. abort the tools' `AbortSignal`).
@@ -44,6 +46,21 @@ impl AbortFlag {
             w.wake();
         }
         true
+    }
+
+    /// `abort` because every reader of the run's streams cancelled: a run waiting for a decision
+    /// stays suspended in storage (SPEC §19.2).
+    pub fn detach(&self, reason: Option<String>) -> bool {
+        if self.is_aborted() {
+            return false;
+        }
+        self.0.borrow_mut().detached = true;
+        self.abort(reason)
+    }
+
+    /// Whether the run was stopped by its readers going away (`detach`).
+    pub fn is_detached(&self) -> bool {
+        self.0.borrow().detached
     }
 
     /// Runs `f` when the flag is set (at once if it already is).

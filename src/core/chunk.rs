@@ -28,6 +28,8 @@ pub enum Chunk {
     /// A value a running tool wrote with `writer.write` (`from: 'USER'`).
     ToolOutput { tool_call_id: String, tool_name: String, output: Value },
     ToolCallApproval { call: ToolCall },
+    /// A tool called `suspend(payload)` (SPEC §19.2); `resume_schema` is JSON Schema.
+    ToolCallSuspended { call: ToolCall, suspend_payload: Value, resume_schema: Option<Value> },
     ToolOutputDenied { call: ToolCall, reason: Option<String> },
     /// A background task's lifecycle chunk (`background-task-*`, SPEC §4).
     Background { kind: &'static str, payload: Value },
@@ -81,6 +83,7 @@ impl Chunk {
             Chunk::ToolError { .. } => "tool-error",
             Chunk::ToolOutput { .. } => "tool-output",
             Chunk::ToolCallApproval { .. } => "tool-call-approval",
+            Chunk::ToolCallSuspended { .. } => "tool-call-suspended",
             Chunk::ToolOutputDenied { .. } => "tool-output-denied",
             Chunk::Data { .. } => "data",
             Chunk::Background { kind, .. } => kind,
@@ -137,6 +140,14 @@ impl Chunk {
             Chunk::ToolCallApproval { call } => {
                 let mut v = call.to_json();
                 v["resumeSchema"] = Value::String(APPROVAL_RESUME_SCHEMA.into());
+                v
+            }
+            Chunk::ToolCallSuspended { call, suspend_payload, resume_schema } => {
+                let mut v = call.to_json();
+                v["suspendPayload"] = suspend_payload.clone();
+                if let Some(s) = resume_schema {
+                    v["resumeSchema"] = Value::String(s.to_string());
+                }
                 v
             }
             Chunk::ToolOutputDenied { call, reason } => {

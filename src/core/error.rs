@@ -28,6 +28,9 @@ pub enum AgentError {
     StructuredOutput { code: &'static str, message: String, value: String },
     /// A processor threw (SPEC §13.5); the message is `<processor id>: <what it threw>`.
     Processor { message: String },
+    /// A decision or resume that cannot apply (SPEC §19.3): `code` is 'not-found', 'not-waiting'
+    /// or 'in-progress'.
+    Resume { code: &'static str, message: String },
 }
 
 /// What kind of storage failure a `StorageError` is (`error.code` in JavaScript), so callers can
@@ -130,6 +133,7 @@ impl AgentError {
             AgentError::Validation { .. } => "ValidationError",
             AgentError::StructuredOutput { .. } => "StructuredOutputError",
             AgentError::Processor { .. } => "ProcessorError",
+            AgentError::Resume { .. } => "ResumeError",
         }
     }
 
@@ -167,7 +171,8 @@ impl fmt::Display for AgentError {
             | AgentError::Storage { message, .. }
             | AgentError::Validation { message }
             | AgentError::StructuredOutput { message, .. }
-            | AgentError::Processor { message } => f.write_str(message),
+            | AgentError::Processor { message }
+            | AgentError::Resume { message, .. } => f.write_str(message),
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod option_names;
 pub mod options;
 pub mod retry;
 pub mod run;
+pub mod runs;
 pub mod schema;
 pub mod scoring;
 pub mod step;

@@ -194,6 +194,8 @@ pub enum FinishReason {
     Abort,
     /// A processor stopped the run (`abort()`, SPEC §13.3).
     Tripwire,
+    /// The run waits for a decision (SPEC §19.2, `closeOnSuspend`).
+    Suspended,
     Other,
 }
 
@@ -207,6 +209,7 @@ impl FinishReason {
             FinishReason::Error => "error",
             FinishReason::Abort => "abort",
             FinishReason::Tripwire => "tripwire",
+            FinishReason::Suspended => "suspended",
             FinishReason::Other => "other",
         }
     }

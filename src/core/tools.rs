@@ -17,6 +17,7 @@ use super::chunk::Chunk;
 use super::env::LocalFuture;
 use super::model::ToolSpec;
 use super::schema;
+use super::runs::{WaitKind, WaitingCall};
 use super::step::ToolCall;
 
 /// How a tool's arguments are checked before it runs.
@@ -114,6 +115,30 @@ impl ToolResult {
 pub enum Decision {
     Approve,
     Decline { reason: Option<String> },
+    /// Resume data for a suspended call (already checked against its `resumeSchema`).
+    Resume(Value),
+}
+
+/// What a resumed `execute` gets besides its input (SPEC §19.1).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resumed {
+    pub resume_data: Value,
+    pub suspend_payload: Value,
+}
+
+/// A `suspend(payload)` a tool made while it ran.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Suspension {
+    pub payload: Value,
+    /// JSON Schema of the resume data (the tool's `resumeSchema`, or `suspend()`'s own).
+    pub resume_schema: Option<Value>,
+}
+
+/// How one call settled in a step: ended, or waiting for a decision.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Settled {
+    Done(ToolResult),
+    Waits(WaitingCall),
 }
 
 /// Calls waiting for approval in one run, and decisions that arrived.
@@ -166,17 +191,22 @@ impl Approvals {
         self.routes.borrow_mut().retain(|(id, _, _)| id != tool_call_id);
     }
 
+    /// Whether any call is waiting.
+    pub fn any_waiting(&self) -> bool {
+        self.waiting.borrow().iter().any(|(_, d, _)| d.is_none())
+    }
+
     /// Registers a wait for `tool_call_id` at once, so a decision made before the returned wait
     /// is first polled (synchronously, from the `tool-call-approval` chunk's `onChunk`) is kept.
     /// Dropping the wait (an abort) unregisters it.
-    fn register<'a>(&'a self, tool_call_id: &'a str) -> ApprovalWait<'a> {
+    pub(crate) fn register<'a>(&'a self, tool_call_id: &'a str) -> ApprovalWait<'a> {
         self.waiting.borrow_mut().push((tool_call_id.to_string(), None, None));
         ApprovalWait { approvals: self, tool_call_id, taken: std::cell::Cell::new(false) }
     }
 }
 
 /// A registered wait for one call's decision; see `Approvals::register`.
-struct ApprovalWait<'a> {
+pub(crate) struct ApprovalWait<'a> {
     approvals: &'a Approvals,
     tool_call_id: &'a str,
     /// The decision was taken (and its entry removed).
@@ -184,7 +214,7 @@ struct ApprovalWait<'a> {
 }
 
 impl ApprovalWait<'_> {
-    async fn decision(self) -> Decision {
+    pub(crate) async fn decision(self) -> Decision {
         poll_fn(|cx| {
             let mut w = self.approvals.waiting.borrow_mut();
             let Some(pos) = w.iter().position(|(id, _, _)| id == self.tool_call_id) else { return Poll::Pending };
@@ -220,6 +250,8 @@ pub struct ToolCtx<'a> {
     /// The conversation sent to the model for this step (AI SDK message JSON).
     pub messages: &'a Value,
     pub emit: &'a dyn Fn(Chunk),
+    /// Set when a suspended call runs again with resume data.
+    pub resume: Option<&'a Resumed>,
 }
 
 /// The behaviour behind the tools: implemented by the JavaScript bindings, and by native tests.
@@ -244,6 +276,12 @@ pub trait ToolHost {
     fn after_tool_call<'a>(&'a self, _result: &'a ToolResult) -> LocalFuture<'a, ()> {
         Box::pin(async {})
     }
+    /// The `suspend(payload)` the last `execute` of this call made, taken once (SPEC §19.1).
+    fn take_suspension(&self, _tool_call_id: &str) -> Option<Suspension> {
+        None
+    }
+    /// The suspension of this call is stored: its `suspend()` promise may resolve.
+    fn suspension_stored(&self, _tool_call_id: &str) {}
     /// Something that runs `tool` outside of this run, for a background task.
     fn task_runner(&self, _tool: &str) -> Option<Rc<dyn TaskRunner>> {
         None
@@ -262,19 +300,25 @@ pub struct BackgroundCall<'a> {
 }
 
 /// Runs one call to its outcome, emitting its chunks. `None` when the run was aborted meanwhile.
+/// `decided` is the user's decision when the call waited before (approval or resume data); a
+/// call that needs one and has none settles as `Settled::Waits` without a chunk: the step emits
+/// the waiting chunks once its other calls are done (SPEC §19.2).
 #[allow(clippy::too_many_arguments)]
 pub async fn run_call(
     call: &ToolCall,
     tool: Option<&ToolDef>,
     require_approval: bool,
     host: &dyn ToolHost,
-    approvals: &Approvals,
     abort: &AbortFlag,
     messages: &Value,
     emit: &dyn Fn(Chunk),
     background: Option<BackgroundCall<'_>>,
-) -> Option<ToolResult> {
-    let outcome = abort.race(outcome_of(call, tool, require_approval, host, approvals, messages, emit, background)).await?;
+    decided: Option<(Decision, Option<Value>)>,
+) -> Option<Settled> {
+    let outcome = match abort.race(outcome_of(call, tool, require_approval, host, messages, emit, background, decided)).await? {
+        Ok(outcome) => outcome,
+        Err(waits) => return Some(Settled::Waits(waits)),
+    };
     let result = ToolResult { call: call.clone(), outcome };
     match &result.outcome {
         Outcome::Result { result: r, is_error } => emit(Chunk::ToolResult { call: call.clone(), result: r.clone(), is_error: *is_error }),
@@ -285,7 +329,7 @@ pub async fn run_call(
     if !matches!(result.outcome, Outcome::Client) {
         abort.race(host.after_tool_call(&result)).await?;
     }
-    Some(result)
+    Some(Settled::Done(result))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -294,56 +338,62 @@ async fn outcome_of(
     tool: Option<&ToolDef>,
     require_approval: bool,
     host: &dyn ToolHost,
-    approvals: &Approvals,
     messages: &Value,
     emit: &dyn Fn(Chunk),
     background: Option<BackgroundCall<'_>>,
-) -> Outcome {
+    decided: Option<(Decision, Option<Value>)>,
+) -> Result<Outcome, WaitingCall> {
     let Some(tool) = tool else {
-        return Outcome::Error(format!("Tool '{}' does not exist here. Call one of the tools you were given.", call.tool_name));
+        if decided.is_some() {
+            return Ok(Outcome::Error(format!("tool {} is not available on this agent", call.tool_name)));
+        }
+        return Ok(Outcome::Error(format!("Tool '{}' does not exist here. Call one of the tools you were given.", call.tool_name)));
     };
     let mut call = call.clone();
     if let Value::String(raw) = &call.args {
-        return Outcome::Error(format!(
+        return Ok(Outcome::Error(format!(
             "The arguments for tool '{}' are not valid JSON ({raw}). Call the tool again with a JSON object.",
             tool.name
-        ));
+        )));
     }
     match tool.validation {
         Validation::JsonSchema => {
             let errors = schema::validate(&tool.parameters, &call.args);
             if !errors.is_empty() {
-                return Outcome::Error(schema::describe(&tool.name, &errors));
+                return Ok(Outcome::Error(schema::describe(&tool.name, &errors)));
             }
         }
         Validation::Host => match host.validate(&call).await {
             Ok(args) => call.args = args,
-            Err(message) => return Outcome::Error(message),
+            Err(message) => return Ok(Outcome::Error(message)),
         },
     }
     if tool.client {
-        return Outcome::Client;
+        return Ok(Outcome::Client);
     }
-    let ask = require_approval
-        || match tool.approval {
-            Approval::Never => false,
-            Approval::Always => true,
-            Approval::Host => host.needs_approval(&call).await,
-        };
-    if ask {
-        // Registered before the chunk goes out: `onChunk` may decide synchronously.
-        let wait = approvals.register(&call.tool_call_id);
-        emit(Chunk::ToolCallApproval { call: call.clone() });
-        if let Decision::Decline { reason } = wait.decision().await {
-            return Outcome::Denied { reason };
+    let resumed = match decided {
+        Some((Decision::Decline { reason }, _)) => return Ok(Outcome::Denied { reason }),
+        Some((Decision::Resume(data), payload)) => Some(Resumed { resume_data: data, suspend_payload: payload.unwrap_or(Value::Null) }),
+        Some((Decision::Approve, _)) => None,
+        None => {
+            let ask = require_approval
+                || match tool.approval {
+                    Approval::Never => false,
+                    Approval::Always => true,
+                    Approval::Host => host.needs_approval(&call).await,
+                };
+            if ask {
+                return Err(WaitingCall { call, kind: WaitKind::Approval, suspend_payload: None, resume_schema: None });
+            }
+            None
         }
-    }
+    };
     match host.before_tool_call(&call).await {
-        Ok(Some(output)) => return Outcome::Result { result: output, is_error: false },
+        Ok(Some(output)) => return Ok(Outcome::Result { result: output, is_error: false }),
         Ok(None) => {}
-        Err(message) => return Outcome::Error(message),
+        Err(message) => return Ok(Outcome::Error(message)),
     }
-    if let Some(bg) = background {
+    if let (Some(bg), None) = (background, &resumed) {
         if let Some(runner) = host.task_runner(&tool.name) {
             let d = Dispatch {
                 call: call.clone(),
@@ -358,17 +408,22 @@ async fn outcome_of(
             match bg.manager.dispatch(d) {
                 Dispatched::Accepted { task_id } => {
                     emit(Manager::started_chunk(&task_id, &call));
-                    return Outcome::Result { result: placeholder(&task_id, &tool.name), is_error: false };
+                    return Ok(Outcome::Result { result: placeholder(&task_id, &tool.name), is_error: false });
                 }
-                Dispatched::Rejected { message } => return Outcome::Error(message),
+                Dispatched::Rejected { message } => return Ok(Outcome::Error(message)),
                 Dispatched::RunInForeground => {}
             }
         }
     }
-    match host.execute(ToolCtx { call: &call, messages, emit }).await {
+    let executed = host.execute(ToolCtx { call: &call, messages, emit, resume: resumed.as_ref() }).await;
+    // Whatever `execute` returned or threw after `suspend()` is ignored.
+    if let Some(s) = host.take_suspension(&call.tool_call_id) {
+        return Err(WaitingCall { call, kind: WaitKind::Suspension, suspend_payload: Some(s.payload), resume_schema: s.resume_schema });
+    }
+    Ok(match executed {
         Ok(result) => Outcome::Result { result, is_error: false },
         Err(message) => Outcome::Error(message),
-    }
+    })
 }
 
 /// Runs `futures` with at most `limit` in flight, starting them in order; results in order.

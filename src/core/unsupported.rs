@@ -27,10 +27,6 @@ pub const UNSUPPORTED: &[(&str, &str)] = &[
         "autoResumeSuspendedTools",
         "Tools cannot suspend yet, so nothing is resumed: a new message is answered as a fresh turn.",
     ),
-    (
-        "closeOnSuspend",
-        "Runs do not suspend yet: a call waiting for approval keeps `fullStream` open until it is decided.",
-    ),
     ("reconnectable", "Chunks are not logged for reconnectStream yet: cancelling `fullStream` stops the run."),
     (
         "memory.options.semanticRecall",
@@ -76,6 +72,7 @@ mod tests {
     /// none of it may ever warn.
     const HONOURED: &[&str] = &[
         "maxSteps",
+        "closeOnSuspend",
         "structuredOutput",
         "structuredOutput.schema",
         "structuredOutput.errorStrategy",
@@ -154,7 +151,6 @@ mod tests {
             "tracingContext",
             "telemetry",
             "autoResumeSuspendedTools",
-            "closeOnSuspend",
             "reconnectable",
             "memory.options.semanticRecall",
         ] {

@@ -25,7 +25,8 @@ use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{IdbCursorDirection, IdbCursorWithValue, IdbKeyRange, IdbRequest, IdbTransactionMode};
 
-use self::conn::{Connection, BY_RESOURCE, BY_THREAD_TIME, DEFAULT_OPEN_TIMEOUT_MS, MESSAGES, RESOURCES, TASKS, THREADS};
+use self::conn::{Connection, BY_RESOURCE, BY_THREAD_TIME, DEFAULT_OPEN_TIMEOUT_MS, MESSAGES, RESOURCES, RUNS, TASKS, THREADS};
+use crate::core::runs::{apply_patch, RunFilter, RunRecord, RunStatus, RunStore};
 use crate::core::background::{TaskFilter, TaskRecord, TaskStatus};
 use self::tx::{error_name, storage_error, Tx};
 use crate::core::env::LocalFuture;
@@ -348,6 +349,88 @@ impl Store for IdbStore {
             let records = self.read_array(req.unchecked_into::<IdbRequest>().result(), what)?;
             let tasks: Result<Vec<TaskRecord>, AgentError> = records.iter().map(|r| TaskRecord::from_json(r, "IndexedDB")).collect();
             Ok(tasks?.into_iter().filter(|t| filter.matches(t)).collect())
+        })
+    }
+
+    fn runs(&self) -> Option<&dyn RunStore> {
+        Some(self)
+    }
+}
+
+/// Run records in the `runs` object store (SPEC §19.4).
+impl RunStore for IdbStore {
+    fn save_run<'a>(&'a self, run: &'a RunRecord) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move { self.put(RUNS, &run.to_json(), &format!("saving run '{}'", run.run_id)).await })
+    }
+
+    fn get_run<'a>(&'a self, run_id: &'a str) -> LocalFuture<'a, Result<Option<RunRecord>, AgentError>> {
+        Box::pin(async move {
+            let record = self.get(RUNS, run_id, &format!("reading run '{run_id}'")).await?;
+            record.map(|v| RunRecord::from_json(&v, SOURCE)).transpose()
+        })
+    }
+
+    /// The read, the status check and the write are one readwrite transaction: two tabs
+    /// claiming one run are serialized by IndexedDB, and exactly one sees the expected status.
+    fn update_run<'a>(&'a self, run_id: &'a str, patch: &'a Value, expected: Option<RunStatus>) -> LocalFuture<'a, Result<Option<RunRecord>, AgentError>> {
+        Box::pin(async move {
+            let what = format!("updating run '{run_id}'");
+            let patch_js = to_js(patch).map_err(|e| self.error(&what, &e))?;
+            let found = self
+                .transact(&what, &[RUNS], Readwrite, &mut |tx| {
+                    let store = tx.store(RUNS)?;
+                    let req = store.get(&run_id.into())?;
+                    let out = Array::new();
+                    let (into, patch) = (out.clone(), patch_js.clone());
+                    tx.on_success(req, move |req| {
+                        let record = req.result()?;
+                        if record.is_undefined() || record.is_null() {
+                            return Ok(());
+                        }
+                        let status = js_sys::Reflect::get(&record, &"status".into())?.as_string();
+                        if expected.is_some_and(|e| status.as_deref() != Some(e.as_str())) {
+                            return Ok(());
+                        }
+                        let keys = js_sys::Object::keys(patch.unchecked_ref::<js_sys::Object>());
+                        for k in keys.iter() {
+                            if k.as_string().as_deref() != Some("runId") {
+                                js_sys::Reflect::set(&record, &k, &js_sys::Reflect::get(&patch, &k)?)?;
+                            }
+                        }
+                        store.put(&record)?;
+                        into.push(&record);
+                        Ok(())
+                    });
+                    Ok(out.into())
+                })
+                .await?;
+            let mut records = self.read_array(Ok(found), &what)?;
+            match records.pop() {
+                None => Ok(None),
+                Some(mut v) => {
+                    // The same patch as written, so the record returned is the record stored.
+                    apply_patch(&mut v, patch);
+                    RunRecord::from_json(&v, SOURCE).map(Some)
+                }
+            }
+        })
+    }
+
+    fn list_runs<'a>(&'a self, filter: &'a RunFilter) -> LocalFuture<'a, Result<Vec<RunRecord>, AgentError>> {
+        Box::pin(async move {
+            let what = "listing runs";
+            // Waiting runs are few; one read of the store, filtered here.
+            let req = self.transact(what, &[RUNS], Readonly, &mut |tx| tx.store(RUNS)?.get_all().map(JsValue::from)).await?;
+            let records = self.read_array(req.unchecked_into::<IdbRequest>().result(), what)?;
+            let runs: Result<Vec<RunRecord>, AgentError> = records.iter().map(|r| RunRecord::from_json(r, SOURCE)).collect();
+            Ok(runs?.into_iter().filter(|r| filter.matches(r)).collect())
+        })
+    }
+
+    fn delete_run<'a>(&'a self, run_id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move {
+            let what = format!("deleting run '{run_id}'");
+            self.transact(&what, &[RUNS], Readwrite, &mut |tx| tx.store(RUNS)?.delete(&run_id.into()).map(JsValue::from)).await.map(drop)
         })
     }
 }

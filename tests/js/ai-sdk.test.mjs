@@ -227,7 +227,7 @@ test('approval: a data-tool-call-approval part to answer from the page; declinin
       assert.equal(ask.id, ask.data.toolCallId);
       assert.equal(ask.data.runId, out.runId);
       assert.deepEqual(ask.data.args, { city: 'Paris' });
-      assert.equal(agent.declineToolCall({ runId: out.runId, toolCallId: ask.id, reason: 'not today' }), true);
+      assert.equal((await agent.declineToolCall({ runId: out.runId, toolCallId: ask.id, reason: 'not today' })).runId, out.runId);
     }
   }
   assertExactFields(await partsDone);

@@ -435,10 +435,12 @@ test('memory.updateThread({ metadata: 42 }) and functions in stored data → Typ
   throwsNaming(() => new Memory({ get storage() { throw new Error('st boom'); } }), 'new Memory(config).storage', /could not be read.*st boom/);
 });
 
-test('declineToolCall({ reason: {} }) and approveToolCall with bad ids → TypeError naming the field', T, () => {
+test('declineToolCall({ reason: {} }) and approveToolCall with bad ids → TypeError naming the field', T, async () => {
   throwsNaming(() => shared.declineToolCall({ runId: 'r', toolCallId: 'c', reason: {} }), 'declineToolCall(args).reason', /got an object/);
   throwsNaming(() => shared.declineToolCall({ runId: 'r', toolCallId: 'c', reason: 5 }), 'declineToolCall(args).reason', /got a number/);
-  assert.equal(shared.declineToolCall({ runId: 'r', toolCallId: 'c', reason: 'no' }), false);
+  // Good input that names no waiting run: a ResumeError (SPEC §19.3), not a TypeError.
+  await assert.rejects(shared.declineToolCall({ runId: 'r', toolCallId: 'c', reason: 'no' }), { name: 'ResumeError', code: 'not-found' });
+  throwsNaming(() => shared.approveToolCall({ runId: 'r', toolCallId: 5 }), 'approveToolCall(args).toolCallId');
   throwsNaming(() => shared.approveToolCall({ runId: 5, toolCallId: 'c' }), 'approveToolCall(args).runId');
   throwsNaming(
     () => shared.approveToolCall({ toolCallId: 'c', get runId() { throw new Error('id boom'); } }),

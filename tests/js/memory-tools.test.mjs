@@ -352,7 +352,7 @@ test('a declined tool call is stored as output-denied; the next turn tells the m
   const out = await agent.stream('Weather in Paris?', { memory: mem, requireToolApproval: true });
   const reader = out.fullStream.getReader();
   const seen = await readUntil(reader, (c) => c.type === 'tool-call-approval');
-  assert.equal(agent.declineToolCall({ runId: out.runId, toolCallId: CALL.id, reason: 'Not now' }), true);
+  assert.equal((await agent.declineToolCall({ runId: out.runId, toolCallId: CALL.id, reason: 'Not now' })).runId, out.runId);
   await drain(reader, seen);
   assert.equal(seen.at(-1).type, 'finish');
   const [, reply] = await memory.listMessages({ threadId: 'denied' });

@@ -438,7 +438,9 @@ test('an approval inside the sub-agent surfaces on the supervisor and is decided
     chunks.push(c);
     if (c.type === 'tool-call-approval') decided = supervisor.approveToolCall({ runId: c.runId, toolCallId: c.payload.toolCallId });
   }
-  assert.equal(decided, true);
+  // The decision resolves to a second view of the run from the decision on (SPEC §19.3).
+  const view = await decided;
+  assert.equal(view.runId, out.runId);
   const asked = chunks.find((c) => c.type === 'tool-call-approval');
   const delegation = chunks.find((c) => c.type === 'tool-call');
   assert.equal(asked.payload.toolCallId, delegation.payload.toolCallId, 'asked as the delegation call');

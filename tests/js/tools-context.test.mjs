@@ -25,6 +25,17 @@ import {
 
 const server = useModelServer();
 
+/** The `code` of the ResumeError a decision rejects with (null when it resolved). */
+async function resumeCode(decision) {
+  try {
+    await decision;
+    return null;
+  } catch (e) {
+    assert.equal(e.name, 'ResumeError');
+    return e.code;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // context
 
@@ -250,20 +261,21 @@ test('approval: two pending calls, each decided by its own id (decline one, appr
   assert.deepEqual(ran, []);
   assert.equal(requestsOf(server.current, id).length, 1);
 
-  // Wrong ids decide nothing.
-  assert.equal(agent.approveToolCall({ runId: out.runId, toolCallId: 'call_unknown' }), false);
-  assert.equal(agent.approveToolCall({ runId: 'another-run', toolCallId: paris.toolCallId }), false);
-  assert.equal(agent.declineToolCall({ runId: 'another-run', toolCallId: london.toolCallId, reason: 'x' }), false);
+  // Wrong ids decide nothing (SPEC §19.3: the decision methods return a promise of the run's
+  // output, and reject with a ResumeError saying why nothing was decided).
+  assert.equal(await resumeCode(agent.approveToolCall({ runId: out.runId, toolCallId: 'call_unknown' })), 'not-waiting');
+  assert.equal(await resumeCode(agent.approveToolCall({ runId: 'another-run', toolCallId: paris.toolCallId })), 'not-found');
+  assert.equal(await resumeCode(agent.declineToolCall({ runId: 'another-run', toolCallId: london.toolCallId, reason: 'x' })), 'not-found');
 
   // Decide the second call first: declining London must not touch Paris.
-  assert.equal(agent.declineToolCall({ runId: out.runId, toolCallId: london.toolCallId, reason: 'Only Paris, please' }), true);
+  assert.equal((await agent.declineToolCall({ runId: out.runId, toolCallId: london.toolCallId, reason: 'Only Paris, please' })).runId, out.runId);
   await delay(50);
   assert.deepEqual(ran, [], 'declining one call did not run the other');
   assert.equal(requestsOf(server.current, id).length, 1, 'the step still waits for Paris');
 
-  assert.equal(agent.approveToolCall({ runId: out.runId, toolCallId: paris.toolCallId }), true);
-  assert.equal(agent.approveToolCall({ runId: out.runId, toolCallId: paris.toolCallId }), false, 'already decided');
-  assert.equal(agent.declineToolCall({ runId: out.runId, toolCallId: london.toolCallId }), false, 'already decided');
+  assert.equal((await agent.approveToolCall({ runId: out.runId, toolCallId: paris.toolCallId })).runId, out.runId);
+  assert.equal(await resumeCode(agent.approveToolCall({ runId: out.runId, toolCallId: paris.toolCallId })), 'not-waiting', 'already decided');
+  assert.equal(await resumeCode(agent.declineToolCall({ runId: out.runId, toolCallId: london.toolCallId })), 'not-waiting', 'already decided');
   await readRest(reader, chunks);
 
   assert.deepEqual(ran, ['Paris']);
@@ -298,7 +310,7 @@ test('approval: a tool with requireApproval waits without requireToolApproval; a
   const chunks = await readUntil(reader, (c) => c.type === 'tool-call-approval');
   assert.equal(calls.length, 0);
   const { toolCallId } = chunks.at(-1).payload;
-  assert.equal(agent.approveToolCall({ runId: out.runId, toolCallId }), true);
+  await agent.approveToolCall({ runId: out.runId, toolCallId });
   await readRest(reader, chunks);
   assert.equal(calls.length, 1);
   assert.equal(only(chunks, 'tool-result').payload.toolCallId, toolCallId);
@@ -336,7 +348,8 @@ for (const decide of ['approveToolCall', 'declineToolCall']) {
     const out = await agent.stream('go', { onChunk });
     const chunks = [];
     for await (const chunk of out.fullStream) chunks.push(chunk);
-    assert.deepEqual(answers, [true], 'the call was waiting when its chunk arrived');
+    const decided = await Promise.all(answers);
+    assert.deepEqual(decided.map((o) => o.runId), [out.runId], 'the call was waiting when its chunk arrived');
     assert.equal(await out.finishReason, 'stop');
     if (decide === 'approveToolCall') {
       assert.equal(calls.length, 1);
@@ -363,7 +376,7 @@ test('approval: aborting while a call waits ends the stream with an abort chunk;
   await readRest(reader, chunks);
   assert.equal(chunks.at(-1).type, 'abort');
   assert.equal(await out.finishReason, 'abort');
-  assert.equal(agent.approveToolCall({ runId: out.runId, toolCallId }), false, 'nothing waits any more');
+  assert.equal(await resumeCode(agent.approveToolCall({ runId: out.runId, toolCallId })), 'not-found', 'nothing waits any more');
   await delay(30);
   assert.equal(calls.length, 0);
   assert.equal(requestsOf(server.current, id).length, 1);

@@ -39,7 +39,6 @@ const UNSUPPORTED = {
   tracingContext: { currentSpan: { id: 'span-1' } },
   telemetry: { isEnabled: true, functionId: 'chat' },
   autoResumeSuspendedTools: true,
-  closeOnSuspend: true,
   reconnectable: { retainMs: 1000 },
 };
 

@@ -621,14 +621,22 @@ async function approval() {
   for await (const chunk of out.fullStream) {
     if (chunk.type !== 'tool-call-approval') continue;
     const { toolCallId } = chunk.payload;
-    const ok: boolean =
+    const decided: AgentStreamOutput =
       toolCallId.length > 3
-        ? agentWithTools.approveToolCall({ runId: out.runId, toolCallId })
-        : agentWithTools.declineToolCall({ runId: out.runId, toolCallId, reason: 'not now' });
-    void ok;
+        ? await agentWithTools.approveToolCall({ runId: out.runId, toolCallId })
+        : await agentWithTools.declineToolCall({ runId: out.runId, toolCallId, reason: 'not now' });
+    void decided;
   }
-  // @ts-expect-error approval names the call
-  agentWithTools.approveToolCall({ runId: out.runId });
+  // The only waiting call may go unnamed; a suspended one resumes with its data.
+  await agentWithTools.approveToolCall({ runId: out.runId });
+  const resumed = await agentWithTools.resumeStream({ pin: '1234' }, { runId: out.runId, toolCallId: 'call_1', closeOnSuspend: true });
+  const payload: unknown = await resumed.suspendPayload;
+  void payload;
+  const { runs, total } = await agentWithTools.listSuspendedRuns({ threadId: 't1' });
+  const n: number = total + runs.length + runs[0].toolCalls.length;
+  void n;
+  // @ts-expect-error a decision names its run
+  agentWithTools.approveToolCall({ toolCallId: 'call_1' });
 }
 
 // ---------------------------------------------------------------------------------------------

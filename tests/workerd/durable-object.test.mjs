@@ -455,6 +455,36 @@ for (const [backend, useSQLite] of [['key-value storage', false], ['SQLite stora
       assert.equal(maxKeys.delete, 128, 'deleteThread filled its deletes');
     });
 
+    test('run records (SPEC §19.4): saveRun/getRun, updateRun as a compare-and-set, listRuns filters, deleteRun', { timeout: TEST_TIMEOUT }, async () => {
+      const T = `t-runs-${useSQLite}`;
+      const run = (runId, status, agentId = 'payer') => ({
+        runId, agentId, threadId: T, resourceId: 'u1', status, createdAt: 1, updatedAt: 1, waiting: [], snapshot: { v: 1 }, lastSeq: 0,
+      });
+      const [, , got, refused, claimed, again, byStatus, byAgent, , gone, keys] = await adapter(T, [
+        ['saveRun', { run: run('r:1', 'suspended') }],
+        ['saveRun', { run: run('r2', 'completed', 'other') }],
+        ['getRun', { runId: 'r:1' }],
+        ['updateRun', { runId: 'r:1', patch: { status: 'resuming' }, expectedStatus: 'resuming' }],
+        ['updateRun', { runId: 'r:1', patch: { status: 'resuming', heartbeatAt: 5, runId: 'nope' }, expectedStatus: 'suspended' }],
+        ['updateRun', { runId: 'r:1', patch: { status: 'resuming' }, expectedStatus: 'suspended' }],
+        ['listRuns', { status: ['suspended', 'resuming'] }],
+        ['listRuns', { agentId: 'other', threadId: T }],
+        ['deleteRun', { runId: 'r:1' }],
+        ['getRun', { runId: 'r:1' }],
+        ['listRuns', {}],
+      ]);
+      assert.equal(got.status, 'suspended');
+      assert.equal(refused, null, 'wrong expected status');
+      assert.deepEqual([claimed.runId, claimed.status, claimed.heartbeatAt], ['r:1', 'resuming', 5]);
+      assert.equal(again, null, 'the second claim loses');
+      assert.deepEqual(byStatus.map((r) => r.runId), ['r:1']);
+      assert.deepEqual(byAgent.map((r) => r.runId), ['r2']);
+      assert.equal(gone, null);
+      assert.deepEqual(keys.map((r) => r.runId), ['r2']);
+      const stored = await getJson(`/debug/keys?thread=${encodeURIComponent(T)}`);
+      assert.ok(stored.includes('run:r2') && !stored.includes('run:r%3A1'), stored.join(' '));
+    });
+
     test('DELETE /history (memory.deleteThread) removes everything of the thread', { timeout: TEST_TIMEOUT }, async () => {
       const before = await getJson('/debug/keys?thread=t-ann');
       assert.ok(before.length > 0);

@@ -89,6 +89,10 @@ pub trait Store {
     /// Creates (`previous: None`) or updates a background task record.
     fn save_task<'a>(&'a self, task: &'a TaskRecord, previous: Option<TaskStatus>) -> LocalFuture<'a, Result<(), AgentError>>;
     fn list_tasks<'a>(&'a self, filter: &'a TaskFilter) -> LocalFuture<'a, Result<Vec<TaskRecord>, AgentError>>;
+    /// The run records (SPEC §19.4), when this storage keeps them.
+    fn runs(&self) -> Option<&dyn crate::core::runs::RunStore> {
+        None
+    }
 }
 
 impl Thread {

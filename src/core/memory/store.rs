@@ -17,6 +17,7 @@ pub struct InMemoryStore {
     messages: RefCell<BTreeMap<String, Vec<StoredMessage>>>,
     resources: RefCell<BTreeMap<String, Resource>>,
     tasks: RefCell<Vec<TaskRecord>>,
+    runs: crate::core::runs::MemoryRuns,
 }
 
 impl InMemoryStore {
@@ -111,5 +112,9 @@ impl Store for InMemoryStore {
 
     fn list_tasks<'a>(&'a self, filter: &'a TaskFilter) -> LocalFuture<'a, Result<Vec<TaskRecord>, AgentError>> {
         ready(Ok(self.tasks.borrow().iter().filter(|t| filter.matches(t)).cloned().collect()))
+    }
+
+    fn runs(&self) -> Option<&dyn crate::core::runs::RunStore> {
+        Some(&self.runs)
     }
 }

@@ -430,6 +430,12 @@ impl ToolHost for DelegatingHost<'_> {
     fn after_tool_call<'a>(&'a self, result: &'a ToolResult) -> LocalFuture<'a, ()> {
         self.inner.after_tool_call(result)
     }
+    fn take_suspension(&self, tool_call_id: &str) -> Option<crate::core::tools::Suspension> {
+        self.inner.take_suspension(tool_call_id)
+    }
+    fn suspension_stored(&self, tool_call_id: &str) {
+        self.inner.suspension_stored(tool_call_id)
+    }
     fn task_runner(&self, tool: &str) -> Option<Rc<dyn crate::core::background::TaskRunner>> {
         let Some(agent) = self.d.agent_for(tool) else { return self.inner.task_runner(tool) };
         let env = self.d.env.clone()?;
@@ -481,7 +487,7 @@ impl crate::core::background::TaskRunner for TaskDelegation {
                 other => emit(chunk_json(&other, &job.run_id)),
             };
             let messages = Value::Null;
-            host.delegate(job.agent.clone(), ToolCtx { call: &call, messages: &messages, emit: &forward }).await
+            host.delegate(job.agent.clone(), ToolCtx { call: &call, messages: &messages, emit: &forward, resume: None }).await
         })
     }
 }

@@ -250,6 +250,12 @@ fn a_failing_sub_agent_is_a_tool_error_that_names_it_and_the_supervisor_goes_on(
 
 #[test]
 fn the_ninth_delegation_in_a_chain_fails_with_the_depth_error() {
+    // Nine runs poll inside each other. A debug build's poll frames are many times a release
+    // build's (the package test runs the same chain in wasm), so this test gets a larger stack.
+    std::thread::Builder::new().stack_size(64 << 20).spawn(nine_deep).unwrap().join().unwrap();
+}
+
+fn nine_deep() {
     let d = TestDelegator { nested: true, ..agents() };
     let mut replies: Vec<Reply> = (0..9).map(|i| delegate(&format!("c{i}"), "again")).collect();
     replies.extend((0..9).map(|i| text_reply(&format!("level {i}"))));

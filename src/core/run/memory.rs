@@ -118,6 +118,12 @@ impl ToolHost for MemoryTools<'_> {
     fn after_tool_call<'a>(&'a self, result: &'a ToolResult) -> LocalFuture<'a, ()> {
         self.hooks.after_tool_call(result)
     }
+    fn take_suspension(&self, tool_call_id: &str) -> Option<crate::core::tools::Suspension> {
+        self.hooks.take_suspension(tool_call_id)
+    }
+    fn suspension_stored(&self, tool_call_id: &str) {
+        self.hooks.suspension_stored(tool_call_id)
+    }
     fn task_runner(&self, tool: &str) -> Option<std::rc::Rc<dyn crate::core::background::TaskRunner>> {
         self.hooks.task_runner(tool)
     }

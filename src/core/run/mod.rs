@@ -14,6 +14,7 @@ pub mod processors;
 pub mod builtin_processors;
 pub mod delegation;
 mod steps_io;
+pub mod suspend;
 
 pub use outcome::RunOutcome;
 pub use super::error::Stop;
@@ -34,7 +35,7 @@ use memory::{generate_title, open_memory, remember_input, working_memory_prompt,
 use super::model::{ModelMessage, ModelRequest, ToolChoice, UserPart, Warning};
 use super::step::{messages_json, IdSource, StepBuilder, StepResult};
 use super::background::{Manager, MemoryTarget};
-use super::tools::{run_call, run_limited, Approvals, BackgroundCall, Outcome, ToolDef, ToolHost, ToolResult};
+use super::tools::{run_call, run_limited, Approvals, BackgroundCall, Outcome, Settled, ToolDef, ToolHost, ToolResult};
 
 /// Everything one run needs, already validated.
 pub struct RunConfig {
@@ -78,6 +79,10 @@ pub struct RunConfig {
     /// Keep what a scorer gets of the run (`RunOutcome::scoring`): the run has scorers or
     /// `returnScorerData` (SPEC §14.2).
     pub scoring: bool,
+    /// Run records and `closeOnSuspend` (SPEC §19); `None`: calls that wait are decided live only.
+    pub runs: Option<suspend::RunsCfg>,
+    /// Resume from a stored snapshot instead of starting (SPEC §19.3).
+    pub resume: Option<suspend::Resume>,
 }
 
 /// The manager a run hands background calls to, and the agent they belong to.
@@ -111,6 +116,10 @@ pub async fn run(
         Some(s) => s,
         None => sink,
     };
+    let resume = cfg.resume.take();
+    if let Some(r) = resume {
+        return resume_run(cfg, r, env, sink, hooks, approvals, abort).await;
+    }
     let message_id = env.new_id();
     let mut outcome = RunOutcome { message_id: message_id.clone(), ..Default::default() };
     sink.emit(Chunk::Start { message_id: message_id.clone() });
@@ -206,9 +215,10 @@ pub async fn run(
             }
         }
     }
-    if let Err(stop) = run_steps(&cfg, env, sink, hooks, approvals, abort, &pipe, &mut outcome, messages, &mut session).await {
+    if let Err(stop) = run_steps(&cfg, env, sink, hooks, approvals, abort, &pipe, &mut outcome, messages, &mut session, None).await {
         stop.record(&mut outcome, abort);
     }
+    end_record(&cfg, &mut outcome).await;
     if cfg.transport != Transport::Fetch {
         env.release_sockets(&cfg.run_id);
     }
@@ -263,6 +273,54 @@ pub async fn run(
         outcome.scoring = Some(data);
     }
     finish(outcome, sink)
+}
+
+/// A resumed run: no `start` chunk and no input (it was stored when the run began); the step it
+/// stopped in goes on with the decision, then the loop as usual.
+async fn resume_run(cfg: RunConfig, r: suspend::Resume, env: &dyn Env, sink: &dyn Sink, hooks: &dyn Hooks, approvals: &Approvals, abort: &AbortFlag) -> RunOutcome {
+    let mut cfg = cfg;
+    let procs = std::mem::take(&mut cfg.processors);
+    let pipe = Pipeline::new(&procs, &cfg.run_id, abort);
+    // The record it resumes from is this run's: it ends with the run.
+    let mut outcome = RunOutcome { message_id: r.message_id.clone(), total_usage: r.total_usage, recorded: true, ..Default::default() };
+    let mut session = None;
+    if let Some(mem) = &cfg.memory {
+        match open_memory(mem, env, abort, &mut outcome).await {
+            Ok(s) => session = s,
+            Err(stop) => {
+                stop.record(&mut outcome, abort);
+                end_record(&cfg, &mut outcome).await;
+                return finish(outcome, sink);
+            }
+        }
+    }
+    let messages = r.messages.clone();
+    if let Err(stop) = run_steps(&cfg, env, sink, hooks, approvals, abort, &pipe, &mut outcome, messages, &mut session, Some(r)).await {
+        stop.record(&mut outcome, abort);
+    }
+    end_record(&cfg, &mut outcome).await;
+    if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
+        let partial = if outcome.aborted.is_some() || outcome.error.is_some() { outcome.partial.as_ref() } else { None };
+        let steps = with_finished_tasks(&outcome.steps, cfg.background.as_ref());
+        if let Err(e) = mem.save_assistant(s, &steps, partial, env.now_ms()).await {
+            outcome.write_failed(e);
+        }
+    }
+    finish(outcome, sink)
+}
+
+/// A run that wrote a record and ended (not suspended) removes it: with no chunk log, a finished
+/// run keeps nothing (SPEC §19.4).
+async fn end_record(cfg: &RunConfig, outcome: &mut RunOutcome) {
+    if !outcome.recorded || outcome.suspended {
+        return;
+    }
+    let Some(store) = cfg.runs.as_ref().and_then(|r| r.store.as_ref()) else { return };
+    if let Some(runs) = store.runs() {
+        if let Err(e) = runs.delete_run(&cfg.run_id).await {
+            outcome.write_failed(e);
+        }
+    }
 }
 
 /// The steps with the real results of background tasks that already ended in place of their
@@ -344,14 +402,27 @@ async fn run_steps(
     outcome: &mut RunOutcome,
     mut messages: Vec<ModelMessage>,
     session: &mut Option<Session>,
+    mut resumed: Option<suspend::Resume>,
 ) -> Result<(), Stop> {
     let message_id = outcome.message_id.clone();
-    let mut ids = IdSource::new(message_id.clone());
+    // A resumed run's blocks must not reuse the ids of the blocks streamed before it suspended.
+    let mut ids = IdSource::new(match &resumed {
+        Some(r) => format!("{message_id}-r{}", r.step_count + 1),
+        None => message_id.clone(),
+    });
     let max_steps = cfg.max_steps.max(1) as usize;
+    // Steps before a resume count towards maxSteps.
+    let prior_steps = resumed.as_ref().map_or(0, |r| r.step_count);
+    let created_at = resumed.as_ref().map_or_else(|| env.now_ms(), |r| r.created_at);
     let transport = RefCell::new(cfg.transport.clone());
     let cx = CallCx { env, abort, run_id: &cfg.run_id, max_retries: cfg.max_retries, include_raw: cfg.include_raw, transport: &transport };
     loop {
-        let step_number = outcome.steps.len();
+        let step_number = prior_steps + outcome.steps.len();
+        let (overrides, request, mut result, mut resume_of) = if let Some(r) = resumed.take() {
+            let overrides = StepOverrides::default();
+            let request = step_request(cfg, &messages, &overrides);
+            (overrides, request, r.step, Some((r.settled, r.waiting, r.decision)))
+        } else {
         let mut overrides = match abort.race(hooks.prepare_step(step_number, &outcome.steps)).await {
             Some(Ok(o)) => o.unwrap_or_default(),
             Some(Err(e)) => return Err(Stop::Failed(e)),
@@ -429,6 +500,8 @@ async fn run_steps(
                 Err(Ended::Tripwire(t)) => return stopped_step(outcome, result, t, sink, abort).await,
             }
         }
+        (overrides, request, result, None)
+        };
         if !result.tool_calls.is_empty() {
             let data = RefCell::new(Vec::new());
             // With output processors, what the tools write waits for them (`with_tool_chunks`).
@@ -477,11 +550,35 @@ async fn run_steps(
                 Some(d) => d,
                 None => host,
             };
-            let calls: Vec<LocalFuture<'_, Option<ToolResult>>> = result
+            let (prior, waited, decision) = match resume_of.take() {
+                Some((p, w, d)) => (p, w, Some(d)),
+                None => (Vec::new(), Vec::new(), None),
+            };
+            let agent_id = cfg.runs.as_ref().map(|r| r.agent_id.as_str()).unwrap_or_default();
+            let calls: Vec<LocalFuture<'_, Option<Settled>>> = result
                 .tool_calls
                 .iter()
                 .map(|call| {
                     let tool = cfg.tools.iter().find(|t| t.name == call.tool_name && is_active(cfg, &overrides, &t.name));
+                    let id = &call.tool_call_id;
+                    if let Some(r) = prior.iter().find(|r| r.call.tool_call_id == *id) {
+                        return Box::pin(std::future::ready(Some(Settled::Done(r.clone())))) as LocalFuture<'_, Option<Settled>>;
+                    }
+                    let wait = waited.iter().find(|w| w.call.tool_call_id == *id);
+                    let decided = match (wait, &decision) {
+                        (Some(w), Some((d_id, d))) if d_id == id => Some((d.clone(), w.suspend_payload.clone())),
+                        _ => None,
+                    };
+                    match (wait, &decided, tool) {
+                        (Some(w), None, _) => return Box::pin(std::future::ready(Some(Settled::Waits(w.clone())))),
+                        (Some(_), Some(_), None) => {
+                            let message = format!("tool {} is not available on agent {agent_id}", call.tool_name);
+                            emit(Chunk::ToolError { call: call.clone(), message: message.clone() });
+                            let done = ToolResult { call: call.clone(), outcome: Outcome::Error(message) };
+                            return Box::pin(std::future::ready(Some(Settled::Done(done))));
+                        }
+                        _ => {}
+                    }
                     let background = match (tool, &cfg.background) {
                         (Some(t), Some(bg)) => match cfg.delegation.as_ref().and_then(|d| d.background_limits(&bg.manager.config, &t.name)) {
                             Some(limits) => limits,
@@ -498,8 +595,8 @@ async fn run_steps(
                         }),
                         _ => None,
                     };
-                    let fut = run_call(call, tool, cfg.require_tool_approval, host, approvals, abort, &prompt_json, &emit, background);
-                    Box::pin(fut) as LocalFuture<'_, Option<ToolResult>>
+                    let fut = run_call(call, tool, cfg.require_tool_approval, host, abort, &prompt_json, &emit, background, decided);
+                    Box::pin(fut) as LocalFuture<'_, Option<Settled>>
                 })
                 .collect();
             let done = match pipe.with_tool_chunks(run_limited(calls, cfg.tool_call_concurrency), &held, sink).await {
@@ -515,7 +612,86 @@ async fn run_steps(
                 outcome.partial = Some(result);
                 return Err(Stop::Aborted);
             }
-            result.tool_results = done.into_iter().flatten().collect();
+            let mut settled: Vec<Settled> = done.into_iter().flatten().collect();
+            loop {
+                let waits: Vec<crate::core::runs::WaitingCall> =
+                    settled.iter().filter_map(|s| if let Settled::Waits(w) = s { Some(w.clone()) } else { None }).collect();
+                if waits.is_empty() {
+                    break;
+                }
+                let finished: Vec<ToolResult> = settled.iter().filter_map(|s| if let Settled::Done(r) = s { Some(r.clone()) } else { None }).collect();
+                // The record (with its snapshot) is stored before anyone is told the run waits.
+                let store = cfg.runs.as_ref().and_then(|rc| rc.store.as_ref().map(|s| (rc, s)));
+                if let Some((rc, store)) = store {
+                    if let Some(runs) = store.runs() {
+                        let snap = suspend::snapshot(rc, &messages, &result, &finished, step_number, &outcome.total_usage, created_at);
+                        let thread = cfg.memory.as_ref().map(|m| (m.thread_id.as_str(), m.resource_id.as_str()));
+                        let rec = suspend::record(&cfg.run_id, rc, thread, &waits, snap, created_at, env.now_ms());
+                        let saved = abort.race(runs.save_run(&rec)).await.ok_or(Stop::Aborted)?;
+                        if let Err(e) = saved {
+                            outcome.partial = Some(result);
+                            return Err(Stop::Failed(e));
+                        }
+                        outcome.recorded = true;
+                    }
+                }
+                let close = cfg.runs.as_ref().is_some_and(|r| r.close_on_suspend);
+                // Registered before the chunks go out: `onChunk` may decide synchronously.
+                let registered: Vec<_> = if close { Vec::new() } else { waits.iter().map(|w| approvals.register(&w.call.tool_call_id)).collect() };
+                for w in &waits {
+                    sink.emit(suspend::waiting_chunk(w));
+                    if w.kind == crate::core::runs::WaitKind::Suspension {
+                        host.suspension_stored(&w.call.tool_call_id);
+                        outcome.suspend_payload.get_or_insert_with(|| w.suspend_payload.clone().unwrap_or_default());
+                    }
+                }
+                if close {
+                    result.tool_results = finished;
+                    outcome.suspended = true;
+                    outcome.suspended_step = Some(result);
+                    return Ok(());
+                }
+                let again: Vec<LocalFuture<'_, Option<Settled>>> = waits
+                    .iter()
+                    .zip(registered)
+                    .map(|(w, reg)| {
+                        let tool = cfg.tools.iter().find(|t| t.name == w.call.tool_name && is_active(cfg, &overrides, &t.name));
+                        let (prompt, emit) = (&prompt_json, &emit);
+                        Box::pin(async move {
+                            let d = abort.race(reg.decision()).await?;
+                            run_call(&w.call, tool, cfg.require_tool_approval, host, abort, prompt, emit, None, Some((d, w.suspend_payload.clone()))).await
+                        }) as LocalFuture<'_, Option<Settled>>
+                    })
+                    .collect();
+                let n = again.len();
+                let redone = match pipe.with_tool_chunks(run_limited(again, n), &held, sink).await {
+                    Ok(done) => done,
+                    Err(Ended::Stop(stop)) => {
+                        outcome.partial = Some(result);
+                        return Err(stop);
+                    }
+                    Err(Ended::Tripwire(t)) => return stopped_step(outcome, result, t, sink, abort).await,
+                };
+                if redone.len() < n || abort.is_aborted() {
+                    // A reader that cancelled while the run waited leaves it suspended in
+                    // storage, to be decided later; an abort ends it (its record goes).
+                    if abort.is_detached() && redone.iter().all(Option::is_none) {
+                        outcome.recorded = false;
+                    }
+                    outcome.partial = Some(result);
+                    return Err(Stop::Aborted);
+                }
+                for s in redone.into_iter().flatten() {
+                    let id = match &s {
+                        Settled::Done(r) => r.call.tool_call_id.clone(),
+                        Settled::Waits(w) => w.call.tool_call_id.clone(),
+                    };
+                    if let Some(slot) = settled.iter_mut().find(|x| matches!(x, Settled::Waits(w) if w.call.tool_call_id == id)) {
+                        *slot = s;
+                    }
+                }
+            }
+            result.tool_results = settled.into_iter().filter_map(|s| if let Settled::Done(r) = s { Some(r) } else { None }).collect();
             result.data_parts = data.into_inner();
             if let (Some(m), Some(s)) = (memory_tools, session.as_mut()) {
                 if let Some(meta) = m.updated_metadata.into_inner() {
@@ -535,7 +711,7 @@ async fn run_steps(
         outcome.steps.push(result);
         // `bail()` in onDelegationComplete: this step's calls settled, no further step.
         let bailed = cfg.delegation.as_ref().is_some_and(|d| d.bailed());
-        let mut go_on = answered && outcome.steps.len() < max_steps && !bailed;
+        let mut go_on = answered && prior_steps + outcome.steps.len() < max_steps && !bailed;
         if go_on {
             go_on = !stop_condition_met(&cfg.stop_when, hooks, &outcome.steps, abort).await;
         }

@@ -29,6 +29,14 @@ pub struct RunOutcome {
     /// What a scorer gets of the run (SPEC §14.2), when `RunConfig::scoring` asked for it and the
     /// run ended well (neither failed, aborted nor tripped).
     pub scoring: Option<serde_json::Value>,
+    /// The run ended waiting for a decision (`closeOnSuspend`, SPEC §19.2).
+    pub suspended: bool,
+    /// The step the run suspended in, with the calls that had settled.
+    pub suspended_step: Option<StepResult>,
+    /// A run record was written for this run (removed when it ends).
+    pub recorded: bool,
+    /// The payload of the run's first `tool-call-suspended` chunk (`output.suspendPayload`).
+    pub suspend_payload: Option<serde_json::Value>,
 }
 
 impl RunOutcome {
@@ -48,6 +56,8 @@ impl RunOutcome {
             FinishReason::Error
         } else if self.tripwire.is_some() {
             FinishReason::Tripwire
+        } else if self.suspended {
+            FinishReason::Suspended
         } else {
             self.steps.last().map(|s| s.finish_reason).unwrap_or(FinishReason::Other)
         }
@@ -122,6 +132,9 @@ impl RunOutcome {
         }
         if let Some(t) = &self.tripwire {
             out["tripwire"] = t.to_json();
+        }
+        if let Some(p) = &self.suspend_payload {
+            out["suspendPayload"] = p.clone();
         }
         out
     }

@@ -223,6 +223,8 @@ fn config(max_retries: u32, include_raw: bool) -> RunConfig {
         processors: Default::default(),
         delegation: None,
         scoring: false,
+        runs: None,
+        resume: None,
     }
 }
 
@@ -605,6 +607,10 @@ mod warnings;
 #[cfg(test)]
 #[path = "structured_tests.rs"]
 mod structured;
+
+#[cfg(test)]
+#[path = "suspend_tests.rs"]
+mod suspend_loop;
 
 #[test]
 fn retry_after_values_are_read_without_float_parsing() {

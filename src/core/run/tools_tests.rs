@@ -396,6 +396,7 @@ fn a_decision_made_while_the_approval_chunk_is_emitted_is_kept() {
                 assert!(host.started.borrow().is_empty());
                 assert!(types.contains(&"tool-output-denied"));
             }
+            Decision::Resume(_) => unreachable!(),
         }
         assert!(!approvals.is_waiting("a"));
     }

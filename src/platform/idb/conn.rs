@@ -15,13 +15,16 @@ use super::tx::{dom_error, error_message, error_name, race, storage_error};
 use crate::core::error::{AgentError, StorageKind};
 
 /// The schema version this code writes and reads. Bump it together with a new arm in `upgrade`.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 pub(super) const THREADS: &str = "threads";
 pub(super) const MESSAGES: &str = "messages";
 pub(super) const RESOURCES: &str = "resources";
 /// Background tasks (version 2).
 pub(super) const TASKS: &str = "tasks";
+/// Run records (version 3, SPEC §19.4), and the chunk log of reconnectable runs.
+pub(super) const RUNS: &str = "runs";
+pub(super) const RUN_CHUNKS: &str = "runChunks";
 /// `threads` by `resourceId`.
 pub(super) const BY_RESOURCE: &str = "byResource";
 /// `messages` by `[threadId, createdAt, id]`: a thread's messages in time order.
@@ -49,6 +52,18 @@ fn upgrade(db: &IdbDatabase, old_version: u32) -> Result<(), JsValue> {
                 let by_id = IdbObjectStoreParameters::new();
                 by_id.set_key_path(&"id".into());
                 db.create_object_store_with_optional_parameters(TASKS, &by_id)?;
+            }
+            3 => {
+                let by_run = IdbObjectStoreParameters::new();
+                by_run.set_key_path(&"runId".into());
+                let runs = db.create_object_store_with_optional_parameters(RUNS, &by_run)?;
+                runs.create_index_with_str("threadId", "threadId")?;
+                let key: Array = ["agentId", "status"].iter().map(|k| JsValue::from_str(k)).collect();
+                runs.create_index_with_str_sequence("agentStatus", &key)?;
+                let by_seq = IdbObjectStoreParameters::new();
+                let key: Array = ["runId", "seq"].iter().map(|k| JsValue::from_str(k)).collect();
+                by_seq.set_key_path(&key);
+                db.create_object_store_with_optional_parameters(RUN_CHUNKS, &by_seq)?;
             }
             _ => {}
         }
