@@ -11,6 +11,7 @@ mod outcome;
 pub mod structured;
 mod structured_model;
 pub mod processors;
+#[cfg(feature = "processors")]
 pub mod builtin_processors;
 mod steps_io;
 

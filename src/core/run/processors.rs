@@ -157,13 +157,15 @@ pub struct Pipeline<'a> {
 
 impl<'a> Pipeline<'a> {
     pub fn new(procs: &'a Processors, run_id: &'a str, abort: &'a AbortFlag) -> Self {
-        let streams = procs.output.iter().any(|p| p.has(Phase::OutputStream));
+        // Without the cargo feature the lists are always empty (`core::features`): saying so
+        // here lets the build leave out everything below.
+        let streams = cfg!(feature = "processors") && procs.output.iter().any(|p| p.has(Phase::OutputStream));
         Pipeline { procs, run_id, abort, retries: Cell::new(0), streams }
     }
 
     pub fn has(&self, phase: Phase) -> bool {
         let list = if phase.is_input() { &self.procs.input } else { &self.procs.output };
-        list.iter().any(|p| p.has(phase))
+        cfg!(feature = "processors") && list.iter().any(|p| p.has(phase))
     }
 
     fn cx(&self) -> ProcessorCx<'a> {
@@ -197,7 +199,7 @@ impl<'a> Pipeline<'a> {
         sink: &dyn Sink,
         step: Option<&mut StepBuilder>,
     ) -> Result<(), Ended> {
-        if !self.streams || !passes(&chunk) {
+        if !self.streams() || !passes(&chunk) {
             sink.emit(chunk);
             return Ok(());
         }
@@ -238,7 +240,7 @@ impl<'a> Pipeline<'a> {
 
     /// Whether chunks go through `processOutputStream` (else straight to the sink).
     pub fn streams(&self) -> bool {
-        self.streams
+        cfg!(feature = "processors") && self.streams
     }
 
     /// Awaits a step's `tools` while the chunks they write (`queue`, filled by their sync

@@ -167,6 +167,10 @@ impl StructuredOutput {
     /// Asks one step's request for JSON, the way `jsonPromptInjection` says; with a
     /// structuring model, tells the main model another one will extract the fields.
     pub fn apply(&self, request: &mut ModelRequest) {
+        // Without the cargo feature none is ever built (`core::features`); this keeps the rest out.
+        if !cfg!(feature = "structured") {
+            return;
+        }
         if self.model.is_some() {
             return append_system(&mut request.messages, &structuring_note(&self.format.schema));
         }
@@ -232,6 +236,9 @@ impl StructuredOutput {
         cx: &CallCx<'_>,
     ) -> StructuredResult {
         let mut out = StructuredResult::default();
+        if !cfg!(feature = "structured") {
+            return out;
+        }
         let last = steps.last();
         let (checked, from) = match &self.model {
             None => {
@@ -378,6 +385,7 @@ impl<'a> ObjectSink<'a> {
 impl Sink for ObjectSink<'_> {
     fn emit(&self, chunk: Chunk) {
         match &chunk {
+            _ if !cfg!(feature = "structured") => {}
             Chunk::StepStart { .. } => *self.state.borrow_mut() = Partials::default(),
             // The main model answers freely when another one structures its answer.
             Chunk::TextDelta { text, .. } if self.so.model.is_none() => {
