@@ -236,9 +236,10 @@ impl StructuredOutput {
         cx: &CallCx<'_>,
     ) -> StructuredResult {
         let mut out = StructuredResult::default();
-        if !cfg!(feature = "structured") {
-            return out;
-        }
+        // Without the cargo feature none is ever built (`core::features`). A statement, not
+        // `if !cfg!(…)`: code after an `if` stays in an async fn's state machine.
+        #[cfg(not(feature = "structured"))]
+        return out;
         let last = steps.last();
         let (checked, from) = match &self.model {
             None => {
