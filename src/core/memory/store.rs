@@ -57,8 +57,8 @@ impl Store for InMemoryStore {
 
     fn list_threads<'a>(&'a self, resource_id: &'a str) -> LocalFuture<'a, Result<Vec<Thread>, AgentError>> {
         let mut out: Vec<Thread> = self.threads.borrow().values().filter(|t| t.resource_id == resource_id).cloned().collect();
-        // Newest first; threads updated at the same time by id, as a B-tree listed them.
-        out.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
+        // Threads updated at the same time by id, as a B-tree listed them.
+        super::newest_first(&mut out);
         ready(Ok(out))
     }
 
