@@ -99,8 +99,7 @@ export declare class ScorerError extends Error {
   readonly step?: 'preprocess' | 'analyze' | 'generateScore' | 'generateReason';
 }
 
-import type { ChunkType, ModelConfig, Processor, StorageMessage, ToolInputSchema, UIMessage } from './wasm_agent.js';
-import type { ChunkType, ModelConfig, ModelMessage, Processor, ProcessorArgs, ProcessorOutputArgs, StorageMessage, UIMessage } from './wasm_agent.js';
+import type { ChunkType, ModelConfig, ModelMessage, Processor, ProcessorArgs, ProcessorOutputArgs, StorageMessage, ToolInputSchema, UIMessage } from './wasm_agent.js';
 
 /** Options every model-backed built-in processor takes (SPEC §13.6). */
 export interface ModelGuardOptions {

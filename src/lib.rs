@@ -6,6 +6,12 @@
 //! - `platform`: fetch, timers, clock, ids from the JavaScript global object (wasm32 only).
 //! - `bindings`: the JavaScript classes and option parsing (wasm32 only).
 
+// A build that leaves features out (`Cargo.toml`, `core::features`) leaves their helpers unused.
+#![cfg_attr(
+    not(all(feature = "structured", feature = "processors", feature = "websocket", feature = "ai-sdk-model")),
+    allow(dead_code, unused_imports, unused_variables, unused_mut, unreachable_code)
+)]
+
 pub mod core;
 pub mod providers;
 #[cfg(test)]

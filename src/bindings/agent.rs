@@ -122,6 +122,9 @@ impl Agent {
         super::unsupported::warn_unknown_keys(&config, KNOWN_CONFIG_KEYS, "new Agent(config)", Some(&stream_keys));
         let model_js = read(&config, "model", "config")?;
         let is_model_object = model_js.is_object() && read(&model_js, "doStream", "config.model")?.is_function();
+        if is_model_object && !cfg!(feature = "ai-sdk-model") {
+            return Err(js(crate::core::features::not_built("config.model", "an AI SDK model object", "ai-sdk-model")));
+        }
         let model_object = is_model_object.then(|| model_js.clone());
         let mut data = Data::pick(&config, CONFIG_KEYS, "config").map_err(js)?;
         if let Some(m) = &model_object {

@@ -203,6 +203,19 @@ pub(crate) struct JsModel {
     pub abort_signal: JsValue,
 }
 
+/// A build without AI SDK model objects: `new Agent` refuses them, so no run gets here.
+#[cfg(not(feature = "ai-sdk-model"))]
+impl ModelApi for JsModel {
+    fn prepare(&self, _req: &ModelRequest) -> Result<Call, AgentError> {
+        Err(crate::core::features::not_built("config.model", "an AI SDK model object", "ai-sdk-model"))
+    }
+
+    fn open<'a>(&'a self, _call: &'a Call, _cx: &'a CallCx<'a>) -> LocalFuture<'a, Result<Box<dyn EventSource + 'a>, Stop>> {
+        Box::pin(async move { Err(Stop::Failed(crate::core::features::not_built("config.model", "an AI SDK model object", "ai-sdk-model"))) })
+    }
+}
+
+#[cfg(feature = "ai-sdk-model")]
 impl ModelApi for JsModel {
     fn prepare(&self, req: &ModelRequest) -> Result<Call, AgentError> {
         Ok(Call::new(crate::providers::ai_sdk_model::call_options(req).to_string(), Vec::new()))
@@ -230,6 +243,7 @@ impl ModelApi for JsModel {
 }
 
 /// The parts of a model object's `doStream` stream, read as events.
+#[cfg(feature = "ai-sdk-model")]
 struct ModelParts {
     reader: web_sys::ReadableStreamDefaultReader,
     decoder: crate::providers::ai_sdk_model::PartDecoder,
@@ -237,6 +251,7 @@ struct ModelParts {
     finished: bool,
 }
 
+#[cfg(feature = "ai-sdk-model")]
 impl EventSource for ModelParts {
     fn next<'a>(&'a mut self, out: &'a mut Vec<ModelEvent>) -> LocalFuture<'a, Result<bool, AgentError>> {
         Box::pin(async move {

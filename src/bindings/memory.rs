@@ -218,7 +218,7 @@ impl Store for JsStore {
             let v = self.call_json("listMessages", arg).await?;
             let mut msgs = Self::list_of(v, "listMessages", StoredMessage::from_json)?;
             // Hold adapters to the contract: time order, and no more than asked for.
-            msgs.sort_by(|a, b| (a.created_at.as_str(), a.id.as_str()).cmp(&(b.created_at.as_str(), b.id.as_str())));
+            crate::core::memory::sort_stable(&mut msgs, &|a, b| (a.created_at.as_str(), a.id.as_str()).cmp(&(b.created_at.as_str(), b.id.as_str())));
             if let Some(n) = q.last {
                 let extra = msgs.len().saturating_sub(n);
                 msgs.drain(..extra);

@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod background;
+#[cfg(feature = "processors")]
 pub mod builtin_processors;
 pub mod ai_sdk;
 pub mod chunk_js;

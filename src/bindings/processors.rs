@@ -147,6 +147,9 @@ pub(crate) fn parse_list(v: &JsValue, path: &str, input: bool) -> Result<Option<
     if v.is_undefined() || v.is_null() {
         return Ok(None);
     }
+    if !cfg!(feature = "processors") {
+        return Err(super::convert::error_to_js(&crate::core::features::not_built(path, "processors", "processors")));
+    }
     if !Array::is_array(v) {
         return Err(type_error(
             path,
@@ -241,6 +244,9 @@ pub(crate) struct ProcessorEnv {
 
 /// The processors of one run, fresh.
 pub(crate) fn instantiate(defs: &[ProcessorDef], env: &ProcessorEnv) -> Vec<Rc<dyn Processor>> {
+    if !cfg!(feature = "processors") {
+        return Vec::new();
+    }
     defs.iter()
         .map(|d| match d {
             ProcessorDef::Builtin { make } => make(),

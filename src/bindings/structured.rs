@@ -32,6 +32,10 @@ pub(crate) fn parse(
     let (so, field) = own_or_default(options, defaults, "structuredOutput")?;
     let (output, output_field) = own_or_default(options, defaults, "output")?;
     let given = |v: &JsValue| !(v.is_undefined() || v.is_null());
+    if !cfg!(feature = "structured") {
+        let field = if given(&so) { field } else if given(&output) { output_field } else { return Ok(None) };
+        return Err(error_to_js(&crate::core::features::not_built(field, "structured output", "structured")));
+    }
     if given(&output) {
         let line = if given(&so) {
             "wasm-agent: both `structuredOutput` and the deprecated `output` were given; `output` was ignored (structuredOutput wins)."

@@ -9,6 +9,7 @@ pub mod base64;
 pub mod chunk;
 pub mod env;
 pub mod error;
+pub mod features;
 pub mod hooks;
 pub mod input;
 pub mod json;

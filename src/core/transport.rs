@@ -89,6 +89,13 @@ pub fn parse(options: Option<&Map<String, Value>>, api: Option<Api>, field: &str
              (use { api: 'responses' } in the model config, or transport 'fetch')",
         ));
     }
+    if !cfg!(feature = "websocket") {
+        // 'auto' means HTTP streaming when no WebSocket can be had, and this build has none.
+        if fallback {
+            return Ok(Transport::Fetch);
+        }
+        return Err(super::features::not_built(format!("{field}.transport"), "the WebSocket transport", "websocket"));
+    }
     Ok(Transport::Socket(socket))
 }
 
@@ -184,6 +191,22 @@ mod tests {
     }
 
     #[test]
+    fn a_websocket_left_out_of_the_build_is_refused_and_auto_streams_over_http() {
+        let parse_r = |v: Value| parse(Some(&opts(v)), Some(Api::Responses), "options.providerOptions.openai");
+        let auto = parse_r(json!({ "transport": "auto" })).unwrap();
+        let socket = parse_r(json!({ "transport": "websocket" }));
+        if cfg!(feature = "websocket") {
+            assert!(matches!(auto, Transport::Socket(_)) && matches!(socket, Ok(Transport::Socket(_))));
+        } else {
+            assert_eq!(auto, Transport::Fetch);
+            let text = socket.unwrap_err().to_string();
+            assert!(text.starts_with("options.providerOptions.openai.transport: this build of wasm-agent leaves out the WebSocket transport"), "{text}");
+            assert!(text.contains("`websocket`"), "{text}");
+        }
+    }
+
+    #[test]
+    #[cfg(feature = "websocket")]
     fn the_transport_options_and_their_errors() {
         let parse_r = |v: Value| parse(Some(&opts(v)), Some(Api::Responses), "options.providerOptions.openai");
         assert_eq!(parse(None, Some(Api::Responses), "f").unwrap(), Transport::Fetch);

@@ -234,9 +234,9 @@ impl Store for IdbStore {
         Box::pin(async move {
             let what = format!("listing the threads of resource '{resource_id}'");
             let records = self.get_all(THREADS, BY_RESOURCE, &resource_id.into(), &what).await?;
-            // The index yields ties in id order, as the in-memory store's map does; the sort is stable.
+            // The index yields ties in id order, as the in-memory store lists them.
             let mut threads = records.iter().map(|v| Thread::from_json(v, SOURCE)).collect::<Result<Vec<_>, _>>()?;
-            threads.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+            crate::core::memory::newest_first(&mut threads);
             Ok(threads)
         })
     }

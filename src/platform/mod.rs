@@ -3,9 +3,15 @@
 
 mod fetch;
 pub mod idb;
+#[cfg(feature = "websocket")]
 mod ws;
 
+#[cfg(feature = "websocket")]
 pub use ws::close_run as close_run_sockets;
+
+/// Without the WebSocket transport no run has sockets to close.
+#[cfg(not(feature = "websocket"))]
+pub fn close_run_sockets(_run_id: &str) {}
 
 use js_sys::{Function, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
@@ -25,11 +31,21 @@ impl Env for JsEnv {
     }
 
     fn socket(&self, req: SocketRequest) -> LocalFuture<'static, Result<HttpResponse, SocketError>> {
-        ws::socket(req)
+        #[cfg(feature = "websocket")]
+        return ws::socket(req);
+        // Never asked: the transport option is refused in this build (`core::transport::parse`).
+        #[cfg(not(feature = "websocket"))]
+        Box::pin(async move {
+            drop(req);
+            Err(SocketError::Unavailable(crate::core::features::not_built("transport", "the WebSocket transport", "websocket")))
+        })
     }
 
     fn release_sockets(&self, run_id: &str) {
+        #[cfg(feature = "websocket")]
         ws::release(run_id);
+        #[cfg(not(feature = "websocket"))]
+        let _ = run_id;
     }
 
     fn sleep(&self, ms: u64) -> LocalFuture<'static, ()> {

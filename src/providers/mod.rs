@@ -7,6 +7,7 @@
 // A build that leaves some APIs out leaves some shared helpers unused.
 #![cfg_attr(not(all(feature = "chat", feature = "responses", feature = "anthropic", feature = "google")), allow(dead_code, unused_imports))]
 
+#[cfg(feature = "ai-sdk-model")]
 pub mod ai_sdk_model;
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
@@ -103,7 +104,7 @@ pub fn check_available(api: Api, field: &str) -> Result<(), AgentError> {
     if built {
         return Ok(());
     }
-    Err(AgentError::invalid(field, format!("this build of wasm-agent leaves out {name} (build it with the cargo feature `{feature}`)")))
+    Err(crate::core::features::not_built(field, name, feature))
 }
 
 #[cfg(feature = "chat")]

@@ -183,3 +183,38 @@ impl Resource {
         })
     }
 }
+
+/// Sorts `items` stably by `cmp` through one sort of their indices, so every listing (threads
+/// newest first, a storage object's messages in time order) shares one copy of the sort's code:
+/// a `sort_by` per item type and comparator costs ~3.5 KB of wasm.
+pub fn sort_stable<T>(items: &mut Vec<T>, cmp: &dyn Fn(&T, &T) -> std::cmp::Ordering) {
+    let order = sorted_order(items.len(), &|a, b| cmp(&items[a], &items[b]));
+    let mut slots: Vec<Option<T>> = items.drain(..).map(Some).collect();
+    items.extend(order.into_iter().filter_map(|i| slots[i].take()));
+}
+
+fn sorted_order(n: usize, cmp: &dyn Fn(usize, usize) -> std::cmp::Ordering) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|a, b| cmp(*a, *b));
+    order
+}
+
+/// Threads newest first (`updatedAt`); threads updated at the same time by id.
+pub fn newest_first(threads: &mut Vec<Thread>) {
+    sort_stable(threads, &|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
+}
+
+#[cfg(test)]
+mod sort_tests {
+    use super::*;
+
+    #[test]
+    fn the_shared_sort_is_stable_and_keeps_every_item() {
+        let mut items = vec![(3, 'a'), (1, 'b'), (3, 'c'), (2, 'd'), (1, 'e')];
+        sort_stable(&mut items, &|a, b| a.0.cmp(&b.0));
+        assert_eq!(items, vec![(1, 'b'), (1, 'e'), (2, 'd'), (3, 'a'), (3, 'c')]);
+        let mut empty: Vec<u8> = Vec::new();
+        sort_stable(&mut empty, &|a, b| a.cmp(b));
+        assert!(empty.is_empty());
+    }
+}

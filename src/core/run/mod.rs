@@ -11,6 +11,7 @@ mod outcome;
 pub mod structured;
 mod structured_model;
 pub mod processors;
+#[cfg(feature = "processors")]
 pub mod builtin_processors;
 pub mod delegation;
 mod steps_io;

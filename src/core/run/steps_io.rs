@@ -33,6 +33,9 @@ pub async fn process_input(
     env: &dyn Env,
     sink: &dyn Sink,
 ) -> Result<(), Ended> {
+    // Never called without the cargo feature (no processors); this keeps the rest out.
+    #[cfg(not(feature = "processors"))]
+    return Ok(());
     let n_system = head.iter().take_while(|m| matches!(m, ModelMessage::System(_))).count();
     let system: Vec<String> = head[..n_system]
         .iter()

@@ -168,6 +168,10 @@ impl StructuredOutput {
     /// Asks one step's request for JSON, the way `jsonPromptInjection` says; with a
     /// structuring model, tells the main model another one will extract the fields.
     pub fn apply(&self, request: &mut ModelRequest) {
+        // Without the cargo feature none is ever built (`core::features`); this keeps the rest out.
+        if !cfg!(feature = "structured") {
+            return;
+        }
         if self.model.is_some() {
             return append_system(&mut request.messages, &structuring_note(&self.format.schema));
         }
@@ -233,6 +237,10 @@ impl StructuredOutput {
         cx: &CallCx<'_>,
     ) -> StructuredResult {
         let mut out = StructuredResult::default();
+        // Without the cargo feature none is ever built (`core::features`). A statement, not
+        // `if !cfg!(…)`: code after an `if` stays in an async fn's state machine.
+        #[cfg(not(feature = "structured"))]
+        return out;
         let last = steps.last();
         let (checked, from) = match &self.model {
             None => {
@@ -381,6 +389,7 @@ impl<'a> ObjectSink<'a> {
 impl Sink for ObjectSink<'_> {
     fn emit(&self, chunk: Chunk) {
         match &chunk {
+            _ if !cfg!(feature = "structured") => {}
             Chunk::StepStart { .. } => *self.state.borrow_mut() = Partials::default(),
             // The main model answers freely when another one structures its answer.
             Chunk::TextDelta { text, .. } if self.so.model.is_none() => {

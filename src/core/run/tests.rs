@@ -592,7 +592,7 @@ fn event_streams_are_read_whatever_the_parameters_of_their_content_type() {
 #[path = "tools_tests.rs"]
 mod tools;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "processors"))]
 #[path = "processors_tests.rs"]
 mod processors_loop;
 
@@ -604,7 +604,7 @@ mod memory;
 #[path = "warnings_tests.rs"]
 mod warnings;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "structured"))]
 #[path = "structured_tests.rs"]
 mod structured;
 
