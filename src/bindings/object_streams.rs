@@ -1,6 +1,12 @@
 //! `objectStream` and `elementStream` of an output (SPEC §12.3): each partial object, and each
 //! completed element of an array, as `ReadableStream`s. Like `textStream`, what came before a
 //! stream was created is replayed into it; cancelling one only stops its values.
+//!
+//! Every partial object is a whole value, so keeping each one for a stream that may never be
+//! created costs the square of the reply's length. Before `objectStream` is created at most
+//! [`REPLAY_LIMIT`] partials are kept: when there are more, every other older one goes, so a late
+//! reader still sees partials from the whole reply, in order, ending with the newest. Elements
+//! are each a value of their own and are all kept.
 
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
@@ -13,6 +19,19 @@ use web_sys::{ReadableStream, ReadableStreamDefaultController};
 
 use super::convert::from_json;
 use crate::core::chunk::Chunk;
+
+/// How many partial objects wait for an `objectStream` that was not created yet.
+const REPLAY_LIMIT: usize = 64;
+
+/// Halves `pending`, keeping the newest and every other one before it.
+fn thin(pending: &mut Vec<Rc<Value>>) {
+    let n = pending.len();
+    let mut i = 0;
+    pending.retain(|_| {
+        i += 1;
+        (n - i).is_multiple_of(2)
+    });
+}
 
 #[derive(Default)]
 struct ValueSlot {
@@ -73,6 +92,9 @@ impl ObjectStreams {
                 None => {
                     if !slot.created && !slot.closed {
                         slot.pending.push(v);
+                        if !element && slot.pending.len() > REPLAY_LIMIT {
+                            thin(&mut slot.pending);
+                        }
                     }
                     return;
                 }

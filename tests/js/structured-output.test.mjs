@@ -99,6 +99,24 @@ test('objectStream replays every partial; a strict-mode null of an optional fiel
   assert.throws(() => out.objectStream, /objectStream can be read once/);
 });
 
+test('objectStream created after a long reply replays at most 64 partials: from the whole reply, in order, ending with the final one', T, async () => {
+  const { JSON_DELTAS_SCHEMA } = await import('../server/json-scripts.mjs');
+  const { agent } = agentOn('json-deltas:600');
+  const out = await agent.stream('Count.', { structuredOutput: { schema: JSON_DELTAS_SCHEMA } });
+  const chunks = await collect(out.fullStream);
+  const live = objectsOf(chunks);
+  assert.ok(live.length > 250, `every partial went out live (${live.length})`);
+  const replayed = await collect(out.objectStream);
+  assert.ok(replayed.length <= 64 && replayed.length >= 32, `replayed ${replayed.length}`);
+  const final = await out.object;
+  assert.equal(final.items.length, 299);
+  assert.deepEqual(replayed.at(-1), live.at(-1), 'the newest partial is kept');
+  assert.ok(replayed[0].items.length < 20, `the replay starts early in the reply (${replayed[0].items.length} items)`);
+  const sizes = replayed.map((p) => p.items.length);
+  assert.deepEqual([...sizes].sort((a, b) => a - b), sizes, 'in order');
+  for (const p of replayed) assert.ok(live.some((l) => JSON.stringify(l) === JSON.stringify(p)), 'each one a partial that went out');
+});
+
 test('responses: the schema goes in text.format; instructions become its description', T, async () => {
   const { out, requests } = await run('json', { structuredOutput: { schema: BOOK, instructions: 'The book and its tags.' } }, { api: 'responses' });
   const format = requests[0].body.text.format;
