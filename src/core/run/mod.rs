@@ -430,11 +430,15 @@ async fn run_steps(
             None => return Err(Stop::Aborted),
         };
         let mut step_messages = None;
+        let mut step_warnings = Vec::new();
         if pipe.has(Phase::InputStep) {
             let request = step_request(cfg, &messages, &overrides);
             let args = steps_io::input_step_args(step_number, &outcome.steps, &request, &overrides, cfg);
             let changed = match pipe.input_step(args.clone(), sink).await {
-                Ok(done) => steps_io::step_changes(&args, &done, &mut overrides),
+                Ok(done) => {
+                    step_warnings = steps_io::not_applied(&args, &done);
+                    steps_io::step_changes(&args, &done, &mut overrides)
+                }
                 Err(e) => Err(e),
             };
             match changed {
@@ -447,6 +451,7 @@ async fn run_steps(
         if step_number == 0 {
             call.warnings.splice(0..0, cfg.setting_warnings.iter().cloned());
         }
+        call.warnings.extend(step_warnings);
         let warnings = std::mem::take(&mut call.warnings);
         let mut step = StepBuilder::new(ids, message_id.clone(), call.body.clone(), warnings.clone(), env.now_ms());
         let start = Chunk::StepStart { message_id: message_id.clone(), request_body: call.body.clone(), warnings };

@@ -364,7 +364,9 @@ impl<'a> Pipeline<'a> {
         self.chain(Phase::InputStep, &mut args, sink, &|args, v| match v {
             Value::Object(o) => {
                 for (k, val) in o {
-                    if STEP_KEYS.contains(&k.as_str()) && !val.is_null() {
+                    // The keys not applied yet are kept too, so the step can warn about them.
+                    let known = STEP_KEYS.contains(&k.as_str()) || super::steps_io::NOT_APPLIED.contains(&k.as_str());
+                    if known && !val.is_null() {
                         args[k.as_str()] = val;
                     }
                 }

@@ -223,6 +223,24 @@ fn process_input_step_changes_apply_to_that_request_only() {
 }
 
 #[test]
+fn what_process_input_step_returns_that_is_not_applied_is_a_warning_on_that_step_start() {
+    let swap = Scripted::new("swap", &[Phase::InputStep]).calls(|_, args, _| {
+        Ok((args["stepNumber"] == 0).then(|| json!({ "model": "openai/gpt-5", "providerOptions": { "openai": {} }, "tools": args["tools"].clone(), "structuredOutput": null })))
+    });
+    let host = TestHost::default();
+    let cfg = with(with_tools(vec![tool("weather")]), vec![Rc::new(swap)], vec![], 0);
+    let r = simple(vec![calls_reply(&[("c1", "weather", r#"{"city":"Paris"}"#)]), text_reply("Sunny.")], cfg, &host);
+    assert!(r.out.error.is_none(), "{:?}", r.out.error);
+    let starts: Vec<Value> = r.sink.chunks.borrow().iter().filter(|c| c.type_name() == "step-start").map(|c| c.payload()).collect();
+    let settings = |w: &Value| w["warnings"].as_array().unwrap().iter().map(|w| w["setting"].as_str().unwrap_or("").to_string()).collect::<Vec<_>>();
+    // The tools came back as they were and structuredOutput as null: no warning for those.
+    assert_eq!(settings(&starts[0]), ["processInputStep.model", "processInputStep.providerOptions"]);
+    assert!(starts[0]["warnings"][0]["details"].as_str().unwrap().contains("not applied"));
+    assert_eq!(settings(&starts[1]), Vec::<String>::new(), "step 1 returned nothing");
+    assert_eq!(r.body(0)["model"], r.body(1)["model"], "the step kept the run's model");
+}
+
+#[test]
 fn an_output_step_abort_stops_before_the_tools_run() {
     let check = Scripted::new("check", &[Phase::OutputStep]).calls(|_, args, _| {
         assert_eq!(args["toolCalls"][0]["toolName"], "weather");

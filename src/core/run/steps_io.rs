@@ -142,6 +142,23 @@ pub fn input_step_args(
     })
 }
 
+/// What `processInputStep` may return that this version does not apply to the step yet.
+pub const NOT_APPLIED: &[&str] = &["model", "tools", "providerOptions", "structuredOutput"];
+
+/// An `unsupported-setting` warning (for that step's `step-start`) for each key of
+/// [`NOT_APPLIED`] the processors returned changed: the step goes out without it, and says so.
+pub fn not_applied(before: &Value, after: &Value) -> Vec<crate::core::model::Warning> {
+    NOT_APPLIED
+        .iter()
+        .filter(|k| after.get(**k).is_some_and(|v| !v.is_null() && before.get(**k) != Some(v)))
+        .map(|k| crate::core::model::Warning {
+            kind: "unsupported-setting",
+            setting: Some(format!("processInputStep.{k}")),
+            message: Some(format!("a processInputStep that returns {k} is not applied yet: the step used the run's own")),
+        })
+        .collect()
+}
+
 /// What the processors changed of `before`, into the step's overrides; the step's messages when
 /// they replaced them.
 #[allow(clippy::result_large_err)] // the same `Ended` as the loop's async steps, once per step
