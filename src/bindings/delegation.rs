@@ -75,6 +75,8 @@ pub(crate) fn parse_agents(v: &JsValue, path: &str) -> Result<Option<AgentsConfi
     if v.is_undefined() || v.is_null() {
         return Ok(None);
     }
+    #[cfg(not(feature = "subagents"))]
+    return Err(super::convert::error_to_js(&crate::core::features::not_built(path, "sub-agents", "subagents")));
     if let Some(f) = v.dyn_ref::<Function>() {
         return Ok(Some(AgentsConfig::Function(f.clone())));
     }
@@ -203,6 +205,9 @@ pub(crate) struct JsDelegator {
 impl JsDelegator {
     /// The run's delegation, when the agent has `agents`.
     pub(crate) fn delegation(config: Option<&AgentsConfig>, setup: &DelegationSetup, request_context: &JsValue, parent: (&str, &str)) -> Option<Delegation> {
+        // Without the feature no agent has `agents` (refused at `new Agent`): nothing to wire.
+        #[cfg(not(feature = "subagents"))]
+        return None;
         let config = config?.clone();
         let host = JsDelegator { config, setup: setup.clone(), request_context: request_context.clone(), resolved: Default::default(), contexts: Default::default() };
         let mut d = Delegation::new(Rc::new(host));

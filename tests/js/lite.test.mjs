@@ -106,7 +106,7 @@ for (const [what, field, named, feature, call] of LEFT_OUT) {
   });
 }
 
-test('lite refuses inputProcessors, anthropic/ and google/ models and AI SDK model objects at new Agent', T, () => {
+test('lite refuses inputProcessors, agents (sub-agents), anthropic/ and google/ models and AI SDK model objects at new Agent', T, () => {
   const refused = (config, field) => {
     const err = errorOf(() => new Agent({ id: 'a', ...config }));
     return err.then((e) => {
@@ -118,6 +118,7 @@ test('lite refuses inputProcessors, anthropic/ and google/ models and AI SDK mod
   const model = modelFor(server.current, 'echo');
   return Promise.all([
     refused({ model, inputProcessors: [{ id: 'p', processInput: ({ messages }) => messages }] }, 'config.inputProcessors'),
+    refused({ model, agents: { helper: new Agent({ id: 'helper', model }) } }, 'config.agents').then((m) => assert.match(m, /sub-agents.*`subagents`/)),
     refused({ model: { id: 'anthropic/claude-sonnet-4-5', apiKey: 'k' } }, 'config.model').then((m) => assert.match(m, /Anthropic Messages.*`anthropic`/)),
     refused({ model: { id: 'google/gemini-2.5-flash', apiKey: 'k' } }, 'config.model').then((m) => assert.match(m, /Google Gemini.*`google`/)),
     refused({ model: { specificationVersion: 'v2', provider: 'p', modelId: 'm', doStream: async () => ({}) } }, 'config.model').then((m) =>

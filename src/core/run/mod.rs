@@ -203,6 +203,7 @@ pub async fn run(
             }
         }
     }
+    #[cfg(feature = "subagents")]
     if let Some(d) = &cfg.delegation {
         match abort.race(d.resolve()).await {
             Some(Ok(tools)) => cfg.tools.extend(tools),
@@ -260,6 +261,7 @@ pub async fn run(
             outcome.write_failed(e);
         }
     }
+    #[cfg(feature = "subagents")]
     if let Some(d) = &cfg.delegation {
         if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
             if let Err(e) = d.save_feedback(mem, s, env).await {
@@ -321,6 +323,18 @@ async fn end_record(cfg: &RunConfig, outcome: &mut RunOutcome) {
         if let Err(e) = runs.delete_run(&cfg.run_id).await {
             outcome.write_failed(e);
         }
+    }
+}
+
+/// A delegation's own background limits (SPEC §18.8), when the call is one that goes to the
+/// background.
+fn delegation_limits(cfg: &RunConfig, bg: &super::background::BackgroundConfig, tool: &str) -> Option<Option<super::background::TaskLimits>> {
+    #[cfg(feature = "subagents")]
+    return cfg.delegation.as_ref().and_then(|d| d.background_limits(bg, tool));
+    #[cfg(not(feature = "subagents"))]
+    {
+        let _ = (cfg, bg, tool);
+        None
     }
 }
 
@@ -541,6 +555,7 @@ async fn run_steps(
                 Some(m) => m,
                 None => hooks,
             };
+            #[cfg(feature = "subagents")]
             let delegating = cfg.delegation.as_ref().map(|d| delegation::DelegatingHost {
                 inner: host,
                 d,
@@ -552,6 +567,7 @@ async fn run_steps(
                 iteration: step_number + 1,
                 approvals: Some(approvals),
             });
+            #[cfg(feature = "subagents")]
             let host: &dyn ToolHost = match &delegating {
                 Some(d) => d,
                 None => host,
@@ -586,7 +602,7 @@ async fn run_steps(
                         _ => {}
                     }
                     let background = match (tool, &cfg.background) {
-                        (Some(t), Some(bg)) => match cfg.delegation.as_ref().and_then(|d| d.background_limits(&bg.manager.config, &t.name)) {
+                        (Some(t), Some(bg)) => match delegation_limits(cfg, &bg.manager.config, &t.name) {
                             Some(limits) => limits,
                             None => bg.manager.config.limits_for(&t.name, t.background.as_ref()),
                         }
@@ -710,13 +726,17 @@ async fn run_steps(
             && result.tool_results.iter().all(|r| !matches!(r.outcome, Outcome::Client));
         let before_step = messages.len();
         let mut response = result.response_messages();
+        #[cfg(feature = "subagents")]
         if let Some(d) = &cfg.delegation {
             d.model_view(&mut response);
         }
         messages.extend(response);
         outcome.steps.push(result);
         // `bail()` in onDelegationComplete: this step's calls settled, no further step.
+        #[cfg(feature = "subagents")]
         let bailed = cfg.delegation.as_ref().is_some_and(|d| d.bailed());
+        #[cfg(not(feature = "subagents"))]
+        let bailed = false;
         let mut go_on = answered && prior_steps + outcome.steps.len() < max_steps && !bailed;
         if go_on {
             go_on = !stop_condition_met(&cfg.stop_when, hooks, &outcome.steps, abort).await;
