@@ -425,7 +425,7 @@ export type ChunkType =
   | Envelope<'tool-result', ToolResultPayload>
   | Envelope<'tool-error', ToolCallPayload & { error: { name: 'ToolError'; message: string } }>
   | Envelope<'tool-output', { toolCallId: string; toolName: string; output: unknown }>
-  | Envelope<'tool-call-approval', ToolCallPayload & { resumeSchema: string }>
+  | Envelope<'tool-call-approval', ToolCallPayload & { resumeSchema: string; subAgent?: { agentId: string; toolName: string; runId: string; toolCallId: string } }>
   | Envelope<'tool-call-suspended', ToolCallPayload & { suspendPayload: unknown; resumeSchema?: string }>
   | Envelope<'tool-output-denied', ToolCallPayload & { approval: { id: string; approved: false; reason?: string } }>
   | { type: `data-${string}`; data: unknown; id?: string; transient?: boolean }

@@ -349,7 +349,7 @@ fn a_declined_call_becomes_tool_output_error_with_the_words_the_model_got() {
 #[test]
 fn an_approval_request_becomes_the_reference_data_tool_call_approval_part() {
     let c = call("call_1", "weather", json!({ "city": "Paris" }));
-    let parts = map_all(&[js(Chunk::ToolCall(c.clone())), js(Chunk::ToolCallApproval { call: c })]);
+    let parts = map_all(&[js(Chunk::ToolCall(c.clone())), js(Chunk::ToolCallApproval { call: c, sub_agent: None })]);
     assert_eq!(
         parts[1],
         json!({ "type": "data-tool-call-approval", "id": "call_1", "data": {
@@ -496,7 +496,7 @@ fn every_chunk_type_maps_inside_the_ai_sdk_5_schema() {
     let mut all = two_step_tool_run();
     all.extend([
         js(Chunk::ToolCall(c.clone())),
-        js(Chunk::ToolCallApproval { call: c.clone() }),
+        js(Chunk::ToolCallApproval { call: c.clone(), sub_agent: None }),
         js(Chunk::ToolOutputDenied { call: c.clone(), reason: None }),
         js(Chunk::ToolError { call: c, message: "boom".into() }),
         js(Chunk::Error(AgentError::Tool { message: "x".into() })),
@@ -660,7 +660,7 @@ fn with_any_one_chunk_left_out_the_parts_still_read() {
             args_text_delta: "{}".into(),
         }),
         js(Chunk::ToolCall(c.clone())),
-        js(Chunk::ToolCallApproval { call: c.clone() }),
+        js(Chunk::ToolCallApproval { call: c.clone(), sub_agent: None }),
         js(Chunk::ToolOutputDenied { call: c, reason: None }),
         step_finish("tool-calls"),
     ]);

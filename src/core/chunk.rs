@@ -27,7 +27,9 @@ pub enum Chunk {
     ToolError { call: ToolCall, message: String },
     /// A value a running tool wrote with `writer.write` (`from: 'USER'`).
     ToolOutput { tool_call_id: String, tool_name: String, output: Value },
-    ToolCallApproval { call: ToolCall },
+    /// `sub_agent`: asked on a supervisor for a sub-agent's call (SPEC §18.9): `{ agentId,
+    /// toolName, runId, toolCallId }` of the inner call.
+    ToolCallApproval { call: ToolCall, sub_agent: Option<Box<Value>> },
     /// A tool called `suspend(payload)` (SPEC §19.2); `resume_schema` is JSON Schema.
     ToolCallSuspended { call: ToolCall, suspend_payload: Value, resume_schema: Option<Value> },
     ToolOutputDenied { call: ToolCall, reason: Option<String> },
@@ -137,9 +139,12 @@ impl Chunk {
             Chunk::ToolOutput { tool_call_id, tool_name, output } => {
                 json!({ "toolCallId": tool_call_id, "toolName": tool_name, "output": output })
             }
-            Chunk::ToolCallApproval { call } => {
+            Chunk::ToolCallApproval { call, sub_agent } => {
                 let mut v = call.to_json();
                 v["resumeSchema"] = Value::String(APPROVAL_RESUME_SCHEMA.into());
+                if let Some(sub) = sub_agent {
+                    v["subAgent"] = (**sub).clone();
+                }
                 v
             }
             Chunk::ToolCallSuspended { call, suspend_payload, resume_schema } => {

@@ -445,6 +445,13 @@ test('an approval inside the sub-agent surfaces on the supervisor and is decided
   const delegation = chunks.find((c) => c.type === 'tool-call');
   assert.equal(asked.payload.toolCallId, delegation.payload.toolCallId, 'asked as the delegation call');
   assert.equal(asked.payload.toolName, 'lookup', 'with the inner tool');
+  const innerCall = wrapped(chunks).find((c) => c.payload.output.type === 'tool-call');
+  assert.deepEqual(asked.payload.subAgent, {
+    agentId: 'research-agent',
+    toolName: delegation.payload.toolName,
+    runId: innerCall.payload.output.runId,
+    toolCallId: innerCall.payload.output.payload.toolCallId,
+  }, 'subAgent names the sub-agent, its run and the inner call');
   const inner = wrapped(chunks).find((c) => c.payload.output.type === 'tool-call-approval');
   assert.ok(inner && chunks.indexOf(inner) < chunks.indexOf(asked), 'the inner chunk is forwarded first');
   assert.equal(ran.length, 1);

@@ -654,6 +654,7 @@ impl DelegatingHost<'_> {
             tool_call_id: call.tool_call_id.clone(),
             tool_name: call.tool_name.clone(),
             run_id: sub.cfg.run_id.clone(),
+            agent_id: sub.cfg.runs.as_ref().map_or_else(|| spec.key.clone(), |r| r.agent_id.clone()),
             abort: sub.abort.clone(),
             ended: Cell::new(false),
             approvals: self.approvals.map(|outer| (outer, sub.approvals.clone())),
@@ -739,6 +740,8 @@ struct Forward<'a> {
     tool_call_id: String,
     tool_name: String,
     run_id: String,
+    /// The sub-agent's id (for `subAgent` of a surfaced approval).
+    agent_id: String,
     abort: AbortFlag,
     ended: Cell<bool>,
     /// The supervisor's approvals and the sub-run's, when approvals surface on the supervisor.
@@ -755,16 +758,17 @@ impl Sink for Forward<'_> {
     fn emit(&self, chunk: Chunk) {
         match chunk {
             Chunk::Data { .. } => (self.emit)(chunk),
-            Chunk::ToolCallApproval { call } if self.approvals.is_some() => {
-                (self.emit)(self.wrap(&Chunk::ToolCallApproval { call: call.clone() }));
+            Chunk::ToolCallApproval { call, sub_agent } if self.approvals.is_some() => {
+                (self.emit)(self.wrap(&Chunk::ToolCallApproval { call: call.clone(), sub_agent }));
                 // The supervisor asks for it as the delegation call, with the inner call's tool
                 // and arguments; its decision goes to the inner call (routed before the chunk
                 // goes out: `onChunk` may decide at once).
                 if let Some((outer, inner)) = &self.approvals {
                     outer.route(&self.tool_call_id, inner.clone(), &call.tool_call_id);
                 }
+                let sub_agent = json!({ "agentId": self.agent_id, "toolName": self.tool_name, "runId": self.run_id, "toolCallId": call.tool_call_id });
                 let surfaced = ToolCall { tool_call_id: self.tool_call_id.clone(), tool_name: call.tool_name, args: call.args };
-                (self.emit)(Chunk::ToolCallApproval { call: surfaced });
+                (self.emit)(Chunk::ToolCallApproval { call: surfaced, sub_agent: Some(Box::new(sub_agent)) });
             }
             other => (self.emit)(self.wrap(&other)),
         }

@@ -483,7 +483,7 @@ fn an_approval_inside_the_sub_agent_is_asked_and_decided_on_the_supervisor() {
         &TestHost::default(),
         &approvals,
         |_, sink| {
-            let asked = sink.chunks.borrow().iter().any(|c| matches!(c, Chunk::ToolCallApproval { call } if call.tool_call_id == "c"));
+            let asked = sink.chunks.borrow().iter().any(|c| matches!(c, Chunk::ToolCallApproval { call, .. } if call.tool_call_id == "c"));
             if asked && !decided.get() {
                 assert!(approvals.is_waiting("c"), "the delegation call waits");
                 decided.set(approvals.decide("c", crate::core::tools::Decision::Approve));
@@ -494,8 +494,12 @@ fn an_approval_inside_the_sub_agent_is_asked_and_decided_on_the_supervisor() {
     assert!(r.out.error.is_none(), "{:?}", r.out.error);
     let chunks = r.sink.chunks.borrow();
     let at = chunks.iter().position(|c| matches!(c, Chunk::ToolCallApproval { .. })).unwrap();
-    let Chunk::ToolCallApproval { call } = &chunks[at] else { unreachable!() };
+    let Chunk::ToolCallApproval { call, sub_agent } = &chunks[at] else { unreachable!() };
     assert_eq!((call.tool_name.as_str(), call.args.clone()), ("weather", json!({ "city": "Oslo" })), "the inner call's tool and arguments");
+    let sub = sub_agent.as_deref().expect("subAgent names the inner call");
+    assert_eq!((sub["toolName"].as_str(), sub["toolCallId"].as_str()), (Some("agent-researcher"), Some("inner_1")));
+    assert!(sub["runId"].as_str().is_some_and(|id| !id.is_empty()) && sub["agentId"].is_string(), "{sub}");
+    assert_eq!(chunks[at].payload()["subAgent"], *sub, "in the chunk's payload");
     assert!(matches!(&chunks[at - 1], Chunk::ToolOutput { output, .. } if output["type"] == "tool-call-approval" && output["payload"]["toolCallId"] == "inner_1"), "the inner chunk first");
     let result = r.out.steps[0].tool_results[0].model_result().unwrap().0;
     assert_eq!(result["text"], "Oslo is cold.");

@@ -48,7 +48,7 @@ pub struct Resume {
 /// The chunk that announces a waiting call.
 pub fn waiting_chunk(w: &WaitingCall) -> Chunk {
     match w.kind {
-        WaitKind::Approval => Chunk::ToolCallApproval { call: w.call.clone() },
+        WaitKind::Approval => Chunk::ToolCallApproval { call: w.call.clone(), sub_agent: None },
         WaitKind::Suspension => Chunk::ToolCallSuspended {
             call: w.call.clone(),
             suspend_payload: w.suspend_payload.clone().unwrap_or(Value::Null),

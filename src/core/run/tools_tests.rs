@@ -359,7 +359,7 @@ struct DecideOnChunk<'a> {
 
 impl Sink for DecideOnChunk<'_> {
     fn emit(&self, chunk: Chunk) {
-        if let Chunk::ToolCallApproval { call } = &chunk {
+        if let Chunk::ToolCallApproval { call, .. } = &chunk {
             self.accepted.set(Some(self.approvals.decide(&call.tool_call_id, self.decision.clone())));
         }
         self.chunks.emit(chunk);
