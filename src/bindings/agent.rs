@@ -65,7 +65,9 @@ pub(super) struct Inner {
     /// Runs in progress, for `approveToolCall` / `declineToolCall`.
     pub(super) runs: RefCell<Vec<(String, Rc<super::resume::LiveRun>)>>,
     /// Where this agent's run records go (SPEC §19.4).
-    pub(super) runs_store: Option<Rc<dyn crate::core::memory::Store>>,
+    /// Where run records go (SPEC §19.4); a `Mastra`'s storage replaces the default for an
+    /// agent without memory.
+    pub(super) runs_store: RefCell<Option<Rc<dyn crate::core::memory::Store>>>,
     /// `inputProcessors`, `outputProcessors`, `maxProcessorRetries` of the config.
     pub(super) processors: ProcessorLists,
     /// `agents`: the sub-agents offered as `agent-<key>` tools (SPEC §18).
@@ -211,7 +213,7 @@ impl Agent {
                 own_background,
                 idle_wrappers,
                 runs,
-                runs_store,
+                runs_store: RefCell::new(runs_store),
                 processors,
                 agents,
                 ref_id,
@@ -237,6 +239,15 @@ impl Agent {
     #[doc(hidden)]
     #[wasm_bindgen(js_name = __joinMastra, skip_typescript)]
     pub fn join_mastra(&self, scorers: JsValue, storage: JsValue) {
+        // An agent without memory keeps its run records in the container's storage, when that
+        // storage has the run methods (SPEC §19.4: the agent's memory, else the Mastra's).
+        if self.inner.memory.is_none() && storage.is_object() {
+            if let Ok(store) = super::memory::store_from(&storage, "new Mastra(config).storage") {
+                if store.runs().is_some() {
+                    *self.inner.runs_store.borrow_mut() = Some(store);
+                }
+            }
+        }
         *self.inner.mastra.borrow_mut() = (scorers, storage);
     }
 

@@ -342,7 +342,7 @@ impl RunStore for JsStore {
 }
 
 /// A store from `storage`: one of ours, a user object, or the default for this runtime.
-fn store_from(storage: &JsValue, field: &str) -> Result<Rc<dyn Store>, JsValue> {
+pub(super) fn store_from(storage: &JsValue, field: &str) -> Result<Rc<dyn Store>, JsValue> {
     if storage.is_undefined() || storage.is_null() {
         return Ok(default_store());
     }

@@ -83,7 +83,7 @@ pub(super) fn runs_cfg(inner: &Inner, call: &CallSetup, opts: &CallOptions) -> R
         "requireToolApproval": opts.require_tool_approval,
         "modelSettings": Value::Object(opts.model_settings.sampling_json()),
     });
-    RunsCfg { store: inner.runs_store.clone(), agent_id: inner.config.id.clone(), close_on_suspend: call.close_on_suspend, restore }
+    RunsCfg { store: inner.runs_store.borrow().clone(), agent_id: inner.config.id.clone(), close_on_suspend: call.close_on_suspend, restore }
 }
 
 /// What the caller asked for.
@@ -203,7 +203,7 @@ impl Agent {
             resource_id: s("resourceId")?,
             statuses: vec![RunStatus::Suspended],
         };
-        let store = self.inner.runs_store.clone();
+        let store = self.inner.runs_store.borrow().clone();
         Ok(future_to_promise(async move {
             let runs = match store.as_ref().and_then(|s| s.runs()) {
                 Some(r) => r.list_runs(&filter).await.map_err(|e| error_to_js(&e))?,
@@ -278,7 +278,7 @@ impl Agent {
     async fn decide_async(&self, options: JsValue, run_id: String, call_id: Option<String>, ask: Ask) -> Result<AgentStreamOutput, JsValue> {
         let err = |e: AgentError| error_to_js(&e);
         let inner = &self.inner;
-        let store = inner.runs_store.clone();
+        let store = inner.runs_store.borrow().clone();
         let runs = store.as_ref().and_then(|s| s.runs());
         let now = js_sys::Date::now();
         let live = inner.runs.borrow().iter().find(|(r, _)| *r == run_id).map(|(_, l)| l.clone());

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { T, modelFor, requestsOf, uid, useModelServer } from './helpers.mjs';
-import { Agent, Memory, InMemoryStore } from '../../pkg/index.node.js';
+import { Agent, Mastra, Memory, InMemoryStore } from '../../pkg/index.node.js';
 import { createTool, ofType, only, readRest, readUntil } from './tools-helpers.mjs';
 import { fileStorage } from './suspend-helpers.mjs';
 
@@ -149,6 +149,32 @@ test('closeOnSuspend: the stream ends "suspended"; another Agent instance on the
   assert.equal(body.messages.find((m) => m.role === 'user').content, 'Pay 7');
   assert.equal((await agent.listSuspendedRuns()).total, 0);
   assert.equal((await resumeCode(other.approveToolCall({ runId: out.runId }))).code, 'not-found');
+});
+
+test("agents without memory in a Mastra keep run records in the Mastra's storage: another container's agent decides", T, async () => {
+  const calls = [];
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasm-agent-mastra-runs-'));
+  try {
+    const storage = fileStorage(path.join(dir, 'db.json'));
+    const { agent, id } = payer({ pay: approvalPay(calls) });
+    new Mastra({ agents: { payer: agent }, storage });
+    const out = await agent.stream('Pay 9', { closeOnSuspend: true });
+    const chunks = await readAll(out);
+    assert.equal(await out.finishReason, 'suspended');
+    const stored = JSON.parse(fs.readFileSync(path.join(dir, 'db.json'), 'utf8')).runs;
+    assert.deepEqual(Object.keys(stored), [out.runId], "the record is in the Mastra's storage");
+
+    const other = new Agent({ id: 'payer', model: modelFor(server.current, 'tool-call', { headers: { 'x-test-id': id } }), tools: { pay: approvalPay(calls) } });
+    const alone = await resumeCode(other.approveToolCall({ runId: out.runId }));
+    assert.equal(alone.code, 'not-found', 'an agent outside the container looks in its own storage');
+    new Mastra({ agents: { payer: other }, storage });
+    const resumed = await other.approveToolCall({ runId: out.runId });
+    await readAll(resumed);
+    assert.equal(await resumed.finishReason, 'stop');
+    assert.deepEqual(calls, [ofType(chunks, 'tool-call-approval')[0].payload.args]);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('two racing decisions on one suspended run: exactly one wins, the tool runs once', T, async () => {
