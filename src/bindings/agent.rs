@@ -600,6 +600,9 @@ impl Agent {
     /// What scoring a call's run needs, when it has scorers (its own, else the agent's) or
     /// `returnScorerData`.
     fn score_job(&self, call: &CallSetup) -> Option<super::scorers::ScoreJob> {
+        // Without the feature no call has scorers (refused when the options are read).
+        #[cfg(not(feature = "scorers"))]
+        return None;
         let inner = &self.inner;
         let scorers = call.scorers.clone().or_else(|| inner.scorers.clone());
         if scorers.is_none() && !call.return_scorer_data {

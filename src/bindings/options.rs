@@ -244,6 +244,10 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
         v if v.is_undefined() || v.is_null() => false,
         v => v.as_bool().ok_or_else(|| type_error("options.returnScorerData", &format!("expected a boolean, got {}", js_kind(&v))))?,
     };
+    #[cfg(not(feature = "scorers"))]
+    if return_scorer_data {
+        return Err(error_to_js(&crate::core::features::not_built("options.returnScorerData", "scorers", "scorers")));
+    }
     Ok(CallSetup {
         scorers,
         return_scorer_data,

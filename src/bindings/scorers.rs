@@ -91,6 +91,8 @@ pub(crate) fn check_scorers(v: &JsValue, field: &str) -> Result<Option<JsValue>,
     if v.is_undefined() || v.is_null() {
         return Ok(None);
     }
+    #[cfg(not(feature = "scorers"))]
+    return Err(super::convert::error_to_js(&crate::core::features::not_built(field, "scorers", "scorers")));
     if !v.is_object() || Array::is_array(v) {
         let got = js_kind(v);
         return Err(type_error(field, &format!("expected a record of {{ scorer, sampling? }} by name, got {got}")));

@@ -92,6 +92,8 @@ const LEFT_OUT = [
   ['output (deprecated)', 'options.output', 'structured output', 'structured', (a) => a.stream('x', { output: { type: 'object' } })],
   ['outputProcessors', 'options.outputProcessors', 'processors', 'processors', (a) => a.stream('x', { outputProcessors: [{ id: 'p', processOutputStream: ({ part }) => part }] })],
   ['a WebSocket transport', 'options.providerOptions.openai.transport', 'the WebSocket transport', 'websocket', (a) => a.stream('x', { providerOptions: { openai: { transport: 'websocket' } } })],
+  ['scorers', 'options.scorers', 'scorers', 'scorers', (a) => a.stream('x', { scorers: { s: { scorer: 'some-id' } } })],
+  ['returnScorerData', 'options.returnScorerData', 'scorers', 'scorers', (a) => a.stream('x', { returnScorerData: true })],
 ];
 
 for (const [what, field, named, feature, call] of LEFT_OUT) {

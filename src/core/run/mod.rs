@@ -165,6 +165,9 @@ pub async fn run(
         }),
         _ => None,
     });
+    #[cfg(not(feature = "scorers"))]
+    let mut scoring: Option<ScoringCapture> = None;
+    #[cfg(feature = "scorers")]
     let mut scoring = cfg.scoring.then(|| {
         let ids = if input.len() == given { &cfg.input_ids[..] } else { &[] };
         let mut capture = ScoringCapture::new(&messages[..prefix_len.min(messages.len())], &input, ids);
