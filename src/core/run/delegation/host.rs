@@ -9,6 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::*;
 use crate::core::run::{run, RunOutcome, Sink};
+
 /// The run's tool host with the delegation tools in front of the others.
 pub(crate) struct DelegatingHost<'a> {
     pub inner: &'a dyn ToolHost,
