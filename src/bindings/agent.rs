@@ -396,20 +396,7 @@ impl Agent {
         let inner = &self.inner;
         let options = js_sys::Object::new();
         let _ = Reflect::set(&options, &"requestContext".into(), &request_context);
-        let api = match &inner.model {
-            AgentModel::Http(endpoint) => Some(endpoint.api),
-            AgentModel::Object(_) => None,
-        };
-        let defaults = AgentDefaults {
-            options: &inner.default_options,
-            data: &inner.config.default_options,
-            tools: &inner.tools,
-            memory: inner.memory.as_deref(),
-            max_retries: inner.config.max_retries,
-            provider: &inner.provider,
-            api,
-        };
-        let mut call = options::parse(&options.into(), &defaults)?;
+        let mut call = options::parse(&options.into(), &self.defaults())?;
         call.opts.context = spec.context.clone();
         call.opts.instructions = Some(delegation::with_instructions(&inner.config.instructions, spec.instructions.as_deref()));
         let own_max = inner.config.default_options.get("maxSteps").and_then(Value::as_u64).map(|n| n.min(u32::MAX as u64) as u32);
@@ -457,12 +444,17 @@ impl Agent {
 
     /// A call's options over the agent's defaults.
     pub(super) fn parse_call(&self, options: &JsValue) -> Result<Rc<CallSetup>, JsValue> {
+        Ok(Rc::new(options::parse(options, &self.defaults())?))
+    }
+
+    /// What a call's options are read over: the agent's `defaultOptions`, tools, memory, model.
+    fn defaults(&self) -> AgentDefaults<'_> {
         let inner = &self.inner;
         let api = match &inner.model {
             AgentModel::Http(endpoint) => Some(endpoint.api),
             AgentModel::Object(_) => None,
         };
-        let defaults = AgentDefaults {
+        AgentDefaults {
             options: &inner.default_options,
             data: &inner.config.default_options,
             tools: &inner.tools,
@@ -470,8 +462,7 @@ impl Agent {
             max_retries: inner.config.max_retries,
             provider: &inner.provider,
             api,
-        };
-        Ok(Rc::new(options::parse(options, &defaults)?))
+        }
     }
 
     /// The `untilIdle` wrapper of a call, when it applies: a memory thread and background tasks.

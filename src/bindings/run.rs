@@ -43,9 +43,13 @@ impl Sink for JsSink {
             super::report::call_observer("onChunk", f, &js);
             js
         });
-        let views = self.views.borrow().clone();
-        for v in &views {
-            v.deliver(chunk.clone(), None);
+        // Decisions' second views (SPEC §19.3), usually none: cloned out of the borrow, since
+        // delivering may run a reader's code.
+        if !self.views.borrow().is_empty() {
+            let views = self.views.borrow().clone();
+            for v in &views {
+                v.deliver(chunk.clone(), None);
+            }
         }
         self.shared.deliver(chunk, js);
     }
