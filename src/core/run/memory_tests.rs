@@ -317,48 +317,96 @@ fn incomplete_calls_and_unknown_parts_stay_in_the_store_but_not_in_the_prompt() 
     assert_eq!(kept[1].parts.len(), 2);
 }
 
-/// A store whose writes fail, as a full or blocked IndexedDB does.
-struct BrokenStore(InMemoryStore);
+/// A store that misbehaves as an IndexedDB or a storage object can, over the in-memory store.
+struct OddStore {
+    inner: InMemoryStore,
+    fault: Fault,
+}
 
-impl Store for BrokenStore {
-    fn get_thread_by_id<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<Thread>, AgentError>> {
-        self.0.get_thread_by_id(id)
+enum Fault {
+    /// Every write fails, as a full or blocked IndexedDB does.
+    WritesFail,
+    /// This read (`getThreadById`, `listMessages`, `getResource`) fails.
+    ReadFails(&'static str),
+    /// `saveMessages` is still under way when the run is aborted: the abort lands on its first
+    /// poll, the write completes on the next.
+    AbortMidSave(AbortFlag),
+}
+
+impl OddStore {
+    fn new(fault: Fault) -> Self {
+        OddStore { inner: InMemoryStore::new(), fault }
     }
-    fn save_thread<'a>(&'a self, _t: &'a Thread) -> LocalFuture<'a, Result<(), AgentError>> {
-        Box::pin(async { Err(AgentError::storage("IndexedDB is out of quota")) })
+
+    fn read<'a, T: 'a>(&self, method: &str, ok: LocalFuture<'a, Result<T, AgentError>>) -> LocalFuture<'a, Result<T, AgentError>> {
+        if !matches!(self.fault, Fault::ReadFails(m) if m == method) {
+            return ok;
+        }
+        let message = format!("storage.{method} failed: the disk is gone");
+        Box::pin(async move { Err(AgentError::storage(message)) })
+    }
+}
+
+fn out_of_quota<'a>() -> LocalFuture<'a, Result<(), AgentError>> {
+    Box::pin(async { Err(AgentError::storage("IndexedDB is out of quota")) })
+}
+
+impl Store for OddStore {
+    fn get_thread_by_id<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<Thread>, AgentError>> {
+        self.read("getThreadById", self.inner.get_thread_by_id(id))
+    }
+    fn save_thread<'a>(&'a self, t: &'a Thread) -> LocalFuture<'a, Result<(), AgentError>> {
+        match self.fault {
+            Fault::WritesFail => out_of_quota(),
+            _ => self.inner.save_thread(t),
+        }
     }
     fn delete_thread<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
-        self.0.delete_thread(id)
+        self.inner.delete_thread(id)
     }
     fn list_threads<'a>(&'a self, r: &'a str) -> LocalFuture<'a, Result<Vec<Thread>, AgentError>> {
-        self.0.list_threads(r)
+        self.inner.list_threads(r)
     }
     fn list_messages<'a>(&'a self, q: &'a MessageQuery) -> LocalFuture<'a, Result<Vec<StoredMessage>, AgentError>> {
-        self.0.list_messages(q)
+        self.read("listMessages", self.inner.list_messages(q))
     }
-    fn save_messages<'a>(&'a self, _m: &'a [StoredMessage]) -> LocalFuture<'a, Result<(), AgentError>> {
-        Box::pin(async { Err(AgentError::storage("IndexedDB is out of quota")) })
+    fn save_messages<'a>(&'a self, m: &'a [StoredMessage]) -> LocalFuture<'a, Result<(), AgentError>> {
+        match &self.fault {
+            Fault::WritesFail => out_of_quota(),
+            Fault::AbortMidSave(abort) => {
+                let mut first = true;
+                Box::pin(std::future::poll_fn(move |cx| {
+                    if std::mem::take(&mut first) {
+                        abort.abort(None);
+                        cx.waker().wake_by_ref();
+                        return std::task::Poll::Pending;
+                    }
+                    self.inner.save_messages(m).as_mut().poll(cx)
+                }))
+            }
+            Fault::ReadFails(_) => self.inner.save_messages(m),
+        }
     }
     fn delete_messages<'a>(&'a self, ids: &'a [String]) -> LocalFuture<'a, Result<(), AgentError>> {
-        self.0.delete_messages(ids)
+        self.inner.delete_messages(ids)
     }
     fn get_resource<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<crate::core::memory::Resource>, AgentError>> {
-        self.0.get_resource(id)
+        self.read("getResource", self.inner.get_resource(id))
     }
     fn save_resource<'a>(&'a self, r: &'a crate::core::memory::Resource) -> LocalFuture<'a, Result<(), AgentError>> {
-        self.0.save_resource(r)
+        self.inner.save_resource(r)
     }
     fn save_task<'a>(&'a self, t: &'a crate::core::background::TaskRecord, p: Option<crate::core::background::TaskStatus>) -> LocalFuture<'a, Result<(), AgentError>> {
-        self.0.save_task(t, p)
+        self.inner.save_task(t, p)
     }
     fn list_tasks<'a>(&'a self, f: &'a crate::core::background::TaskFilter) -> LocalFuture<'a, Result<Vec<crate::core::background::TaskRecord>, AgentError>> {
-        self.0.list_tasks(f)
+        self.inner.list_tasks(f)
     }
 }
 
 #[test]
 fn a_failing_write_lets_the_reply_stream_then_fails_the_run_with_one_storage_error() {
-    let store = Rc::new(BrokenStore(InMemoryStore::new()));
+    let store = Rc::new(OddStore::new(Fault::WritesFail));
     let memory = MemoryRun { store, thread_id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, config: MemoryConfig::default(), save_per_step: false };
     let r = go(vec![text_reply("Still here.")], cfg_with(memory, "hi"));
     assert_eq!(r.requests(), 1, "the model is called");
@@ -373,62 +421,10 @@ fn a_failing_write_lets_the_reply_stream_then_fails_the_run_with_one_storage_err
     assert!(error["error"]["message"].as_str().unwrap().contains("out of quota"));
 }
 
-/// A store whose `method` read fails, as an IndexedDB that cannot be read does.
-struct UnreadableStore {
-    inner: InMemoryStore,
-    method: &'static str,
-}
-
-impl UnreadableStore {
-    fn fail<'a, T: 'a>(&self, method: &str, ok: LocalFuture<'a, Result<T, AgentError>>) -> LocalFuture<'a, Result<T, AgentError>> {
-        if method != self.method {
-            return ok;
-        }
-        let message = format!("storage.{method} failed: the disk is gone");
-        Box::pin(async move { Err(AgentError::storage(message)) })
-    }
-}
-
-impl Store for UnreadableStore {
-    fn get_thread_by_id<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<Thread>, AgentError>> {
-        self.fail("getThreadById", self.inner.get_thread_by_id(id))
-    }
-    fn save_thread<'a>(&'a self, t: &'a Thread) -> LocalFuture<'a, Result<(), AgentError>> {
-        self.inner.save_thread(t)
-    }
-    fn delete_thread<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
-        self.inner.delete_thread(id)
-    }
-    fn list_threads<'a>(&'a self, r: &'a str) -> LocalFuture<'a, Result<Vec<Thread>, AgentError>> {
-        self.inner.list_threads(r)
-    }
-    fn list_messages<'a>(&'a self, q: &'a MessageQuery) -> LocalFuture<'a, Result<Vec<StoredMessage>, AgentError>> {
-        self.fail("listMessages", self.inner.list_messages(q))
-    }
-    fn save_messages<'a>(&'a self, m: &'a [StoredMessage]) -> LocalFuture<'a, Result<(), AgentError>> {
-        self.inner.save_messages(m)
-    }
-    fn delete_messages<'a>(&'a self, ids: &'a [String]) -> LocalFuture<'a, Result<(), AgentError>> {
-        self.inner.delete_messages(ids)
-    }
-    fn get_resource<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<crate::core::memory::Resource>, AgentError>> {
-        self.fail("getResource", self.inner.get_resource(id))
-    }
-    fn save_resource<'a>(&'a self, r: &'a crate::core::memory::Resource) -> LocalFuture<'a, Result<(), AgentError>> {
-        self.inner.save_resource(r)
-    }
-    fn save_task<'a>(&'a self, t: &'a crate::core::background::TaskRecord, p: Option<crate::core::background::TaskStatus>) -> LocalFuture<'a, Result<(), AgentError>> {
-        self.inner.save_task(t, p)
-    }
-    fn list_tasks<'a>(&'a self, f: &'a crate::core::background::TaskFilter) -> LocalFuture<'a, Result<Vec<crate::core::background::TaskRecord>, AgentError>> {
-        self.inner.list_tasks(f)
-    }
-}
-
 #[test]
 fn a_failing_read_of_the_thread_or_its_history_fails_the_run_before_the_model_is_called() {
     for method in ["getThreadById", "listMessages", "getResource"] {
-        let store = Rc::new(UnreadableStore { inner: InMemoryStore::new(), method });
+        let store = Rc::new(OddStore::new(Fault::ReadFails(method)));
         let mut memory = MemoryRun { store, thread_id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, config: MemoryConfig::default(), save_per_step: false };
         memory.config.working_memory = Some(crate::core::memory::WorkingMemory { template: None, resource_scope: true });
         let r = go(vec![text_reply("never")], cfg_with(memory, "hi"));
@@ -623,61 +619,10 @@ fn signed_thinking_goes_back_in_the_tool_loop_is_stored_and_goes_back_on_the_nex
     assert_eq!(history[1]["content"][0], signed, "the stored signature goes back: {history:#}");
 }
 
-/// A store whose `saveMessages` is still under way when the run is aborted: the abort lands on
-/// its first poll, the write completes on the next.
-struct AbortedMidSave {
-    inner: InMemoryStore,
-    abort: AbortFlag,
-}
-
-impl Store for AbortedMidSave {
-    fn get_thread_by_id<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<Thread>, AgentError>> {
-        self.inner.get_thread_by_id(id)
-    }
-    fn save_thread<'a>(&'a self, t: &'a Thread) -> LocalFuture<'a, Result<(), AgentError>> {
-        self.inner.save_thread(t)
-    }
-    fn delete_thread<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
-        self.inner.delete_thread(id)
-    }
-    fn list_threads<'a>(&'a self, r: &'a str) -> LocalFuture<'a, Result<Vec<Thread>, AgentError>> {
-        self.inner.list_threads(r)
-    }
-    fn list_messages<'a>(&'a self, q: &'a MessageQuery) -> LocalFuture<'a, Result<Vec<StoredMessage>, AgentError>> {
-        self.inner.list_messages(q)
-    }
-    fn save_messages<'a>(&'a self, m: &'a [StoredMessage]) -> LocalFuture<'a, Result<(), AgentError>> {
-        let mut first = true;
-        Box::pin(std::future::poll_fn(move |cx| {
-            if std::mem::take(&mut first) {
-                self.abort.abort(None);
-                cx.waker().wake_by_ref();
-                return std::task::Poll::Pending;
-            }
-            self.inner.save_messages(m).as_mut().poll(cx)
-        }))
-    }
-    fn delete_messages<'a>(&'a self, ids: &'a [String]) -> LocalFuture<'a, Result<(), AgentError>> {
-        self.inner.delete_messages(ids)
-    }
-    fn get_resource<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<crate::core::memory::Resource>, AgentError>> {
-        self.inner.get_resource(id)
-    }
-    fn save_resource<'a>(&'a self, r: &'a crate::core::memory::Resource) -> LocalFuture<'a, Result<(), AgentError>> {
-        self.inner.save_resource(r)
-    }
-    fn save_task<'a>(&'a self, t: &'a crate::core::background::TaskRecord, p: Option<crate::core::background::TaskStatus>) -> LocalFuture<'a, Result<(), AgentError>> {
-        self.inner.save_task(t, p)
-    }
-    fn list_tasks<'a>(&'a self, f: &'a crate::core::background::TaskFilter) -> LocalFuture<'a, Result<Vec<crate::core::background::TaskRecord>, AgentError>> {
-        self.inner.list_tasks(f)
-    }
-}
-
 #[test]
 fn an_abort_while_the_user_message_is_written_keeps_the_message() {
     let script = Rc::new(Script { replies: RefCell::new(vec![text_reply("never")].into()), ..Default::default() });
-    let store = Rc::new(AbortedMidSave { inner: InMemoryStore::new(), abort: script.abort.clone() });
+    let store = Rc::new(OddStore::new(Fault::AbortMidSave(script.abort.clone())));
     let memory = MemoryRun { store: store.clone(), thread_id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, config: MemoryConfig::default(), save_per_step: false };
     let sink = Collect::default();
     let abort = script.abort.clone();
