@@ -208,8 +208,8 @@ fn an_approval_declined_from_the_snapshot_never_runs_the_tool() {
     assert_eq!(out2.text(), "ok, not then");
 }
 
-#[test]
-fn an_abort_while_waiting_removes_the_record() {
+/// One `pay` call that waits for approval, with `act` done to the run's flag once it waits.
+fn cut_while_waiting(act: impl Fn(&AbortFlag)) -> (RunOutcome, Rc<InMemoryStore>, Approvals) {
     let store = Rc::new(InMemoryStore::new());
     let mut cfg = with_tools(vec![tool("pay")]);
     cfg.runs = runs_cfg(&store, false);
@@ -218,8 +218,16 @@ fn an_abort_while_waiting_removes_the_record() {
     let abort = s.abort.clone();
     let out = block_on_ticking(run(cfg, &s, &sink, &host, &approvals, &abort), |_| {
         if approvals.is_waiting("p") {
-            abort.abort(Some("stop".into()));
+            act(&abort);
         }
+    });
+    (out, store, approvals)
+}
+
+#[test]
+fn an_abort_while_waiting_removes_the_record() {
+    let (out, store, approvals) = cut_while_waiting(|abort| {
+        abort.abort(Some("stop".into()));
     });
     assert_eq!(out.finish_reason(), FinishReason::Abort);
     assert!(stored_run(&store).is_none());
@@ -228,16 +236,8 @@ fn an_abort_while_waiting_removes_the_record() {
 
 #[test]
 fn a_reader_that_goes_away_while_the_run_waits_leaves_it_suspended_in_storage() {
-    let store = Rc::new(InMemoryStore::new());
-    let mut cfg = with_tools(vec![tool("pay")]);
-    cfg.runs = runs_cfg(&store, false);
-    let s = script(vec![calls_reply(&[("p", "pay", r#"{"city":"A"}"#)])]);
-    let (host, approvals, sink) = (SuspendHost::default(), Approvals::default(), watch(&store));
-    let abort = s.abort.clone();
-    let out = block_on_ticking(run(cfg, &s, &sink, &host, &approvals, &abort), |_| {
-        if approvals.is_waiting("p") {
-            abort.detach(Some("the stream was cancelled".into()));
-        }
+    let (out, store, _) = cut_while_waiting(|abort| {
+        abort.detach(Some("the stream was cancelled".into()));
     });
     assert_eq!(out.finish_reason(), FinishReason::Abort);
     let rec = stored_run(&store).expect("the run stays resumable");
