@@ -83,18 +83,12 @@ pub(super) struct Inner {
 thread_local! {
     /// Every live agent by number, so `agents: { key: agent }` finds the Rust agent behind a
     /// JavaScript one.
-    static AGENTS: RefCell<Vec<(u32, std::rc::Weak<Inner>)>> = const { RefCell::new(Vec::new()) };
-    static NEXT_AGENT: std::cell::Cell<u32> = const { std::cell::Cell::new(1) };
+    static AGENTS: super::registry::Registry<Inner> = const { super::registry::Registry::new() };
 }
 
 /// The agent behind a JavaScript `Agent` object.
 pub(crate) fn lookup_agent(obj: &JsValue) -> Option<Agent> {
-    if !obj.is_object() {
-        return None;
-    }
-    let f = Reflect::get(obj, &"__agentRef".into()).ok()?.dyn_into::<Function>().ok()?;
-    let id = f.call0(obj).ok()?.as_f64()? as u32;
-    AGENTS.with(|a| a.borrow().iter().find(|(i, _)| *i == id).and_then(|(_, w)| w.upgrade())).map(|inner| Agent { inner })
+    AGENTS.with(|a| a.lookup(obj, "__agentRef")).map(|inner| Agent { inner })
 }
 
 /// What `model` resolved to.
@@ -199,7 +193,7 @@ impl Agent {
         let runs_store = super::resume::runs_store(memory.as_ref());
         let idle_wrappers = RefCell::new(Vec::new());
         let agents = parse_agents(&read(&config, "agents", "config")?, "config.agents")?;
-        let ref_id = NEXT_AGENT.with(|n| n.replace(n.get() + 1));
+        let ref_id = AGENTS.with(|a| a.reserve());
         let agent = Agent {
             inner: Rc::new(Inner {
                 config: parsed,
@@ -221,11 +215,7 @@ impl Agent {
                 mastra: RefCell::new((JsValue::UNDEFINED, JsValue::UNDEFINED)),
             }),
         };
-        AGENTS.with(|a| {
-            let mut a = a.borrow_mut();
-            a.retain(|(_, w)| w.strong_count() > 0);
-            a.push((ref_id, Rc::downgrade(&agent.inner)));
-        });
+        AGENTS.with(|a| a.insert(ref_id, &agent.inner));
         Ok(agent)
     }
 

@@ -4,14 +4,15 @@
 //! weak references keyed by the id the object reports, so `new Memory({ storage })` can use the
 //! Rust store behind it without taking the JavaScript object apart.
 
-use std::cell::{Cell, RefCell};
-use std::rc::{Rc, Weak};
+use std::cell::Cell;
+use std::rc::Rc;
 
 use js_sys::{Function, Promise, Reflect};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
+use super::registry::Registry;
 use super::convert::{error_to_js, from_json, js_kind, read, to_json, type_error, Data};
 use super::tools::{call_async, thrown_message};
 use crate::core::background::{TaskFilter, TaskRecord, TaskStatus};
@@ -23,29 +24,17 @@ use crate::core::memory::{
 };
 
 thread_local! {
-    static STORES: RefCell<Vec<(u32, Weak<dyn Store>)>> = const { RefCell::new(Vec::new()) };
-    static NEXT_STORE: Cell<u32> = const { Cell::new(1) };
+    static STORES: Registry<dyn Store> = const { Registry::new() };
+    static MEMORIES: Registry<MemoryInner> = const { Registry::new() };
 }
 
 /// Registers a store made here; returns the id its JavaScript object reports.
 pub fn register_store(store: &Rc<dyn Store>) -> u32 {
-    let id = NEXT_STORE.with(|n| {
-        let id = n.get();
-        n.set(id + 1);
-        id
-    });
-    STORES.with(|s| {
-        let mut s = s.borrow_mut();
-        s.retain(|(_, w)| w.strong_count() > 0);
-        s.push((id, Rc::downgrade(store)));
-    });
-    id
+    STORES.with(|s| s.add(store))
 }
 
 fn lookup_store(obj: &JsValue) -> Option<Rc<dyn Store>> {
-    let f = Reflect::get(obj, &"__storeId".into()).ok()?.dyn_into::<Function>().ok()?;
-    let id = f.call0(obj).ok()?.as_f64()? as u32;
-    STORES.with(|s| s.borrow().iter().find(|(i, _)| *i == id).and_then(|(_, w)| w.upgrade()))
+    STORES.with(|s| s.lookup(obj, "__storeId"))
 }
 
 /// Keeps conversations in memory: the default where there is no IndexedDB.
@@ -374,15 +363,9 @@ pub struct MemoryInner {
     pub storage: JsValue,
 }
 
-thread_local! {
-    static MEMORIES: RefCell<Vec<(u32, Weak<MemoryInner>)>> = const { RefCell::new(Vec::new()) };
-}
-
 /// The `Memory` behind a JavaScript `Memory` object (for `new Agent({ memory })`).
 pub fn lookup_memory(obj: &JsValue) -> Option<Rc<MemoryInner>> {
-    let f = Reflect::get(obj, &"__memoryId".into()).ok()?.dyn_into::<Function>().ok()?;
-    let id = f.call0(obj).ok()?.as_f64()? as u32;
-    MEMORIES.with(|m| m.borrow().iter().find(|(i, _)| *i == id).and_then(|(_, w)| w.upgrade()))
+    MEMORIES.with(|m| m.lookup(obj, "__memoryId"))
 }
 
 /// Conversation memory: threads and messages in a store.
@@ -431,16 +414,7 @@ impl Memory {
             options_json.parse(|t| parse_memory_options(t, &MemoryConfig::default(), O)).map_err(|e| error_to_js(&e))?;
         let options_json = options_json.tree;
         let inner = Rc::new(MemoryInner { store, options, options_json, storage });
-        let id = NEXT_STORE.with(|n| {
-            let id = n.get();
-            n.set(id + 1);
-            id
-        });
-        MEMORIES.with(|m| {
-            let mut m = m.borrow_mut();
-            m.retain(|(_, w)| w.strong_count() > 0);
-            m.push((id, Rc::downgrade(&inner)));
-        });
+        let id = MEMORIES.with(|m| m.add(&inner));
         Ok(Memory { inner, id })
     }
 

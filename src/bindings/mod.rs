@@ -15,6 +15,7 @@ pub mod memory;
 pub mod object_streams;
 pub mod output;
 pub mod processors;
+pub mod registry;
 pub mod report;
 pub mod run;
 pub mod scorers;
