@@ -5,6 +5,7 @@
 // The goal of issue 18 is printed, not asserted: peak RSS ≤ the raw loop's + 3× the text size.
 
 import os from 'node:os';
+import { median, table } from './report.mjs';
 
 const MODES = ['baseline', 'textStream', 'fullStream'];
 /** A 2,000,000-delta reply takes a while on a loaded machine. */
@@ -21,24 +22,9 @@ export function deltasTextBytes(n) {
   return bytes;
 }
 
-function median(values) {
-  const s = values.filter(Number.isFinite).sort((a, b) => a - b);
-  if (!s.length) return NaN;
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-}
 
 const fixed = (v, d = 1) => (Number.isFinite(v) ? v.toFixed(d) : '-');
 
-function table(rows) {
-  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => String(r[c]).length)));
-  return rows
-    .map((r, i) => {
-      const line = r.map((cell, c) => (c < 2 ? String(cell).padEnd(widths[c]) : String(cell).padStart(widths[c]))).join('  ');
-      return i === 0 ? `${line}\n${widths.map((w) => '-'.repeat(w)).join('  ')}` : line;
-    })
-    .join('\n');
-}
 
 /** Runs the benchmark; returns true when a run failed. */
 export async function memoryBenchmark({ sizes, runs, json, runChild, startModelServer, writeReport }) {
@@ -104,7 +90,7 @@ export async function memoryBenchmark({ sizes, runs, json, runChild, startModelS
     ]);
   }
   console.log();
-  console.log(table(rows));
+  console.log(table(rows, 2));
   console.log(`(medians of ${runs} run(s); each a fresh process, one reply, no warm-up; RSS is the process's peak,`);
   console.log(' wasm the linear memory at its largest, heap and external sampled every 2,048 chunks and at the end;');
   console.log(' goal: peak RSS ≤ the raw loop\'s + 3× the text size)');

@@ -26,6 +26,7 @@ import { gzipSync, constants as zlib } from 'node:zlib';
 import { startModelServer } from '../tests/server/model-server.mjs';
 import { memoryBenchmark } from './memory.mjs';
 import { structuredBenchmark } from './structured.mjs';
+import { median, table } from './report.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..');
@@ -117,12 +118,6 @@ function runChild(mode, url, n, extra = [], timeoutMs = CHILD_TIMEOUT_MS) {
   });
 }
 
-function median(values) {
-  if (!values.length) return NaN;
-  const s = [...values].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-}
 
 function packageSize() {
   const gz = (buf) => gzipSync(buf, { level: zlib.Z_BEST_COMPRESSION }).length;
@@ -139,15 +134,6 @@ function packageSize() {
   return size;
 }
 
-function table(rows) {
-  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => String(r[c]).length)));
-  return rows
-    .map((r, i) => {
-      const line = r.map((cell, c) => (c === 0 ? String(cell).padEnd(widths[c]) : String(cell).padStart(widths[c]))).join('  ');
-      return i === 0 ? `${line}\n${widths.map((w) => '-'.repeat(w)).join('  ')}` : line;
-    })
-    .join('\n');
-}
 
 const kb = (bytes) => (bytes / 1024).toFixed(1);
 const fixed = (v, d) => (Number.isFinite(v) ? v.toFixed(d) : 'n/a');

@@ -7,28 +7,14 @@
 // The goal of issue 12 is printed, not asserted: structured ≤ 1.3× plain per chunk.
 
 import os from 'node:os';
+import { median, table } from './report.mjs';
 
 const MODES = ['plain-json', 'structured'];
 const GOAL = 1.3;
 
-function median(values) {
-  const s = values.filter(Number.isFinite).sort((a, b) => a - b);
-  if (!s.length) return NaN;
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-}
 
 const fixed = (v, d = 2) => (Number.isFinite(v) ? v.toFixed(d) : '-');
 
-function table(rows) {
-  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => String(r[c]).length)));
-  return rows
-    .map((r, i) => {
-      const line = r.map((cell, c) => (c < 2 ? String(cell).padEnd(widths[c]) : String(cell).padStart(widths[c]))).join('  ');
-      return i === 0 ? `${line}\n${widths.map((w) => '-'.repeat(w)).join('  ')}` : line;
-    })
-    .join('\n');
-}
 
 /** Runs the benchmark; returns true when a run failed. */
 export async function structuredBenchmark({ sizes, runs, json, runChild, startModelServer, writeReport }) {
@@ -84,7 +70,7 @@ export async function structuredBenchmark({ sizes, runs, json, runChild, startMo
     rows.push([s.n, s.mode, fixed(s.medianTotalMs, 1), fixed(s.perChunkUs), fixed(s.ratio), fixed(s.cpuPerChunkUs), fixed(s.cpuRatio), s.objects, fixed(s.medianFirstChunkMs), fixed(s.medianMaxRssMB, 1)]);
   }
   console.log();
-  console.log(table(rows));
+  console.log(table(rows, 2));
   console.log(`(medians of ${runs} run(s); each a fresh process after one warm-up run; CPU: the reading process's user + system time;`);
   console.log(` goal: structured ≤ ${GOAL}× plain per chunk)`);
   const goals = summary.filter((s) => s.mode === 'structured').map((s) => ({ n: s.n, ratio: s.ratio, cpuRatio: s.cpuRatio, met: s.ratio <= GOAL }));
