@@ -11,7 +11,7 @@ mod store;
 mod time;
 mod ui_messages;
 
-pub use convert::{assistant_message, input_messages, stored_to_model, stored_to_ui};
+pub use convert::{assistant_message, assistant_parts, input_messages, stored_to_model, stored_to_ui, waiting_message};
 pub use session::{parse_memory_options, MemoryConfig, MemoryRun, Session, WorkingMemory};
 pub use store::InMemoryStore;
 pub use time::iso_time;

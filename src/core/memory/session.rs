@@ -6,9 +6,10 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
-use super::{assistant_message, input_messages, iso_time, stored_to_model, MessageQuery, Store, StoredMessage, Thread};
+use super::{assistant_message, assistant_parts, input_messages, waiting_message, iso_time, stored_to_model, MessageQuery, Store, StoredMessage, Thread};
 use crate::core::error::AgentError;
 use crate::core::model::{ModelMessage, ToolResultPart};
+use crate::core::runs::WaitingCall;
 use crate::core::step::StepResult;
 
 /// `MemoryConfig` (the `Memory`'s options under the call's `memory.options`).
@@ -61,6 +62,9 @@ pub struct Session {
     pub history: Vec<StoredMessage>,
     /// The thread was deleted while the run went on: nothing more is saved into it.
     deleted: bool,
+    /// The stored parts of the steps before a resume (SPEC §19.5): the resumed run's message
+    /// keeps them in front of its own steps.
+    pub prior_parts: Vec<Value>,
 }
 
 impl MemoryRun {
@@ -95,7 +99,7 @@ impl MemoryRun {
                 (t, true)
             }
         };
-        Ok(Session { thread, created, last_time: 0.0, assistant_id, assistant_at: None, history: Vec::new(), deleted: false })
+        Ok(Session { thread, created, last_time: 0.0, assistant_id, assistant_at: None, history: Vec::new(), deleted: false, prior_parts: Vec::new() })
     }
 
     /// Loads the last `lastMessages` messages into the session (see `Session::history`). The
@@ -190,7 +194,23 @@ impl MemoryRun {
             return Ok(());
         }
         let at = session.assistant_time(now_ms);
-        let Some(msg) = assistant_message(session.assistant_id.clone(), &session.thread, at, steps, partial) else { return Ok(()) };
+        let Some(mut msg) = assistant_message(session.assistant_id.clone(), &session.thread, at, steps, partial) else { return Ok(()) };
+        msg.parts.splice(0..0, session.prior_parts.iter().cloned());
+        self.store.save_messages(std::slice::from_ref(&msg)).await?;
+        self.touch(session, now_ms).await
+    }
+
+    /// Saves the assistant message of a run that now waits (SPEC §19.5): its steps so far with
+    /// the waiting calls as `approval-requested` / `suspended` parts. A decision later replaces
+    /// it (the same message id) with the calls' results.
+    pub async fn save_waiting(&self, session: &mut Session, steps: &[StepResult], waits: &[WaitingCall], run_id: &str, now_ms: f64) -> Result<(), AgentError> {
+        if !self.writes() || !self.still_there(session).await? {
+            return Ok(());
+        }
+        let at = session.assistant_time(now_ms);
+        let mut parts = session.prior_parts.clone();
+        parts.extend(assistant_parts(steps, None).0);
+        let msg = waiting_message(session.assistant_id.clone(), &session.thread, at, parts, waits, run_id);
         self.store.save_messages(std::slice::from_ref(&msg)).await?;
         self.touch(session, now_ms).await
     }
@@ -233,8 +253,17 @@ impl Session {
         iso_time(self.last_time)
     }
 
+    /// A resumed run's message (SPEC §19.5): the stored parts of the steps before the one it
+    /// resumes, and the time the message was first stored at.
+    pub fn resume_message(&mut self, prior_parts: Vec<Value>, stored_at: Option<String>) {
+        self.prior_parts = prior_parts;
+        if stored_at.is_some() {
+            self.assistant_at = stored_at;
+        }
+    }
+
     /// The assistant message keeps the time it got at its first save.
-    fn assistant_time(&mut self, now_ms: f64) -> String {
+    pub fn assistant_time(&mut self, now_ms: f64) -> String {
         if self.assistant_at.is_none() {
             self.assistant_at = Some(self.next_time(now_ms));
         }

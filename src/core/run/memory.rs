@@ -199,7 +199,7 @@ pub(super) async fn open_memory(mem: &MemoryRun, env: &dyn Env, abort: &AbortFla
 }
 
 /// How long an abort lets a started write of the input finish before the run ends without it.
-const ABORT_SAVE_GRACE_MS: u64 = 2_000;
+pub(super) const ABORT_SAVE_GRACE_MS: u64 = 2_000;
 
 /// Saves the input and returns the history to put before it. A failed write lets the reply
 /// stream and fails the run at its end (`RunOutcome::write_failed`).

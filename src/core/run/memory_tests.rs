@@ -251,9 +251,14 @@ fn an_interrupted_run_keeps_what_was_seen_and_the_next_prompt_stays_valid() {
     assert_eq!(kept[1].metadata, Some(json!({ "interrupted": true })));
     assert_eq!(next, ["system: Be brief.", "user: weather in Paris?", "assistant: Let me check. ", "user: and tomorrow?"]);
 
+    // An abort while a call waits for approval stores it denied, reason 'aborted' (SPEC §19.2).
     let (kept, next) = interrupted_then_next("tool");
-    assert!(!kept[1].parts.iter().any(|p| p["type"] == "tool-invocation"), "a call without its result is never stored");
-    assert_eq!(next, ["system: Be brief.", "user: weather in Paris?", "assistant: Let me check. ", "user: and tomorrow?"]);
+    let states: Vec<&Value> = kept[1].parts.iter().filter_map(|p| p.get("toolInvocation")).map(|i| &i["state"]).collect();
+    assert_eq!(states, [&json!("output-denied")], "never a call without its result: {:?}", kept[1].parts);
+    assert_eq!(
+        next,
+        ["system: Be brief.", "user: weather in Paris?", "assistant: Let me check.  +1 call(s)", "tool: The user declined this tool call: aborted", "user: and tomorrow?"]
+    );
 
     let (kept, next) = interrupted_then_next("step2-stream");
     let inv = kept[1].parts.iter().find(|p| p["type"] == "tool-invocation").unwrap();

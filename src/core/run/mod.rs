@@ -3,7 +3,10 @@
 //! tests drive it with scripted responses and a fake clock.
 
 use std::cell::RefCell;
+use std::pin::pin;
 use std::rc::Rc;
+
+use futures_util::future::{select, Either};
 
 
 pub mod memory;
@@ -250,7 +253,7 @@ pub async fn run(
             }
         }
     }
-    if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
+    if let (Some(mem), Some(s), false) = (&cfg.memory, session.as_mut(), outcome.stored_waiting) {
         // Also after an abort or a failure: complete steps and what the user saw are kept.
         let partial = if outcome.aborted.is_some() || outcome.error.is_some() { outcome.partial.as_ref() } else { None };
         // The step a tripwire stopped is not stored; processOutputResult may replace the rest.
@@ -283,7 +286,7 @@ pub async fn run(
 
 /// A resumed run: no `start` chunk and no input (it was stored when the run began); the step it
 /// stopped in goes on with the decision, then the loop as usual.
-async fn resume_run(cfg: RunConfig, r: suspend::Resume, env: &dyn Env, sink: &dyn Sink, hooks: &dyn Hooks, approvals: &Approvals, abort: &AbortFlag) -> RunOutcome {
+async fn resume_run(cfg: RunConfig, mut r: suspend::Resume, env: &dyn Env, sink: &dyn Sink, hooks: &dyn Hooks, approvals: &Approvals, abort: &AbortFlag) -> RunOutcome {
     let mut cfg = cfg;
     let procs = std::mem::take(&mut cfg.processors);
     let pipe = Pipeline::new(&procs, &cfg.run_id, abort);
@@ -300,12 +303,15 @@ async fn resume_run(cfg: RunConfig, r: suspend::Resume, env: &dyn Env, sink: &dy
             }
         }
     }
+    if let Some(s) = session.as_mut() {
+        s.resume_message(std::mem::take(&mut r.stored_parts), r.stored_at.take());
+    }
     let messages = r.messages.clone();
     if let Err(stop) = run_steps(&cfg, env, sink, hooks, approvals, abort, &pipe, &mut outcome, messages, &mut session, Some(r)).await {
         stop.record(&mut outcome, abort);
     }
     end_record(&cfg, &mut outcome).await;
-    if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
+    if let (Some(mem), Some(s), false) = (&cfg.memory, session.as_mut(), outcome.stored_waiting) {
         let partial = if outcome.aborted.is_some() || outcome.error.is_some() { outcome.partial.as_ref() } else { None };
         let steps = with_finished_tasks(&outcome.steps, cfg.background.as_ref());
         if let Err(e) = mem.save_assistant(s, &steps, partial, env.now_ms()).await {
@@ -649,7 +655,10 @@ async fn run_steps(
                 let store = cfg.runs.as_ref().and_then(|rc| rc.store.as_ref().map(|s| (rc, s)));
                 if let Some((rc, store)) = store {
                     if let Some(runs) = store.runs() {
-                        let snap = suspend::snapshot(rc, &messages, &result, &finished, step_number, &outcome.total_usage, created_at);
+                        let mut snap = suspend::snapshot(rc, &messages, &result, &finished, step_number, &outcome.total_usage, created_at);
+                        if let Some(s) = session.as_mut() {
+                            suspend::snapshot_memory(&mut snap, s, &with_finished_tasks(&outcome.steps, cfg.background.as_ref()), env.now_ms());
+                        }
                         let thread = cfg.memory.as_ref().map(|m| (m.thread_id.as_str(), m.resource_id.as_str()));
                         let rec = suspend::record(&cfg.run_id, rc, thread, &waits, snap, created_at, env.now_ms());
                         let saved = abort.race(runs.save_run(&rec)).await.ok_or(Stop::Aborted)?;
@@ -658,6 +667,14 @@ async fn run_steps(
                             return Err(Stop::Failed(e));
                         }
                         outcome.recorded = true;
+                    }
+                }
+                // Then the thread's messages: the assistant message so far, with the calls that wait.
+                if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
+                    let steps = suspend::steps_with(&outcome.steps, &result, &finished, &data.borrow(), cfg.background.as_ref());
+                    match abort.race(mem.save_waiting(s, &steps, &waits, &cfg.run_id, env.now_ms())).await.ok_or(Stop::Aborted)? {
+                        Ok(()) => outcome.stored_waiting = true,
+                        Err(e) => outcome.write_failed(e),
                     }
                 }
                 let close = cfg.runs.as_ref().is_some_and(|r| r.close_on_suspend);
@@ -702,10 +719,25 @@ async fn run_steps(
                     // storage, to be decided later; an abort ends it (its record goes).
                     if abort.is_detached() && redone.iter().all(Option::is_none) {
                         outcome.recorded = false;
+                    } else if let (true, Some(mem), Some(s)) = (outcome.stored_waiting, &cfg.memory, session.as_mut()) {
+                        // An abort ends the waits: the stored calls become denied, reason 'aborted'.
+                        let mut done: Vec<ToolResult> = finished.clone();
+                        done.extend(redone.iter().flatten().filter_map(|s| if let Settled::Done(r) = s { Some(r.clone()) } else { None }));
+                        for w in &waits {
+                            if !done.iter().any(|r| r.call.tool_call_id == w.call.tool_call_id) {
+                                done.push(ToolResult { call: w.call.clone(), outcome: Outcome::Denied { reason: Some("aborted".into()) } });
+                            }
+                        }
+                        let steps = suspend::steps_with(&outcome.steps, &result, &done, &data.borrow(), cfg.background.as_ref());
+                        let save = pin!(mem.save_assistant(s, &steps, None, env.now_ms()));
+                        if let Either::Left((Err(e), _)) = select(save, env.sleep(memory::ABORT_SAVE_GRACE_MS)).await {
+                            outcome.write_failed(e);
+                        }
                     }
                     outcome.partial = Some(result);
                     return Err(Stop::Aborted);
                 }
+                outcome.stored_waiting = false;
                 for s in redone.into_iter().flatten() {
                     let id = match &s {
                         Settled::Done(r) => r.call.tool_call_id.clone(),

@@ -35,6 +35,9 @@ pub struct RunOutcome {
     pub suspended_step: Option<StepResult>,
     /// A run record was written for this run (removed when it ends).
     pub recorded: bool,
+    /// The stored assistant message is the one written when the run began to wait (SPEC §19.5),
+    /// or its end with the waits denied: the run's end must not save over it.
+    pub stored_waiting: bool,
     /// The payload of the run's first `tool-call-suspended` chunk (`output.suspendPayload`).
     pub suspend_payload: Option<serde_json::Value>,
 }

@@ -307,3 +307,7 @@ fn a_suspension_that_cannot_be_stored_ends_the_run_with_an_error_and_announces_n
     assert!(out.error.unwrap().to_string().contains("disk full"));
     assert!(host.stored.borrow().is_empty(), "suspend() never resolves as stored");
 }
+
+#[cfg(test)]
+#[path = "suspend_memory_tests.rs"]
+mod memory;
