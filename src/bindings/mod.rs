@@ -358,6 +358,12 @@ export interface StreamOptions {
    * false: the stream stays open and a decision here continues it in place.
    */
   closeOnSuspend?: boolean;
+  /**
+   * With memory: the model may resume a suspended call of this agent on the thread by calling
+   * the same tool with `resumeData` and `suspendedToolCallId` (listed in the system prompt);
+   * the earlier run then ends completed. Approvals are never resumed this way.
+   */
+  autoResumeSuspendedTools?: boolean;
   instructions?: SystemInstructions;
   system?: SystemInstructions;
   /** Messages sent to the model before the input, never stored. */

@@ -58,6 +58,7 @@ const OTHER_KEYS: &[&str] = &[
     "abortSignal",
     "untilIdle",
     "closeOnSuspend",
+    "autoResumeSuspendedTools",
     "structuredOutput",
     "output",
     "delegation",
@@ -128,6 +129,8 @@ pub(crate) struct CallSetup {
     pub max_steps: u32,
     /// `closeOnSuspend` (SPEC §19.2): the stream ends when the run suspends.
     pub close_on_suspend: bool,
+    /// `autoResumeSuspendedTools` (SPEC §19.7).
+    pub auto_resume: bool,
     /// `structuredOutput` (or the deprecated `output`).
     pub structured: Option<Rc<crate::core::run::structured::StructuredOutput>>,
     /// The call's `inputProcessors` / `outputProcessors` / `maxProcessorRetries` (each replaces the agent's).
@@ -228,6 +231,12 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
         None if close_js.is_undefined() || close_js.is_null() => false,
         None => return Err(type_error("options.closeOnSuspend", &format!("expected a boolean, got {}", js_kind(&close_js)))),
     };
+    let auto_js = opt("autoResumeSuspendedTools")?;
+    let auto_resume = match auto_js.as_bool() {
+        Some(b) => b,
+        None if auto_js.is_undefined() || auto_js.is_null() => false,
+        None => return Err(type_error("options.autoResumeSuspendedTools", &format!("expected a boolean, got {}", js_kind(&auto_js)))),
+    };
     let memory_options = memory.as_ref().and(agent.memory).map(|m| &m.options_json);
     let setting_warnings = super::unsupported::warnings_of(options, agent.options, memory_options)?;
     let provider = agent.provider;
@@ -267,6 +276,7 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
         max_retries,
         max_steps,
         close_on_suspend,
+        auto_resume,
         structured: structured.map(Rc::new),
         delegation,
     })

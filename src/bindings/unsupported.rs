@@ -60,8 +60,6 @@ export interface StreamOptions {
     functionId?: string;
     metadata?: Record<string, unknown>;
   };
-  /** Not honoured yet (adds an `unsupported-setting` warning): tools cannot suspend. */
-  autoResumeSuspendedTools?: boolean;
   /** Not honoured yet (adds an `unsupported-setting` warning): chunks are not logged for reconnecting. */
   reconnectable?: boolean | { retainMs?: number };
 }

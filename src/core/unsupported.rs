@@ -23,10 +23,6 @@ pub const UNSUPPORTED: &[(&str, &str)] = &[
     ("tracingOptions", "Tracing is not recorded yet: no trace is created and `traceId` stays undefined."),
     ("tracingContext", "Tracing is not recorded yet: no span is created under the given span."),
     ("telemetry", "Telemetry is not collected yet: the run records no spans or telemetry attributes."),
-    (
-        "autoResumeSuspendedTools",
-        "Tools cannot suspend yet, so nothing is resumed: a new message is answered as a fresh turn.",
-    ),
     ("reconnectable", "Chunks are not logged for reconnectStream yet: cancelling `fullStream` stops the run."),
     (
         "memory.options.semanticRecall",
@@ -150,7 +146,6 @@ mod tests {
             "tracingOptions",
             "tracingContext",
             "telemetry",
-            "autoResumeSuspendedTools",
             "reconnectable",
             "memory.options.semanticRecall",
         ] {

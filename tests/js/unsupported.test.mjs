@@ -38,7 +38,6 @@ const UNSUPPORTED = {
   tracingOptions: { metadata: { userId: 'u1' }, tags: ['docs'] },
   tracingContext: { currentSpan: { id: 'span-1' } },
   telemetry: { isEnabled: true, functionId: 'chat' },
-  autoResumeSuspendedTools: true,
   reconnectable: { retainMs: 1000 },
 };
 

@@ -17,6 +17,7 @@ pub mod processors;
 #[cfg(feature = "processors")]
 pub mod builtin_processors;
 pub mod delegation;
+pub mod auto_resume;
 mod steps_io;
 pub mod suspend;
 
@@ -206,6 +207,27 @@ pub async fn run(
             Err(e) => {
                 outcome.error = Some(e);
                 return finish(outcome, sink);
+            }
+        }
+    }
+    if let (Some(rc), Some(mem), true) = (cfg.runs.as_mut(), &cfg.memory, session.is_some()) {
+        if let (true, Some(store)) = (rc.auto_resume, rc.store.clone()) {
+            match abort.race(auto_resume::suspended_on_thread(&*store, &rc.agent_id, &mem.thread_id)).await {
+                Some(Ok(waits)) if !waits.is_empty() => {
+                    let at = messages.iter().take_while(|m| matches!(m, ModelMessage::System(_))).count();
+                    messages.insert(at, auto_resume::system_note(&waits));
+                    auto_resume::add_inputs(&mut cfg.tools, &waits);
+                    rc.auto_waits = waits;
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => {
+                    outcome.error = Some(e);
+                    return finish(outcome, sink);
+                }
+                None => {
+                    Stop::Aborted.record(&mut outcome, abort);
+                    return finish(outcome, sink);
+                }
             }
         }
     }
@@ -586,11 +608,42 @@ async fn run_steps(
                 None => (Vec::new(), Vec::new(), None),
             };
             let agent_id = cfg.runs.as_ref().map(|r| r.agent_id.as_str()).unwrap_or_default();
+            let resolved: RefCell<Vec<(auto_resume::AutoWait, String)>> = RefCell::new(Vec::new());
             let calls: Vec<LocalFuture<'_, Option<Settled>>> = result
                 .tool_calls
                 .iter()
                 .map(|call| {
                     let tool = cfg.tools.iter().find(|t| t.name == call.tool_name && is_active(cfg, &overrides, &t.name));
+                    if let Some(rc) = cfg.runs.as_ref().filter(|r| !r.auto_waits.is_empty() && auto_resume::has_extra(call)) {
+                        let (prompt, emit, resolved) = (&prompt_json, &emit, &resolved);
+                        let (c, of, decided) = match auto_resume::classify(call, &rc.auto_waits) {
+                            auto_resume::AutoCall::Refused(message) => {
+                                emit(Chunk::ToolError { call: call.clone(), message: message.clone() });
+                                let done = ToolResult { call: call.clone(), outcome: Outcome::Error(message) };
+                                return Box::pin(std::future::ready(Some(Settled::Done(done)))) as LocalFuture<'_, Option<Settled>>;
+                            }
+                            auto_resume::AutoCall::Plain(c) => (c, None, None),
+                            auto_resume::AutoCall::Resume { call: c, of, decided } => (c, Some(*of), Some(decided)),
+                        };
+                        return Box::pin(async move {
+                            let store = rc.store.as_deref().filter(|_| of.is_some());
+                            if let (Some(store), Some(of)) = (store, &of) {
+                                if let Err(message) = auto_resume::claim(store, of, env.now_ms()).await {
+                                    emit(Chunk::ToolError { call: c.clone(), message: message.clone() });
+                                    return Some(Settled::Done(ToolResult { call: c, outcome: Outcome::Error(message) }));
+                                }
+                            }
+                            // Boxed: the poll of `run_call` is then the one the other calls use, not a second copy.
+                            let settled = (Box::pin(run_call(&c, tool, cfg.require_tool_approval, host, abort, prompt, emit, None, decided)) as LocalFuture<'_, Option<Settled>>).await;
+                            if let (Some(store), Some(of)) = (store, of) {
+                                let _ = auto_resume::end(store, &of, settled.is_some().then_some(c.tool_call_id.as_str()), env.now_ms()).await;
+                                if settled.is_some() {
+                                    resolved.borrow_mut().push((of, c.tool_call_id.clone()));
+                                }
+                            }
+                            settled
+                        });
+                    }
                     let id = &call.tool_call_id;
                     if let Some(r) = prior.iter().find(|r| r.call.tool_call_id == *id) {
                         return Box::pin(std::future::ready(Some(Settled::Done(r.clone())))) as LocalFuture<'_, Option<Settled>>;
@@ -642,6 +695,16 @@ async fn run_steps(
             if done.len() < result.tool_calls.len() || abort.is_aborted() {
                 outcome.partial = Some(result);
                 return Err(Stop::Aborted);
+            }
+            // Resumed earlier waits leave the thread's stored message too (SPEC §19.7).
+            if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
+                for (of, by) in resolved.take() {
+                    if let Some(m) = auto_resume::resolve_stored(&mut s.history, &of, &by) {
+                        if let Err(e) = mem.store.save_messages(std::slice::from_ref(&m)).await {
+                            outcome.write_failed(e);
+                        }
+                    }
+                }
             }
             let mut settled: Vec<Settled> = done.into_iter().flatten().collect();
             loop {

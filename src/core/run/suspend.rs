@@ -27,6 +27,10 @@ pub struct RunsCfg {
     /// Facts restored on resume that the loop does not otherwise keep (model settings, tool
     /// choice, …), written into the snapshot as given.
     pub restore: Value,
+    /// `autoResumeSuspendedTools` (SPEC §19.7).
+    pub auto_resume: bool,
+    /// The suspended calls on the thread the model may resume (filled in at run start).
+    pub auto_waits: Vec<super::auto_resume::AutoWait>,
 }
 
 /// A run resumed from its snapshot: the step it stopped in, and the decision that resumes it.

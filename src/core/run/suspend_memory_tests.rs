@@ -193,3 +193,54 @@ fn an_abort_while_waiting_stores_the_call_denied_and_a_detached_reader_leaves_it
     assert_eq!(invocations(&msgs[1]), [pair("p", "suspended")]);
     assert!(msgs[1].metadata.as_ref().unwrap()["suspendedTools"].get("p").is_some());
 }
+
+/// Run 2 on the thread with `autoResumeSuspendedTools`, after run 1 suspended `pay` (call "p").
+fn auto_resume_run(store: &Rc<InMemoryStore>, args: &str) -> (RunOutcome, Collect, Rc<Script>, SuspendHost) {
+    let mut cfg = with_tools(vec![tool("pay"), tool("weather")]);
+    cfg.run_id = "run2".into();
+    cfg.runs = runs_cfg(store, true);
+    cfg.runs.as_mut().unwrap().auto_resume = true;
+    cfg.memory = Some(mem(store, true));
+    let s = script(vec![calls_reply(&[("q", "pay", args)]), text_reply("done")]);
+    let (host, sink) = (SuspendHost::default(), Collect::default());
+    let abort = s.abort.clone();
+    let out = block_on(run(cfg, &s, &sink, &host, &Approvals::default(), &abort));
+    (out, sink, s, host)
+}
+
+#[test]
+fn auto_resume_lists_the_suspended_call_and_a_call_naming_it_resumes_it_and_closes_the_earlier_run() {
+    let store = Rc::new(InMemoryStore::new());
+    suspending_run(&store, true, vec![two_calls()], false);
+    let (out, sink, s, host) = auto_resume_run(&store, r#"{"city":"A","resumeData":{"pin":"77"},"suspendedToolCallId":"p"}"#);
+    assert!(out.error.is_none(), "{:?}", out.error);
+    let body: Value = serde_json::from_str(&s.requests.borrow()[0].body).unwrap();
+    let system = body["messages"][0]["content"].as_str().unwrap().to_string();
+    assert!(system.contains("suspendedToolCallId") && system.contains("\"toolCallId\":\"p\""), "{system}");
+    let pay = body["tools"].as_array().unwrap().iter().find(|t| t["function"]["name"] == "pay").unwrap().clone();
+    assert_eq!(pay["function"]["parameters"]["properties"]["suspendedToolCallId"]["type"], "string", "{pay}");
+    let executed = host.executed.borrow();
+    assert_eq!(executed.len(), 1);
+    assert_eq!(executed[0].1, Some(crate::core::tools::Resumed { resume_data: json!({ "pin": "77" }), suspend_payload: json!({ "ask": "pin" }) }));
+    let result = payload_of(&sink, "tool-result");
+    assert_eq!((result["args"].clone(), result["result"].clone()), (json!({ "city": "A" }), json!({ "paid": { "pin": "77" } })));
+    let old = stored_run(&store).unwrap();
+    assert_eq!(old.status, RunStatus::Completed);
+    assert!(old.snapshot.is_none());
+    assert_eq!(old.waiting[0].call.tool_call_id, "p");
+    let msgs = stored(&store);
+    assert_eq!(invocations(&msgs[1]), [pair("w", "result"), pair("p", "result")], "the earlier wait is closed in the thread");
+    assert!(msgs[1].metadata.is_none());
+    assert_eq!(invocations(&msgs[3]), [pair("q", "result")]);
+}
+
+#[test]
+fn auto_resume_refuses_a_call_naming_nothing_waiting_and_leaves_the_wait() {
+    let store = Rc::new(InMemoryStore::new());
+    suspending_run(&store, true, vec![two_calls()], false);
+    let (out, sink, _, host) = auto_resume_run(&store, r#"{"city":"A","resumeData":{"pin":"77"},"suspendedToolCallId":"zz"}"#);
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert!(payload_of(&sink, "tool-error")["error"]["message"].as_str().unwrap_or_default().contains("no suspended call zz"), "{:?}", payload_of(&sink, "tool-error"));
+    assert!(host.executed.borrow().is_empty());
+    assert_eq!(stored_run(&store).unwrap().status, RunStatus::Suspended);
+}
