@@ -10,6 +10,18 @@ const MEMORY_CALLS = ['listThreads', 'getThreadById', 'listMessages', 'updateThr
 const BATCH = 1000;
 const FIELDS = ['text', 'reasoningText', 'finishReason', 'usage', 'totalUsage', 'toolCalls', 'toolResults', 'steps', 'object', 'warnings', 'response'];
 
+// In a SharedWorker, pages connect while the entry module still awaits the wasm (before the
+// worker script can call serveAgents): their ports wait here, from this module's first run.
+const g = globalThis;
+const inShared = typeof g.SharedWorkerGlobalScope === 'function' && g instanceof g.SharedWorkerGlobalScope;
+const waitingPorts = [];
+const portServers = new Set();
+if (inShared) {
+  g.addEventListener('connect', (e) => {
+    for (const p of e.ports) portServers.size ? portServers.forEach((serve) => serve(p)) : waitingPorts.push(p);
+  });
+}
+
 /**
  * Serves `agents` ({ name: agent }) on `target`: a MessagePort, or by default this worker's
  * global scope (a dedicated Worker's `self`, or each port a SharedWorker is connected by).
@@ -17,13 +29,12 @@ const FIELDS = ['text', 'reasoningText', 'finishReason', 'usage', 'totalUsage', 
 export function serveAgents(agents, target) {
   if (agents === null || typeof agents !== 'object') throw new TypeError('serveAgents(agents): expected an object of agents by name, like { chat: agent }');
   const sessions = new Set();
-  const g = globalThis;
-  const shared = target === undefined && typeof g.SharedWorkerGlobalScope === 'function' && g instanceof g.SharedWorkerGlobalScope;
-  const onConnect = (e) => {
-    for (const p of e.ports) sessions.add(session(agents, p, true));
-  };
-  if (shared) g.addEventListener('connect', onConnect);
-  else {
+  const shared = target === undefined && inShared;
+  const onPort = (p) => sessions.add(session(agents, p, true));
+  if (shared) {
+    portServers.add(onPort);
+    waitingPorts.splice(0).forEach(onPort);
+  } else {
     const port = target ?? g;
     if (typeof port?.postMessage !== 'function' || typeof port.addEventListener !== 'function') {
       throw new TypeError('serveAgents(agents, target): target must be a MessagePort or a worker scope (with postMessage and addEventListener)');
@@ -32,7 +43,7 @@ export function serveAgents(agents, target) {
   }
   return {
     close() {
-      if (shared) g.removeEventListener('connect', onConnect);
+      portServers.delete(onPort);
       for (const s of sessions) s.close();
       sessions.clear();
     },
@@ -44,7 +55,6 @@ function session(agents, port, start) {
   const runs = new Map();
   const watches = new Map();
   let outbox = null;
-  let lock;
   // One postMessage per burst: the batch goes when a few microtasks pass with nothing new (a
   // reader gets each buffered chunk a microtask or two after the last), or at BATCH items.
   let seen = 0;
@@ -96,17 +106,22 @@ function session(agents, port, start) {
         return watches.delete(m.id);
     }
   };
+  // A Web Lock held while this session lives tells the page when the worker is gone; every
+  // hello is answered once it is held.
+  let hi;
   const hello = () => {
-    // A Web Lock held while this session lives tells the page when the worker is gone.
-    const locks = globalThis.navigator?.locks;
-    if (lock !== undefined || !locks) return send({ t: 'hi', lock });
-    lock = `wasm-agent-worker-${Math.random().toString(36).slice(2)}${Date.now().toString(36)}`;
-    locks
-      .request(lock, () => {
-        send({ t: 'hi', lock });
-        return new Promise((resolve) => (release = resolve));
-      })
-      .catch(() => send({ t: 'hi' }));
+    hi ??= new Promise((resolve) => {
+      const locks = globalThis.navigator?.locks;
+      if (!locks) return resolve({ t: 'hi' });
+      const lock = `wasm-agent-worker-${Math.random().toString(36).slice(2)}${Date.now().toString(36)}`;
+      locks
+        .request(lock, () => {
+          resolve({ t: 'hi', lock });
+          return new Promise((r) => (release = r));
+        })
+        .catch(() => resolve({ t: 'hi' }));
+    });
+    hi.then(send);
   };
   let release = () => {};
   const call = (m) => {
