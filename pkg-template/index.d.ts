@@ -239,4 +239,4 @@ declare module './wasm_agent.js' {
  * a `MessagePort`, or by default this worker's global scope (a dedicated Worker's `self`, or
  * every port a SharedWorker is connected by). `close()` stops serving and aborts running runs.
  */
-export declare function serveAgents(agents: Record<string, Agent>, target?: MessagePort | { postMessage(message: unknown): void; addEventListener(type: 'message', listener: (e: MessageEvent) => void): void }): { close(): void };
+export declare function serveAgents(agents: Record<string, import('./wasm_agent.js').Agent>, target?: MessagePort | { postMessage(message: unknown): void; addEventListener(type: 'message', listener: (e: MessageEvent) => void): void }): { close(): void };

@@ -18,7 +18,7 @@ const waitingPorts = [];
 const portServers = new Set();
 if (inShared) {
   g.addEventListener('connect', (e) => {
-    for (const p of e.ports) portServers.size ? portServers.forEach((serve) => serve(p)) : waitingPorts.push(p);
+    for (const p of /** @type {MessageEvent} */ (e).ports) portServers.size ? portServers.forEach((serve) => serve(p)) : waitingPorts.push(p);
   });
 }
 
@@ -123,6 +123,7 @@ function session(agents, port, start) {
     });
     hi.then(send);
   };
+  /** @type {(value?: unknown) => void} */
   let release = () => {};
   const call = (m) => {
     const agent = agentOf(m.agent);

@@ -5,7 +5,7 @@
 
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { T, childEnv, openPage, reload, sendAndWait, serve, shownMessages, useBrowser, waitForMessages } from './page-harness.mjs';
+import { IN_PAGE, T, childEnv, openPage, reload, sendAndWait, serve, shownMessages, useBrowser, waitForMessages } from './page-harness.mjs';
 
 useBrowser();
 
@@ -24,7 +24,7 @@ describe('chat page: the agent in a SharedWorker', () => {
     ({ url } = await serve(childEnv()));
   });
 
-  it('on by default: the reply streams from the worker (the page calls no model), is stored, and survives a reload', T, async () => {
+  it('on by default: the reply streams from the worker (the page calls no model), is stored, and survives a reload', { ...T, skip: IN_PAGE && 'WASM_AGENT_DEMO_WORKER=0' }, async () => {
     const page = await openPage(`${url}?model=echo`);
     const calls = modelCallsOf(page);
     const reply = await sendAndWait(page, 'hello from a tab');
