@@ -233,7 +233,8 @@ function startRun(l, agent, tools, method, args, at) {
             s.runId = m.value.runId;
             return resolve(out);
           case 'chunk':
-            return push(fromWire(m.chunk));
+            // (The worker sends text deltas as they are: they hold no error.)
+            return push(m.chunk.type === 'text-delta' ? m.chunk : fromWire(m.chunk));
           case 'end':
             finish(m.error && fromWire(m.error));
             return s.results && l.drop(id);

@@ -7,7 +7,7 @@ import { TAG, toWire, fromWire, post } from './wire.js';
 const RUNS = { stream: 1, approveToolCall: 0, declineToolCall: 0, resumeStream: 1 };
 const CALLS = ['cancelBackgroundTask', 'listBackgroundTasks'];
 const MEMORY_CALLS = ['listThreads', 'getThreadById', 'listMessages', 'updateThread', 'deleteThread', 'watch'];
-const BATCH = 1000;
+const BATCH = 200;
 const FIELDS = ['text', 'reasoningText', 'finishReason', 'usage', 'totalUsage', 'toolCalls', 'toolResults', 'steps', 'object', 'warnings', 'response'];
 
 // In a SharedWorker, pages connect while the entry module still awaits the wasm (before the
