@@ -173,6 +173,37 @@ test('a clientTools tool offered by the page runs here and its result goes back 
   }
 });
 
+test('a page tool\'s abortSignal follows the run: aborting the run aborts the call on this side', T, async () => {
+  let called;
+  const aborted = new Promise((resolve) => {
+    called = (signal) => signal.addEventListener('abort', () => resolve(true), { once: true });
+  });
+  const tools = {
+    pickColour: {
+      execute: (input, ctx) =>
+        new Promise((resolve, reject) => {
+          called(ctx.abortSignal);
+          ctx.abortSignal.addEventListener('abort', () => reject(new Error('gave up')), { once: true });
+        }),
+    },
+  };
+  const { remote, close } = served('tool-call', { defaultOptions: { clientTools: { pickColour } } }, tools);
+  try {
+    const ac = new AbortController();
+    const out = await remote.stream('Pick a colour for me', { abortSignal: ac.signal });
+    const chunks = [];
+    for await (const c of out) {
+      chunks.push(c);
+      if (c.type === 'tool-call') ac.abort('changed my mind');
+    }
+    assert.equal(await aborted, true);
+    assert.equal(chunks.at(-1).type, 'abort');
+    assert.equal(await out.finishReason, 'abort');
+  } finally {
+    close();
+  }
+});
+
 test('the worker going away ends a running stream with an AbortError chunk that says so', T, async () => {
   const { remote, port1, close } = served('slow:50');
   try {
