@@ -26,6 +26,7 @@ import { gzipSync, constants as zlib } from 'node:zlib';
 import { startModelServer } from '../tests/server/model-server.mjs';
 import { memoryBenchmark } from './memory.mjs';
 import { structuredBenchmark } from './structured.mjs';
+import { mainThreadBenchmark } from './main-thread.mjs';
 import { median, table } from './report.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -48,7 +49,7 @@ function parseArgs(argv) {
   for (let i = 0; i < argv.length; i++) {
     let [key, value] = argv[i].split(/=(.*)/s, 2);
     if (key === '--help' || key === '-h') {
-      process.stdout.write('usage: node bench/run.mjs [--n N] [--runs R] [--json path]\n       node bench/run.mjs --mem [--sizes N,N…] [--runs R] [--json path]\n       node bench/run.mjs --structured [--sizes N,N…] [--runs R] [--json path]\n');
+      process.stdout.write('usage: node bench/run.mjs [--n N] [--runs R] [--json path]\n       node bench/run.mjs --mem [--sizes N,N…] [--runs R] [--json path]\n       node bench/run.mjs --structured [--sizes N,N…] [--runs R] [--json path]\n       node bench/run.mjs --main-thread [--n N] [--runs R] [--json path]\n');
       process.exit(0);
     }
     if (key === '--mem') {
@@ -57,6 +58,10 @@ function parseArgs(argv) {
     }
     if (key === '--structured') {
       opts.structured = true;
+      continue;
+    }
+    if (key === '--main-thread') {
+      opts.mainThread = true;
       continue;
     }
     if (!['--n', '--runs', '--json', '--sizes'].includes(key)) throw new UsageError(`unknown option ${argv[i]}`);
@@ -74,8 +79,8 @@ function parseArgs(argv) {
   }
   if (opts.mem && opts.structured) throw new UsageError('--mem and --structured are separate benchmarks');
   opts.sizes ??= opts.structured ? [100, 400] : [200_000, 2_000_000];
-  opts.runs ??= opts.mem ? 1 : opts.structured ? 3 : 7;
-  opts.json ??= path.join(HERE, 'results', opts.mem ? 'memory.json' : opts.structured ? 'structured.json' : 'latest.json');
+  opts.runs ??= opts.mem ? 1 : opts.structured || opts.mainThread ? 3 : 7;
+  opts.json ??= path.join(HERE, 'results', opts.mem ? 'memory.json' : opts.structured ? 'structured.json' : opts.mainThread ? 'main-thread.json' : 'latest.json');
   return opts;
 }
 
@@ -144,6 +149,10 @@ async function main() {
     throw new Error('pkg/ is missing or incomplete: run `./x build` first (or use `./x bench`)');
   }
 
+  if (opts.mainThread) {
+    if (await mainThreadBenchmark({ ...opts, writeReport })) process.exitCode = 1;
+    return;
+  }
   if (opts.mem || opts.structured) {
     const failed = await (opts.mem ? memoryBenchmark : structuredBenchmark)({ ...opts, runChild, startModelServer, writeReport });
     if (failed) process.exitCode = 1;

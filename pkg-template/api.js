@@ -21,3 +21,4 @@ export { TokenLimiterProcessor as TokenLimiter } from './wasm_agent.js';
 export { UnicodeNormalizer } from './processors.js';
 export { createScorer, MastraScorer, ScorerError } from './scorers.js';
 export { LanguageDetector, ModerationProcessor, PIIDetector, PromptInjectionDetector, SystemPromptScrubber } from './guard-processors.js';
+export { serveAgents } from './serve-agents.js';

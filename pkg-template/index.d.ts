@@ -233,3 +233,10 @@ declare module './wasm_agent.js' {
     listMessages(args: { threadId: string; last?: number; before?: string; format?: 'v2' }): Promise<StorageMessage[]>;
   }
 }
+
+/**
+ * Serves `agents` to pages that `connectAgent` from `wasm-agent/client` (SPEC §21.1). `target`:
+ * a `MessagePort`, or by default this worker's global scope (a dedicated Worker's `self`, or
+ * every port a SharedWorker is connected by). `close()` stops serving and aborts running runs.
+ */
+export declare function serveAgents(agents: Record<string, import('./wasm_agent.js').Agent>, target?: MessagePort | { postMessage(message: unknown): void; addEventListener(type: 'message', listener: (e: MessageEvent) => void): void }): { close(): void };

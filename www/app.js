@@ -14,6 +14,8 @@ import { decorate, deleteFrom, forgetThreadMeta, initMessageActions, replyMeta, 
 import { initComposerAttachments, inputPartsOf, renderParts } from './attachments.js';
 import { buildThreadList, createSearchIndex } from './threads.js';
 import { summarise } from './summary.js';
+import { buildDemoAgent, isOfflineDemoModel as isDemoModel, serverMemoryOptions } from './demo-agent.js';
+import { connectAgent } from '/pkg/client.js';
 
 const $ = (id) => document.getElementById(id);
 const messagesEl = $('messages');
@@ -35,6 +37,7 @@ const setModels = $('set-models');
 const setUrl = $('set-url');
 const setKey = $('set-key');
 const setRemember = $('set-remember');
+const setWorker = $('set-worker');
 const setForget = $('set-forget');
 const setHint = $('set-hint');
 const setError = $('set-error');
@@ -47,10 +50,28 @@ const RESOURCE = 'demo-user';
 const THREAD_KEY = 'wasm-agent-demo:thread';
 /** Earlier messages the agent loads into each prompt. */
 const LAST_MESSAGES = 40;
-/** `?approve=1`: the clock tool asks before it runs (shows the Approve / Decline buttons). */
-const APPROVE_MODE = new URLSearchParams(location.search).get('approve') === '1';
 /** What a declined call tells the model. */
 const DECLINE_REASON = 'Declined in the demo';
+/** localStorage key of the "Run the agent in a SharedWorker" setting ('1' / '0'). */
+const WORKER_KEY = 'wasm-agent-demo:worker';
+
+/** Whether the agent runs in a SharedWorker: `?worker=0|1`, else the setting, on by default where supported. */
+function workerMode() {
+  if (typeof SharedWorker !== 'function') return false;
+  const forced = new URLSearchParams(location.search).get('worker');
+  if (forced === '0' || forced === '1') return forced === '1';
+  try {
+    return globalThis.localStorage?.getItem(WORKER_KEY) !== '0';
+  } catch {
+    return true;
+  }
+}
+
+/** The demo's SharedWorker, started on first use (its URL carries the page's switches). */
+function agentWorker() {
+  worker ??= new SharedWorker(`/agent-worker.js${location.search}`, { type: 'module', name: 'wasm-agent-demo' });
+  return worker;
+}
 
 let agent = null;
 let memory = null;
@@ -59,8 +80,7 @@ let config = null; // /config.json: the server's model
 let settings = { provider: SERVER, model: '', baseUrl: '' }; // what the Agent was built from
 let active = null; // the model in use: { kind: 'server' | 'direct', model, badge, label, title, memoryOptions }
 let settingsNote = ''; // why saved settings could not be used (shown in the Settings dialog)
-let clockTool = null;
-let researchTool = null; // the offline demo's background tool
+let worker = null; // the SharedWorker the agent runs in (agent-worker.js), when it does
 let running = null; // { controller, threadId } while a reply streams
 let threadId = null; // the conversation on screen
 let threads = []; // the stored threads, most recently updated first
@@ -293,11 +313,12 @@ function toolCard(name) {
         const cancel = el('button', 'cancel-task', 'Cancel');
         cancel.type = 'button';
         cancel.title = 'Cancel this background task';
-        cancel.addEventListener('click', () => {
+        cancel.addEventListener('click', async () => {
           cancel.disabled = true;
           let going = false;
           try {
-            going = onCancel();
+            // (A promise when the agent runs in the worker.)
+            going = await onCancel();
           } catch (err) {
             console.warn('wasm-agent demo: could not cancel the task', err);
           }
@@ -1330,7 +1351,7 @@ channel?.addEventListener('message', (event) => {
 
 /** Whether the server's model is the offline demo model (the friendly `demo` script of the model server). */
 function isOfflineDemoModel() {
-  return config?.mode === 'offline' && /^openai\/demo(?::\d+)?$/.test(config.model?.id ?? '');
+  return isDemoModel(config);
 }
 
 /** Whether the offline demo model is in use. */
@@ -1365,70 +1386,6 @@ function offlineScriptFor(content) {
   const writing = /\bask the writer\b(?:\s+(?:about|for|to))?\s*(.*)/is.exec(content);
   if (writing) return `supervisor:writer:${asciiJson(writing[1].trim() || 'something nice').slice(1, -1)}`;
   return /\btime\b/i.test(content) ? 'call:clock:{}' : null;
-}
-
-/** The demo's one tool: the current date and time, read in the page. */
-function makeClockTool(createTool) {
-  return createTool({
-    id: 'clock',
-    description: "The current date and time. Give an IANA time zone such as Europe/Paris, or none for the user's own.",
-    inputSchema: {
-      type: 'object',
-      properties: { timeZone: { type: 'string', description: 'An IANA time zone, e.g. Asia/Tokyo' } },
-    },
-    requireApproval: APPROVE_MODE,
-    async execute(input, context) {
-      const zone = input?.timeZone || Intl.DateTimeFormat().resolvedOptions().timeZone;
-      await context?.writer?.write(`Reading the clock (${zone})`);
-      // An unknown zone throws a RangeError: the card shows it and the model is told.
-      return new Intl.DateTimeFormat(undefined, { dateStyle: 'full', timeStyle: 'long', timeZone: zone }).format(new Date());
-    },
-  });
-}
-
-/** Waits `ms`; rejects when `signal` aborts. */
-function sleep(ms, signal) {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        reject(signal.reason ?? new Error('aborted'));
-      },
-      { once: true },
-    );
-  });
-}
-
-/** How long each of the research tool's three steps takes (`?research=<ms>` changes it). */
-const RESEARCH_STEP_MS = Math.max(0, Number(new URLSearchParams(location.search).get('research')) || 1_000);
-
-/**
- * The offline demo's background tool: "researches" a topic in three steps (each a progress line
- * of its card), then returns a short note. It runs as a background task, so the reply says it
- * started and goes on; the agent answers its result in a follow-up turn of the same reply.
- */
-function makeResearchTool(createTool) {
-  return createTool({
-    id: 'research',
-    description: 'Research a topic in depth. It runs in the background: the result arrives in a later turn.',
-    inputSchema: {
-      type: 'object',
-      properties: { topic: { type: 'string', description: 'What to research, e.g. solana' } },
-      required: ['topic'],
-    },
-    background: { enabled: true, timeoutMs: 60_000 },
-    async execute({ topic }, context) {
-      const steps = [`Looking for sources about ${topic}`, 'Reading 3 sources', 'Writing up the findings'];
-      for (const line of steps) {
-        await context?.writer?.write(line);
-        await sleep(RESEARCH_STEP_MS, context?.abortSignal);
-      }
-      return `${topic}: 3 sources read and summarised (offline demo: nothing was really looked up).`;
-    },
-  });
 }
 
 /**
@@ -1472,35 +1429,12 @@ function describe(choice, key = loadKey(choice.provider).key) {
   };
 }
 
-/** The Agent of `next` (a `describe()` result): the offline demo model also gets the research tool. */
-function buildAgent(next) {
-  const demo = next.kind === 'server' && isOfflineDemoModel();
-  // A sub-agent the model may hand writing to: its run streams inside the call's card.
-  const writer = new pkg.Agent({
-    id: 'writer',
-    name: 'Writer',
-    description: 'Writes a short paragraph on a topic it is given and hands it back.',
-    instructions: 'You write one short, vivid paragraph on the topic you are given.',
-    model: next.model,
-    // Offline, the demo model writes at a readable pace.
-    ...(demo ? { defaultOptions: { modelSettings: { headers: { 'x-script': 'demo:40' } } } } : {}),
-  });
-  return new pkg.Agent({
-    id: 'demo',
-    name: 'Demo',
-    instructions: 'You are a helpful, concise assistant. Format replies with Markdown when it helps.',
-    model: next.model,
-    tools: demo ? { clock: clockTool, research: researchTool } : { clock: clockTool },
-    agents: { writer },
-    memory,
-    backgroundTasks: { enabled: true },
-  });
-}
-
 /** Builds the Agent for `choice`; throws (nothing changed) when the package refuses the config. */
 function useSettings(choice, key) {
   const next = describe(choice, key);
-  agent = buildAgent(next);
+  // The server's model runs in the SharedWorker when the setting is on; a provider picked here
+  // runs in the page (its key stays in this tab).
+  agent = next.kind === 'server' && workerMode() ? connectAgent(agentWorker(), 'demo') : buildDemoAgent(pkg, { model: next.model, demo: next.kind === 'server' && isOfflineDemoModel(), memory });
   active = next;
   settings = { ...choice };
   const mode = $('mode');
@@ -1564,6 +1498,8 @@ function openSettings() {
   }
   setProvider.value = settings.provider;
   fillSettingsFields(settings.provider, settings);
+  setWorker.disabled = typeof SharedWorker !== 'function';
+  setWorker.checked = workerMode();
   if (settingsNote) {
     setError.textContent = settingsNote;
     setError.hidden = false;
@@ -1601,9 +1537,20 @@ settingsForm.addEventListener('submit', (event) => {
     setKey.focus();
     return;
   }
+  const workerBefore = workerMode();
+  try {
+    if (!setWorker.disabled) globalThis.localStorage?.setItem(WORKER_KEY, setWorker.checked ? '1' : '0');
+  } catch {
+    // (localStorage refused: the setting lasts until the next reload only through the agent built now.)
+  }
   try {
     useSettings(choice, key);
   } catch (err) {
+    try {
+      globalThis.localStorage?.setItem(WORKER_KEY, workerBefore ? '1' : '0');
+    } catch {
+      // see above
+    }
     // The package refused the config (e.g. no key): nothing changed.
     setError.textContent = err?.message ?? String(err);
     setError.hidden = false;
@@ -1657,13 +1604,9 @@ async function start() {
     addNotice(`Could not load the wasm-agent package from /pkg/ (${err.message}). Run ./x build.`, 'error');
     return;
   }
-  const { Memory, InMemoryStore, createTool } = pkg;
+  const { Memory, InMemoryStore } = pkg;
 
-  // Titles: the provider's model writes them; the offline model only when /?title=<script>
-  // names a script for it (else the list shows each thread's first words).
-  const titles = config.titles;
-  const generateTitle = titles === true ? true : titles?.model ? { model: titles.model } : false;
-  const options = { lastMessages: LAST_MESSAGES, generateTitle };
+  const options = serverMemoryOptions(config, LAST_MESSAGES);
   try {
     memory = new Memory({ options }); // IndexedDB, database "wasm-agent"
     await memory.listThreads({ resourceId: RESOURCE });
@@ -1676,13 +1619,6 @@ async function start() {
       addNotice(`Could not create the memory: ${err2.message}`, 'error');
       return;
     }
-  }
-  try {
-    clockTool = makeClockTool(createTool);
-    researchTool = makeResearchTool(createTool);
-  } catch (err) {
-    addNotice(`Could not create the demo tools: ${err.message}`, 'error');
-    return;
   }
 
   // The saved settings, unless the address picks an offline script (`?model=`) for this visit.

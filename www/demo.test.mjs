@@ -358,7 +358,8 @@ describe('demo page, provider through the proxy', () => {
     assert.equal(config.mode, 'provider');
     assert.deepEqual(config.model, { id: 'openai/demo', url: `${url}proxy/v1`, apiKey: 'proxied' });
 
-    const page = await openPage(url);
+    // In the page (?worker=0), where Playwright sees every request the agent makes.
+    const page = await openPage(`${url}?worker=0`);
     const sent = [];
     page.on('request', (req) => sent.push(JSON.stringify(req.headers()) + (req.postData() ?? '')));
     assert.equal(await page.textContent('#mode'), 'provider');
@@ -378,6 +379,20 @@ describe('demo page, provider through the proxy', () => {
     await page.screenshot({ path: path.join(RESULTS, 'demo-provider.png') });
     assert.deepEqual(page.errors, []);
     await page.context().close();
+
+    // The agent in the SharedWorker (the default) streams through the proxy the same way.
+    const inWorker = await openPage(url);
+    const fromPage = [];
+    inWorker.on('request', (req) => fromPage.push(JSON.stringify(req.headers()) + (req.postData() ?? '')));
+    const again = await sendAndWait(inWorker, 'hello again');
+    assert.match(await again.locator('.text').textContent(), /offline demo model for wasm-agent/);
+    const requests = upstream.requests.filter((r) => r.path.endsWith('/responses'));
+    const asked = requests.filter((r) => JSON.stringify(r.body).includes('hello again'));
+    assert.ok(asked.length >= 1, 'the worker\'s request reached the provider');
+    assert.ok(asked.every((r) => r.headers.authorization === `Bearer ${SECRET}`));
+    assert.ok(fromPage.every((s) => !s.includes(SECRET)), 'the page sent the key');
+    assert.deepEqual(inWorker.errors, []);
+    await inWorker.context().close();
   });
 
   it('Stop closes the upstream request too', T, async () => {

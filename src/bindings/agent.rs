@@ -56,6 +56,8 @@ pub(super) struct Inner {
     pub(super) default_options: JsValue,
     pub(super) tools: Vec<JsTool>,
     pub(super) memory: Option<Rc<MemoryInner>>,
+    /// `memory` as given (the `Memory` object), for `serveAgents` (`__memory`).
+    memory_js: JsValue,
     /// Runs background tasks when `backgroundTasks` is enabled.
     pub(super) manager: RefCell<Option<Rc<Manager>>>,
     /// Whether the agent's own config set `backgroundTasks` (a container's then does not apply).
@@ -203,6 +205,7 @@ impl Agent {
                 default_options,
                 tools,
                 memory,
+                memory_js,
                 manager,
                 own_background,
                 idle_wrappers,
@@ -223,6 +226,24 @@ impl Agent {
     #[wasm_bindgen(js_name = __agentRef, skip_typescript)]
     pub fn agent_ref(&self) -> u32 {
         self.inner.ref_id
+    }
+
+    /// The `Memory` of the config (or `undefined`), for `serveAgents` in a worker.
+    #[doc(hidden)]
+    #[wasm_bindgen(js_name = __memory, skip_typescript)]
+    pub fn memory_object(&self) -> JsValue {
+        self.inner.memory_js.clone()
+    }
+
+    /// `defaultOptions.clientTools` as given (or `undefined`), for `serveAgents`: the page
+    /// answers those it offers.
+    #[doc(hidden)]
+    #[wasm_bindgen(js_name = __clientTools, skip_typescript)]
+    pub fn client_tools(&self) -> JsValue {
+        if !self.inner.default_options.is_object() {
+            return JsValue::UNDEFINED;
+        }
+        Reflect::get(&self.inner.default_options, &"clientTools".into()).unwrap_or(JsValue::UNDEFINED)
     }
 
     /// Joins a container's scorers and storage (`new Mastra({ agents, scorers, storage })`).
