@@ -561,6 +561,7 @@ impl Agent {
             processors: run_processors,
             delegation: JsDelegator::delegation(inner.agents.as_ref(), &call.delegation, &call.request_context, (&inner.config.id, &inner.config.name)),
             scoring: scoring.is_some(),
+            completion: None,
             runs: Some(super::resume::runs_cfg(inner, call, &opts)),
             resume: None,
         };
