@@ -43,7 +43,7 @@ struct Scripted {
 impl CompletionScorers for Scripted {
     fn score<'a>(&'a self, index: usize, ctx: &'a Value) -> LocalFuture<'a, Result<(f64, Option<String>), String>> {
         self.started.borrow_mut().push(index);
-        let (delay, reply) = self.replies[index].clone();
+        let (delay, reply) = self.replies[index];
         let until = self.now.get() + delay as f64;
         let now = self.now.clone();
         let text = ctx["currentText"].as_str().unwrap_or_default().to_string();
