@@ -212,7 +212,7 @@ impl CheckResult {
             "#### Completion Check Results".to_string(),
             String::new(),
             format!("Overall: {}", if self.passed { "COMPLETE" } else { "NOT COMPLETE" }),
-            format!("Duration: {}ms", self.duration_ms.round()),
+            format!("Duration: {}ms", self.duration_ms.round() as u64),
         ];
         if self.timed_out {
             lines.push("The check timed out before every scorer finished.".into());
@@ -220,7 +220,7 @@ impl CheckResult {
         lines.push(String::new());
         for r in &self.results {
             lines.push(format!("###### {} ({})", r.name, r.id));
-            lines.push(format!("Score: {} ({})", r.score, if r.passed { "passed" } else { "failed" }));
+            lines.push(format!("Score: {} ({})", number(r.score), if r.passed { "passed" } else { "failed" }));
             if let Some(reason) = &r.reason {
                 lines.push(format!("Reason: {reason}"));
             }
@@ -229,6 +229,15 @@ impl CheckResult {
         lines.push("The task is not complete yet. Continue working on it, using the feedback above.".into());
         lines.join("\n")
     }
+}
+
+/// A score as text: `1`, `0.25` (through serde_json's formatter: `f64`'s own `Display` would add
+/// its float printing to the package).
+fn number(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        return (n as i64).to_string();
+    }
+    Value::from(n).to_string()
 }
 
 /// What the loop knows of the run for the §15 context; the host adds `agentId`, `agentName` and
