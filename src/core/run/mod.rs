@@ -259,10 +259,14 @@ pub async fn run(
         if let Err(e) = saved {
             outcome.write_failed(e);
         }
-        let notes = std::mem::take(&mut outcome.completion_feedback);
-        let meta = serde_json::json!({ "completionResult": { "passed": false, "suppressFeedback": false } });
-        if let Err(e) = mem.save_notes(s, &notes, &meta, env.now_ms(), &mut || env.new_id()).await {
-            outcome.write_failed(e);
+        // The reports of failed completion checks (SPEC §15), after the reply.
+        #[cfg(feature = "scorers")]
+        if !outcome.completion_feedback.is_empty() {
+            let notes = std::mem::take(&mut outcome.completion_feedback);
+            let meta = serde_json::json!({ "completionResult": { "passed": false, "suppressFeedback": false } });
+            if let Err(e) = mem.save_notes(s, &notes, &meta, env.now_ms(), &mut || env.new_id()).await {
+                outcome.write_failed(e);
+            }
         }
     }
     #[cfg(feature = "subagents")]
