@@ -15,6 +15,7 @@
 //   msgid:<messageId>                          → that message's msg: key
 //   resource:<resourceId>                      → the resource
 //   run:<runId>                                → a suspended run's record (SPEC §19.4)
+//   score:<createdAt>:<scoreId>                → a scorer's row (SPEC §14.2), in time order
 // `listMessages({ last: n })` is one reverse `list` with `limit: n`: it reads n records, not
 // the whole thread. Each message is one value: Cloudflare caps a value at 128 KiB on
 // key-value-backed objects (2 MB on SQLite-backed ones), which a large inline file can exceed.
@@ -30,6 +31,10 @@ const messageKey = (m) => `${messagesPrefix(m.threadId)}${m.createdAt}:${enc(m.i
 const messageIdKey = (id) => `msgid:${enc(id)}`;
 const resourceKey = (resourceId) => `resource:${enc(resourceId)}`;
 const runKey = (runId) => `run:${enc(runId)}`;
+const scoreKey = (row) => `score:${row.createdAt}:${enc(row.id)}`;
+
+/** A v4 UUID (crypto.randomUUID is in every Workers runtime and in Node). */
+const newId = () => crypto.randomUUID();
 
 /** Splits a list into runs of at most `BATCH`. */
 function batches(items) {
@@ -211,5 +216,26 @@ export class DurableObjectStore {
   /** @param {{ runId: string }} args */
   async deleteRun({ runId }) {
     await this.storage.delete(runKey(runId));
+  }
+
+  /** Stores a scorer's row (the agent's scorers call it, SPEC §14.2): `id` and `createdAt` are added when absent. */
+  async saveScore(row) {
+    const now = new Date().toISOString();
+    const score = { ...row, id: row?.id ?? newId(), createdAt: row?.createdAt ?? now, updatedAt: now };
+    await this.storage.put(scoreKey(score), score);
+    return { score };
+  }
+
+  /** Stored scores in time order, matching every filter given. */
+  async listScores({ runId, scorerId, entityId, entityType, source } = {}) {
+    const rows = [...(await this.storage.list({ prefix: 'score:' })).values()];
+    return rows.filter(
+      (r) =>
+        (runId === undefined || r.runId === runId) &&
+        (scorerId === undefined || r.scorerId === scorerId) &&
+        (entityId === undefined || r.entityId === entityId) &&
+        (entityType === undefined || r.entityType === entityType) &&
+        (source === undefined || r.source === source),
+    );
   }
 }

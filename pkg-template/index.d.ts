@@ -14,7 +14,8 @@ export type {
   ToolExecutionContext, ToolInputSchema, ToolResultPart, ToolResultPayload, ToolWriter, UIMessage, Usage, Warning,
   Processor, ProcessorArgs, ProcessorOutputArgs, SystemMessage, TripwirePayload,
   DelegationStartContext, DelegationCompleteContext,
-  ScorerLike, ScoringSampling, ScorerEntry, ScoreResult, ScoringData,
+  ScorerLike, ScoringSampling, ScorerEntry, ScoreResult, ScoringData, ScoreRow, ScoreFilter,
+  CompletionScorerResult, CompletionRunResult, IsTaskCompleteConfig,
 } from './wasm_agent.js';
 export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, toAISdkMessages, toAISdkV5Messages, Mastra, BatchPartsProcessor, TokenLimiterProcessor } from './wasm_agent.js';
 export { TokenLimiterProcessor as TokenLimiter } from './wasm_agent.js';

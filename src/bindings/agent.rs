@@ -582,6 +582,13 @@ impl Agent {
             processors: run_processors,
             delegation: JsDelegator::delegation(inner.agents.as_ref(), &call.delegation, &call.request_context, (&inner.config.id, &inner.config.name)),
             scoring: scoring.is_some(),
+            #[cfg(feature = "scorers")]
+            completion: call.completion.as_ref().map(|c| {
+                let run = super::completion::RunOf { run_id: &run_id, agent_id: &inner.config.id, agent_name: &inner.config.name, request_context: &call.request_context };
+                c.check(run)
+            }),
+            #[cfg(not(feature = "scorers"))]
+            completion: None,
             runs: Some(super::resume::runs_cfg(inner, call, &opts)),
             resume: None,
         };

@@ -42,6 +42,9 @@ fn lookup_store(obj: &JsValue) -> Option<Rc<dyn Store>> {
 pub struct JsInMemoryStore {
     _store: Rc<dyn Store>,
     id: u32,
+    /// The scores the agents' scorers save here (SPEC §14.2).
+    #[cfg(feature = "scorers")]
+    scores: crate::core::scoring::ScoreRows,
 }
 
 #[wasm_bindgen(js_class = InMemoryStore)]
@@ -50,13 +53,50 @@ impl JsInMemoryStore {
     pub fn new() -> JsInMemoryStore {
         let store: Rc<dyn Store> = Rc::new(CoreInMemoryStore::new());
         let id = register_store(&store);
-        JsInMemoryStore { _store: store, id }
+        JsInMemoryStore {
+            _store: store,
+            id,
+            #[cfg(feature = "scorers")]
+            scores: Default::default(),
+        }
     }
 
     #[doc(hidden)]
     #[wasm_bindgen(js_name = __storeId, skip_typescript)]
     pub fn store_id(&self) -> u32 {
         self.id
+    }
+}
+
+#[cfg(feature = "scorers")]
+#[wasm_bindgen(js_class = InMemoryStore)]
+impl JsInMemoryStore {
+    /// Stores a scorer's row (an agent's scorers call it after a run, SPEC §14.2); `id` and
+    /// `createdAt` are added when absent.
+    #[wasm_bindgen(js_name = saveScore, unchecked_return_type = "Promise<{ score: ScoreRow }>")]
+    pub fn save_score(&self, #[wasm_bindgen(unchecked_param_type = "Record<string, unknown>")] row: JsValue) -> Promise {
+        let saved = if row.is_object() {
+            to_json(&row, "saveScore(row)").map(|row| {
+                let now = crate::core::memory::iso_time(js_sys::Date::now());
+                self.scores.save(row, &mut || crate::core::env::Env::new_id(&crate::platform::JsEnv), &now)
+            })
+        } else {
+            Err(AgentError::invalid("saveScore(row)", format!("expected an object, got {}", js_kind(&row))))
+        };
+        match saved {
+            Ok(score) => Promise::resolve(&from_json(&serde_json::json!({ "score": score }))),
+            Err(e) => Promise::reject(&error_to_js(&e)),
+        }
+    }
+
+    /// The stored scores matching every filter given, oldest first.
+    #[wasm_bindgen(js_name = listScores, unchecked_return_type = "Promise<ScoreRow[]>")]
+    pub fn list_scores(&self, #[wasm_bindgen(unchecked_param_type = "ScoreFilter")] filter: Option<JsValue>) -> Promise {
+        let filter = filter.as_ref().map(|f| to_json(f, "listScores(filter)")).transpose();
+        match filter {
+            Ok(f) => Promise::resolve(&from_json(&Value::Array(self.scores.list(&f.unwrap_or(Value::Null))))),
+            Err(e) => Promise::reject(&error_to_js(&e)),
+        }
     }
 }
 

@@ -19,6 +19,8 @@ pub mod registry;
 pub mod report;
 pub mod run;
 pub mod scorers;
+#[cfg(feature = "scorers")]
+pub mod completion;
 pub mod share;
 pub mod stop;
 pub mod structured;

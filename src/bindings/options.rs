@@ -64,6 +64,7 @@ const OTHER_KEYS: &[&str] = &[
     "delegation",
     "scorers",
     "returnScorerData",
+    "isTaskComplete",
 ];
 
 /// Every key of `stream()` options this version knows: the ones it reads and the reference's
@@ -140,6 +141,9 @@ pub(crate) struct CallSetup {
     /// The call's `scorers` record (replaces the agent's), checked; `returnScorerData`.
     pub scorers: Option<JsValue>,
     pub return_scorer_data: bool,
+    /// `isTaskComplete` (SPEC §15).
+    #[cfg(feature = "scorers")]
+    pub completion: Option<Rc<super::completion::CompletionSetup>>,
 }
 
 /// `generateTitle`: with which model (the run's when `None`) and instructions.
@@ -257,7 +261,11 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
     if return_scorer_data {
         return Err(error_to_js(&crate::core::features::not_built("options.returnScorerData", "scorers", "scorers")));
     }
+    #[cfg(feature = "scorers")]
+    let completion = super::completion::parse(&opt("isTaskComplete")?, "options.isTaskComplete")?;
     Ok(CallSetup {
+        #[cfg(feature = "scorers")]
+        completion,
         scorers,
         return_scorer_data,
         processors,

@@ -35,8 +35,6 @@ export interface StreamOptions {
   };
   /** @deprecated Use `structuredOutput: { schema }`, which this means. */
   output?: ToolInputSchema;
-  /** Not honoured yet (adds an `unsupported-setting` warning): the run ends as without it. */
-  isTaskComplete?: { scorers?: unknown[]; strategy?: 'all' | 'any'; [k: string]: unknown };
   /** Not honoured (adds an `unsupported-setting` warning): there is no version store; the agents in code run. */
   versions?: {
     agents?: Record<string, { versionId: string } | { status: 'draft' | 'published' }>;

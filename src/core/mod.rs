@@ -7,6 +7,7 @@ pub mod ai_sdk_agents;
 pub mod backlog;
 pub mod base64;
 pub mod chunk;
+pub mod completion;
 pub mod env;
 pub mod error;
 pub mod features;

@@ -139,3 +139,16 @@ test("lite treats transport 'auto' as HTTP streaming, as the complete build does
 });
 
 noUnhandledRejections();
+
+test('lite runs no completion check: isTaskComplete is an unsupported-setting warning and the run ends as without it', T, async () => {
+  const id = uid('lite-itc');
+  const agent = new Agent({ id: 'lite-itc', model: modelFor(server.current, 'echo', { headers: { 'x-test-id': id } }) });
+  const never = { id: 'never', run: async () => ({ score: 0 }) };
+  const out = await agent.stream('Hello', { isTaskComplete: { scorers: [never] } });
+  const chunks = await collect(out.fullStream);
+  assert.equal(chunks.some((c) => c.type === 'is-task-complete'), false);
+  assert.equal(requestsOf(server.current, id).length, 1);
+  const warnings = await out.warnings;
+  assert.deepEqual(warnings.map((w) => [w.type, w.setting]), [['unsupported-setting', 'isTaskComplete']]);
+  assert.match(warnings[0].details, /leaves out scorers/);
+});

@@ -33,7 +33,6 @@ const toldAbout = (name) => told.filter((l) => l.includes(`'${name}'`));
 /** Each unsupported option with a value a Mastra user would write. */
 const SENTIMENT = { type: 'object', properties: { sentiment: { type: 'string' } } };
 const UNSUPPORTED = {
-  isTaskComplete: { scorers: [], strategy: 'all' },
   versions: { agents: { helper: { status: 'published' } } },
   tracingOptions: { metadata: { userId: 'u1' }, tags: ['docs'] },
   tracingContext: { currentSpan: { id: 'span-1' } },
@@ -89,11 +88,11 @@ test('each unsupported option warns into warnings, getFullOutput() and the first
 
 test('several unsupported options in one call: one warning each, in one list, listed once', T, async () => {
   const { warnings, stepStart, chunks } = await warningsOf(agentOn(), {
-    isTaskComplete: UNSUPPORTED.isTaskComplete,
+    reconnectable: UNSUPPORTED.reconnectable,
     versions: UNSUPPORTED.versions,
     telemetry: UNSUPPORTED.telemetry,
   });
-  assert.deepEqual(settingsOf(warnings), ['isTaskComplete', 'versions', 'telemetry']);
+  assert.deepEqual(settingsOf(warnings), ['versions', 'telemetry', 'reconnectable']);
   assert.deepEqual(stepStart, warnings);
   assert.equal(chunks.filter((c) => c.type === 'step-start').length, 1);
 });

@@ -215,6 +215,31 @@ impl MemoryRun {
         self.touch(session, now_ms).await
     }
 
+    /// Saves notes of the run after its reply: assistant text messages with `metadata` (the
+    /// reports of failed completion checks, SPEC §15), unless the thread was deleted meanwhile.
+    pub async fn save_notes(&self, session: &mut Session, texts: &[String], metadata: &Value, now_ms: f64, new_id: &mut dyn FnMut() -> String) -> Result<(), AgentError> {
+        if texts.is_empty() || !self.writes() || !self.still_there(session).await? {
+            return Ok(());
+        }
+        session.assistant_time(now_ms);
+        let thread = &session.thread;
+        let (thread_id, resource_id) = (thread.id.clone(), thread.resource_id.clone());
+        let mut msgs = Vec::new();
+        for text in texts {
+            msgs.push(StoredMessage {
+                id: new_id(),
+                thread_id: thread_id.clone(),
+                resource_id: resource_id.clone(),
+                role: "assistant".into(),
+                created_at: session.next_time(now_ms),
+                parts: vec![serde_json::json!({ "type": "text", "text": text })],
+                metadata: Some(metadata.clone()),
+            });
+        }
+        self.store.save_messages(&msgs).await?;
+        self.touch(session, now_ms).await
+    }
+
     async fn touch(&self, session: &mut Session, now_ms: f64) -> Result<(), AgentError> {
         session.thread.updated_at = iso_time(now_ms.max(session.last_time));
         self.store.save_thread(&session.thread).await

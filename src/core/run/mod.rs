@@ -84,6 +84,8 @@ pub struct RunConfig {
     /// Keep what a scorer gets of the run (`RunOutcome::scoring`): the run has scorers or
     /// `returnScorerData` (SPEC §14.2).
     pub scoring: bool,
+    /// `isTaskComplete` (SPEC §15): the completion check after a step that would end the run.
+    pub completion: Option<super::completion::CompletionCheck>,
     /// Run records and `closeOnSuspend` (SPEC §19); `None`: calls that wait are decided live only.
     pub runs: Option<suspend::RunsCfg>,
     /// Resume from a stored snapshot instead of starting (SPEC §19.3).
@@ -162,13 +164,7 @@ pub async fn run(
             }
         }
     }
-    let first_user = input.iter().find_map(|m| match m {
-        ModelMessage::User(parts) => parts.iter().find_map(|p| match p {
-            UserPart::Text(t) if !t.is_empty() => Some(t.clone()),
-            _ => None,
-        }),
-        _ => None,
-    });
+    let first_user = original_task(&input);
     #[cfg(not(feature = "scorers"))]
     let mut scoring: Option<ScoringCapture> = None;
     #[cfg(feature = "scorers")]
@@ -287,6 +283,15 @@ pub async fn run(
         };
         if let Err(e) = saved {
             outcome.write_failed(e);
+        }
+        // The reports of failed completion checks (SPEC §15), after the reply.
+        #[cfg(feature = "scorers")]
+        if !outcome.completion_feedback.is_empty() {
+            let notes = std::mem::take(&mut outcome.completion_feedback);
+            let meta = serde_json::json!({ "completionResult": { "passed": false, "suppressFeedback": false } });
+            if let Err(e) = mem.save_notes(s, &notes, &meta, env.now_ms(), &mut || env.new_id()).await {
+                outcome.write_failed(e);
+            }
         }
     }
     #[cfg(feature = "subagents")]
@@ -839,6 +844,10 @@ async fn run_steps(
         if go_on {
             go_on = !stop_condition_met(&cfg.stop_when, hooks, &outcome.steps, abort).await;
         }
+        #[cfg(feature = "scorers")]
+        if let (false, false, Some(check)) = (go_on, bailed, &cfg.completion) {
+            go_on = completion_step(cfg, check, env, sink, abort, outcome, &mut messages, session.as_ref(), prior_steps, max_steps).await?;
+        }
         let decision = abort.race(hooks.iteration_complete(&outcome.steps, !go_on)).await.ok_or(Stop::Aborted)?;
         if decision.stop || bailed {
             go_on = false;
@@ -897,6 +906,68 @@ async fn run_steps(
             }
         }
     }
+}
+
+/// The completion check after a step that would end the run (SPEC §15), when that step made no
+/// tool calls and the check has scorers: its `is-task-complete` chunk, `onComplete`, and on a
+/// failure with steps left the feedback for another step. Whether the loop goes on.
+#[cfg(feature = "scorers")]
+#[allow(clippy::too_many_arguments)]
+async fn completion_step(
+    cfg: &RunConfig,
+    check: &super::completion::CompletionCheck,
+    env: &dyn Env,
+    sink: &dyn Sink,
+    abort: &AbortFlag,
+    outcome: &mut RunOutcome,
+    messages: &mut Vec<ModelMessage>,
+    session: Option<&Session>,
+    prior_steps: usize,
+    max_steps: usize,
+) -> Result<bool, Stop> {
+    use super::completion::{context, run_check, ContextOf};
+    let judged = outcome.steps.last().is_some_and(|s| s.tool_calls.is_empty());
+    if !judged || check.scorers.is_empty() {
+        return Ok(false);
+    }
+    let iteration = prior_steps + outcome.steps.len();
+    let given = &cfg.request.messages;
+    let original = original_task(&given[cfg.input_start.min(given.len())..]).unwrap_or_else(|| "Unknown task".into());
+    let ctx = context(ContextOf {
+        run_id: &cfg.run_id,
+        iteration,
+        max_steps,
+        original_task: &original,
+        steps: &outcome.steps,
+        messages: messages_json(messages),
+        thread_id: session.map(|s| s.thread.id.as_str()),
+        resource_id: session.map(|s| s.thread.resource_id.as_str()),
+    });
+    let result = abort.race(run_check(check, &ctx, env)).await.ok_or(Stop::Aborted)?;
+    abort.race(check.host.completed(&result.on_complete_json())).await.ok_or(Stop::Aborted)?;
+    let max_reached = iteration >= max_steps;
+    let payload = result.chunk_payload(iteration, max_reached, check.suppress_feedback);
+    sink.emit(Chunk::IsTaskComplete { payload: Box::new(payload) });
+    if result.passed || max_reached {
+        return Ok(false);
+    }
+    let feedback = result.feedback();
+    messages.push(ModelMessage::Assistant(vec![super::model::AssistantPart::Text(feedback.clone(), None)]));
+    if !check.suppress_feedback {
+        outcome.completion_feedback.push(feedback);
+    }
+    Ok(true)
+}
+
+/// The first user text of the caller's input (the task a completion check judges against).
+fn original_task(input: &[ModelMessage]) -> Option<String> {
+    input.iter().find_map(|m| match m {
+        ModelMessage::User(parts) => parts.iter().find_map(|p| match p {
+            UserPart::Text(t) if !t.is_empty() => Some(t.clone()),
+            _ => None,
+        }),
+        _ => None,
+    })
 }
 
 fn is_active(cfg: &RunConfig, overrides: &StepOverrides, name: &str) -> bool {

@@ -40,6 +40,9 @@ pub struct RunOutcome {
     pub stored_waiting: bool,
     /// The payload of the run's first `tool-call-suspended` chunk (`output.suspendPayload`).
     pub suspend_payload: Option<serde_json::Value>,
+    /// The reports of failed completion checks (SPEC §15) that memory stores after the reply
+    /// (none under `suppressFeedback`).
+    pub completion_feedback: Vec<String>,
 }
 
 impl RunOutcome {
