@@ -575,7 +575,26 @@ impl Agent {
                 inner.runs.borrow_mut().retain(|(r, _)| *r != id);
             }
         });
-        Ok(Turn { cfg, host, approvals, views, run_id, abort, done, scoring })
+        #[cfg(feature = "watch")]
+        let tap = match (&inner.memory, &call.memory) {
+            (Some(m), Some(run)) => Some(super::watch::ChunkTap {
+                hub: m.hub.clone(),
+                key: crate::core::memory::watch::EventKey::new(Some(&run.thread_id), Some(&run.resource_id)),
+            }),
+            _ => None,
+        };
+        Ok(Turn {
+            cfg,
+            host,
+            approvals,
+            views,
+            run_id,
+            abort,
+            done,
+            scoring,
+            #[cfg(feature = "watch")]
+            tap,
+        })
     }
 
     /// What scoring a call's run needs, when it has scorers (its own, else the agent's) or
