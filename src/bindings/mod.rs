@@ -29,6 +29,8 @@ pub mod tools;
 pub mod ui_messages;
 pub mod unsupported;
 #[cfg(feature = "watch")]
+pub mod tabs;
+#[cfg(feature = "watch")]
 pub mod watch;
 
 use wasm_bindgen::prelude::*;

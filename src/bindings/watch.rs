@@ -20,10 +20,14 @@ use crate::core::memory::watch::{EventKey, MemoryEvent, WatchScope, Watchers};
 /// The channel prefix: `wasm-agent:<database name>`.
 const CHANNEL_PREFIX: &str = "wasm-agent:";
 
+type TaskHook = Rc<dyn Fn(&JsValue)>;
+
 /// The watchers of one `Memory`, and its channel to the other tabs.
 pub struct Hub {
     watchers: Watchers<JsValue>,
     channel: Option<Channel>,
+    /// Called with each task record another tab reports (`task-updated` over the channel).
+    task_hooks: RefCell<Vec<TaskHook>>,
     /// `[threadId, resourceId, event]` envelopes not yet posted.
     outgoing: RefCell<Vec<JsValue>>,
     due: Cell<bool>,
@@ -58,6 +62,7 @@ impl Hub {
         Rc::new_cyclic(|me: &Weak<Hub>| Hub {
             watchers: Watchers::default(),
             channel: database.and_then(|name| open_channel(&format!("{CHANNEL_PREFIX}{name}"), me.clone())),
+            task_hooks: RefCell::new(Vec::new()),
             outgoing: RefCell::new(Vec::new()),
             due: Cell::new(false),
             me: me.clone(),
@@ -129,14 +134,34 @@ impl Hub {
         if !Array::is_array(data) {
             return;
         }
+        let mut tasks = Vec::new();
         for envelope in Array::from(data).iter() {
             let get = |i: u32| Reflect::get_u32(&envelope, i).unwrap_or(JsValue::UNDEFINED);
             let key = EventKey { thread_id: get(0).as_string(), resource_id: get(1).as_string() };
+            let event = get(2);
+            if Reflect::get(&event, &"type".into()).ok().and_then(|t| t.as_string()).as_deref() == Some("task-updated") {
+                tasks.push(Reflect::get(&event, &"task".into()).unwrap_or(JsValue::UNDEFINED));
+            }
             if self.watchers.watching(&key) {
-                self.watchers.push(key, get(2));
+                self.watchers.push(key, event);
             }
         }
         self.schedule();
+        if !tasks.is_empty() {
+            // Cloned out of the borrow: a hook may start work that adds hooks.
+            let hooks = self.task_hooks.borrow().clone();
+            for t in &tasks {
+                for h in &hooks {
+                    h(t);
+                }
+            }
+        }
+    }
+
+    /// Calls `hook` with every task record another tab reports (the agents on this memory
+    /// follow the tasks other tabs run, bindings/tabs.rs).
+    pub fn on_remote_task(&self, hook: TaskHook) {
+        self.task_hooks.borrow_mut().push(hook);
     }
 
     /// `memory.watch(scope, listener)`: the listener's `unwatch()`.

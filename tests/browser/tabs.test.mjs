@@ -29,6 +29,9 @@ let files;
 let context;
 let release; // lets the held reply go on
 let requests = 0;
+/** The requests of the research script, by kind: user, ack, continuation. */
+const research = [];
+const DIRECTIVE = 'Background tasks you started earlier have finished';
 
 before(async () => {
   assert.ok(existsSync(path.join(ROOT, 'pkg/index.browser.js')), 'pkg/ is not built: run ./x build');
@@ -46,6 +49,26 @@ before(async () => {
       await chat.flush({ flushed: true });
       await gate;
       for (const w of SECOND) chat.content(w);
+      await chat.complete('stop');
+    },
+  });
+  models.scripts.set('tabs-research', {
+    description: 'calls research for "research solana", acknowledges it, answers continuations',
+    async run(ex) {
+      const messages = ex.body.messages ?? [];
+      const text = (m) => (typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text ?? '').join(''));
+      const directive = messages.find((m) => m.role === 'system' && text(m).includes(DIRECTIVE));
+      const last = messages.at(-1);
+      const kind = directive ? 'continuation' : last?.role === 'tool' ? 'ack' : 'user';
+      research.push({ kind, directive: directive && text(directive) });
+      const chat = ex.chat();
+      chat.role();
+      if (kind === 'continuation') chat.content('The research is over.');
+      else if (kind === 'ack') chat.content('Started.');
+      else if (text(last) === 'research solana') {
+        chat.toolCall({ index: 0, id: `call_research_${research.length}`, type: 'function', function: { name: 'research', arguments: '{"topic":"solana"}' } });
+        return chat.complete('tool_calls');
+      } else chat.content('Noted.');
       await chat.complete('stop');
     },
   });
@@ -141,6 +164,62 @@ it('both tabs open from the start: B shows A’s reply while it is still streami
     aEvents.filter((e) => e.type === 'chunk').map((e) => e.chunk.type),
     'both tabs saw the same chunks',
   );
+  await a.close();
+  await b.close();
+});
+
+async function openTaskPage(thread, ms = 60_000) {
+  const page = await context.newPage();
+  page.errors = [];
+  page.on('pageerror', (err) => page.errors.push(err.message));
+  await page.goto(`${files.origin}/tabs-task-page.html?${new URLSearchParams({ model: models.url, thread, ms: String(ms) })}`);
+  await page.waitForSelector('body[data-ready="1"]');
+  return page;
+}
+
+it('tab A closes while its task runs: B and C take over at once, and exactly one of them answers it', T, async () => {
+  const b = await openTaskPage('t3');
+  const c = await openTaskPage('t3');
+  const a = await openTaskPage('t3');
+  const started = await a.evaluate(() => window.start());
+  assert.ok(started.types.includes('background-task-started'), started.types.join(','));
+  // B and C wait on the thread with untilIdle streams: their first turns end, A's task runs on.
+  await waitFor(async () => (await b.evaluate(() => window.events)).some((e) => e.type === 'task-updated' && e.task.status === 'running'), 'B hears of the task');
+  await waitFor(async () => (await c.evaluate(() => window.events)).some((e) => e.type === 'task-updated' && e.task.status === 'running'), 'C hears of the task');
+  const idleB = b.evaluate(() => window.idle('anything new?'));
+  const idleC = c.evaluate(() => window.idle('and here?'));
+  await waitFor(() => research.filter((r) => r.kind === 'user' && r.directive === undefined).length >= 3, 'both first turns');
+  await a.close();
+  const [fromB, fromC] = await Promise.all([idleB, idleC]);
+  for (const [name, got] of [['B', fromB], ['C', fromC]]) {
+    assert.ok(got.types.includes('background-task-failed'), `${name}: ${got.types.join(',')}`);
+  }
+  const continuations = research.filter((r) => r.kind === 'continuation');
+  assert.equal(continuations.length, 1, 'one continuation across the tabs');
+  assert.match(continuations[0].directive, /interrupted/);
+  const answered = [fromB, fromC].filter((g) => g.text.includes('The research is over.'));
+  assert.equal(answered.length, 1, 'the continuation streams in the tab that runs it');
+  // Stored: the task failed as interrupted, and the placeholder says so.
+  const parts = (await b.evaluate(() => window.messages())).flatMap((m) => m.parts.filter((p) => p.type === 'tool-research'));
+  assert.equal(parts.length, 1);
+  assert.equal(parts[0].state, 'output-error');
+  assert.match(parts[0].errorText, /interrupted/);
+  assert.deepEqual(b.errors, []);
+  assert.deepEqual(c.errors, []);
+  await b.close();
+  await c.close();
+});
+
+it('a task started in tab A ends; the untilIdle stream in tab B answers it, once', T, async () => {
+  research.length = 0;
+  const b = await openTaskPage('t4', 1_500);
+  const a = await openTaskPage('t4', 1_500);
+  await a.evaluate(() => window.start());
+  await waitFor(async () => (await b.evaluate(() => window.events)).some((e) => e.type === 'task-updated' && e.task.status === 'running'), 'B hears of the task');
+  const got = await b.evaluate(() => window.idle('tell me when it is done'));
+  assert.ok(got.types.includes('background-task-completed'), got.types.join(','));
+  assert.ok(got.text.endsWith('The research is over.'), got.text);
+  assert.equal(research.filter((r) => r.kind === 'continuation').length, 1);
   await a.close();
   await b.close();
 });
