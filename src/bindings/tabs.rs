@@ -68,10 +68,14 @@ pub fn follow_other_tabs(m: &Rc<Manager>, mem: &Rc<MemoryInner>, agent_id: &str)
     let hook = {
         let (weak, store, agent) = (weak.clone(), store.clone(), agent.clone());
         Rc::new(move |task: &JsValue| {
-            let Some(task) = to_json(task, "task").ok().and_then(|v| TaskRecord::from_json(&v, "another tab").ok()) else { return };
-            if task.agent_id == agent {
+            if weak.strong_count() == 0 {
+                return false;
+            }
+            let parsed = to_json(task, "task").ok().and_then(|v| TaskRecord::from_json(&v, "another tab").ok());
+            if let Some(task) = parsed.filter(|t| t.agent_id == agent) {
                 heard_of(&weak, &store, task);
             }
+            true
         })
     };
     mem.hub.on_remote_task(hook);

@@ -20,7 +20,8 @@ use crate::core::memory::watch::{EventKey, MemoryEvent, WatchScope, Watchers};
 /// The channel prefix: `wasm-agent:<database name>`.
 const CHANNEL_PREFIX: &str = "wasm-agent:";
 
-type TaskHook = Rc<dyn Fn(&JsValue)>;
+/// Returns `false` once it has nothing more to do (its agent is gone): then it is dropped.
+type TaskHook = Rc<dyn Fn(&JsValue) -> bool>;
 
 /// The watchers of one `Memory`, and its channel to the other tabs.
 pub struct Hub {
@@ -150,18 +151,23 @@ impl Hub {
         if !tasks.is_empty() {
             // Cloned out of the borrow: a hook may start work that adds hooks.
             let hooks = self.task_hooks.borrow().clone();
-            for t in &tasks {
-                for h in &hooks {
-                    h(t);
+            let mut gone = Vec::new();
+            for h in &hooks {
+                if !tasks.iter().all(|t| h(t)) {
+                    gone.push(h.clone());
                 }
             }
+            self.task_hooks.borrow_mut().retain(|h| !gone.iter().any(|g| Rc::ptr_eq(g, h)));
         }
     }
 
     /// Calls `hook` with every task record another tab reports (the agents on this memory
     /// follow the tasks other tabs run, bindings/tabs.rs).
+    /// Only where another tab can report anything (a channel is open).
     pub fn on_remote_task(&self, hook: TaskHook) {
-        self.task_hooks.borrow_mut().push(hook);
+        if self.channel.is_some() {
+            self.task_hooks.borrow_mut().push(hook);
+        }
     }
 
     /// `memory.watch(scope, listener)`: the listener's `unwatch()`.
