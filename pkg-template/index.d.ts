@@ -8,7 +8,7 @@
 export type {
   AISdkStreamOptions, AISdkUIMessageChunk, AgentConfig, BackgroundTask, BackgroundTaskStatus, BackgroundTasksConfig,
   ChunkType, FilePart, FinishReason, FromJSONSchema, FullOutput, ImagePart, InferToolInput, LanguageModelLike,
-  ListMessagesArgs, MastraConfig, MemoryInit, MemoryOptions, MessageInput, ModelConfig, ModelMessage, ModelSettings,
+  ListMessagesArgs, MastraConfig, MemoryEvent, MemoryInit, MemoryOptions, MessageInput, ModelConfig, ModelMessage, ModelSettings,
   ResponseInfo, StepResult, StopCondition, StorageAdapter, StorageErrorCode, StorageMessage, StorageResource, StorageThread,
   StreamOptions, StructuredOutputErrorCode, SuspendedRun, RunRecord, RunStatus, SystemInstructions, TextPart, Tool, ToolCallPart, ToolCallPayload, ToolChoice, ToolDefinition,
   ToolExecutionContext, ToolInputSchema, ToolResultPart, ToolResultPayload, ToolWriter, UIMessage, Usage, Warning,

@@ -96,6 +96,7 @@ let searchIndex = null; // the thread search's message texts (threads.js)
 let summaryRun = null; // { controller } while a summary streams
 let highlighter = null; // highlight.js, loaded once a code block is shown
 let highlighterLoading = null;
+let mirror = null; // { runId, view, turn } while another tab's reply on the shown thread streams
 
 // Other tabs of this page share the IndexedDB database: tell them when a thread changed.
 const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel('wasm-agent-demo') : null;
@@ -820,6 +821,8 @@ async function showThread(id, { keepScroll = false } = {}) {
   let previous = null;
   for (const message of messages) previous = renderStored(message, previous);
   if (!failure) drawFailure(id, messages, previous);
+  // Another tab's reply still streaming: it stays below what is stored.
+  if (mirror?.turn.threadId === id) messagesEl.append(mirror.view.item);
   const first = messages.find((m) => m.role === 'user');
   if (first && !previews.has(id)) previews.set(id, firstWords(textOf(first)));
   if (failure) addNotice(`Could not load this conversation: ${failure.message ?? failure}`, 'error');
@@ -918,6 +921,7 @@ async function switchThread(id) {
   threadId = id;
   storeThreadId(id);
   staleWhileRunning = false;
+  mirror = null;
   drawThreads();
   await showThread(id);
   input.focus();
@@ -930,6 +934,7 @@ function newChat() {
   storeThreadId(threadId);
   renderSeq++; // a history load in flight is no longer wanted
   staleWhileRunning = false;
+  mirror = null;
   clearMessages();
   messagesEl.dataset.thread = threadId;
   drawThreads();
@@ -1035,6 +1040,132 @@ function drawFailure(id, messages, lastView) {
  * failed run stored it, in memory: then the agent is run on the stored conversation, with no
  * second copy of the message).
  */
+/**
+ * Draws one chunk of a reply into its view. `turn` is the reply's state, updated here:
+ * { agent (null for a reply mirrored from another tab), threadId, replyId, failed, aborted,
+ * finished, usage }.
+ */
+function drawChunk(view, chunk, turn) {
+  const payload = chunk.payload ?? {};
+  const callId = payload.toolCallId;
+  const toolName = payload.toolName;
+  switch (chunk.type) {
+    case 'start':
+      if (!turn.replyId && payload.messageId) {
+        turn.replyId = payload.messageId;
+        view.item.dataset.messageId = turn.replyId;
+      }
+      break;
+    case 'step-start':
+      view.step();
+      break;
+    case 'reasoning-delta':
+      view.reasoning(payload.text ?? '');
+      break;
+    case 'reasoning-end':
+      view.endThinking();
+      break;
+    case 'text-delta':
+      view.text(payload.text ?? '');
+      break;
+    case 'tool-call-input-streaming-start':
+      view.toolStart(callId, toolName);
+      break;
+    case 'tool-call-delta':
+      view.toolArgsDelta(callId, toolName, payload.argsTextDelta);
+      break;
+    case 'tool-call':
+      view.toolCall(callId, toolName, payload.args);
+      break;
+    case 'tool-output':
+      view.toolOutput(callId, toolName, payload.output);
+      break;
+    case 'tool-result':
+      if (payload.isError) view.toolError(callId, toolName, payload.result);
+      else view.toolResult(callId, toolName, payload.result);
+      break;
+    case 'tool-error':
+      view.toolError(callId, toolName, payload.error?.message ?? payload.error ?? 'The tool failed.');
+      break;
+    case 'tool-call-approval': {
+      const { runId } = chunk;
+      const runAgent = turn.agent;
+      // A reply mirrored from another tab is approved in that tab.
+      if (!runAgent) {
+        view.toolCall(callId, toolName, payload.args);
+        break;
+      }
+      announce(`The ${toolName} tool waits for your approval.`);
+      view.toolApproval(
+        callId,
+        toolName,
+        payload.args,
+        () => runAgent.approveToolCall({ runId, toolCallId: callId }),
+        () => runAgent.declineToolCall({ runId, toolCallId: callId, reason: DECLINE_REASON }),
+      );
+      break;
+    }
+    case 'tool-output-denied':
+      view.toolDenied(callId, toolName, payload.approval?.reason);
+      break;
+    case 'background-task-started': {
+      const taskId = payload.taskId;
+      view.taskStarted(callId, toolName, taskId, turn.agent ? () => turn.agent.cancelBackgroundTask(taskId) : null);
+      break;
+    }
+    case 'background-task-running':
+      view.taskRunning(callId, toolName, payload);
+      break;
+    case 'background-task-output':
+      view.taskOutput(callId, toolName, payload.payload?.payload?.output);
+      break;
+    case 'background-task-progress':
+      view.taskProgress(payload.taskIds, payload.elapsedMs);
+      break;
+    case 'background-task-completed':
+      view.taskEnded(callId, toolName, 'done', { result: payload.result, completedAt: payload.completedAt });
+      break;
+    case 'background-task-failed':
+      view.taskEnded(callId, toolName, 'failed', { message: payload.error?.message, completedAt: payload.completedAt });
+      break;
+    case 'background-task-cancelled':
+      view.taskEnded(callId, toolName, 'cancelled', { completedAt: payload.completedAt });
+      break;
+    case 'data-thread-title': {
+      const { threadId: titled, title } = chunk.data ?? {};
+      if (titled && title) {
+        const thread = threads.find((t) => t.id === titled);
+        if (thread) thread.title = title;
+        else threads.unshift({ id: titled, title, updatedAt: new Date().toISOString() });
+        drawThreads();
+      }
+      break;
+    }
+    case 'error':
+      turn.failed = true;
+      view.error(explainError(payload.error?.message ?? 'The model call failed.'));
+      break;
+    case 'abort':
+      turn.aborted = true;
+      view.stopped();
+      break;
+    case 'finish': {
+      // A run that fails ends with `error`; an `error` before `finish` did not stop the
+      // reply (a title or storage failure): it stays shown, and so does the usage.
+      // With untilIdle, each follow-up turn ends with a `finish` of its own: the footer
+      // shows the usage of all turns of the reply.
+      turn.finished = true;
+      view.endThinking();
+      turn.usage = addUsage(turn.usage, payload.totalUsage);
+      if (!turn.aborted) view.footer(formatUsage(turn.usage), 'usage');
+      if (turn.agent) saveReplyMeta(turn.replyId, { usage: turn.usage, thoughtMs: view.thoughtMs, threadId: turn.threadId });
+      break;
+    }
+    default:
+      break;
+  }
+}
+
 async function send(textValue, { again = false, parts = null } = {}) {
   const content = textValue.trim();
   const fromComposer = parts === null && !again;
@@ -1076,15 +1207,16 @@ async function send(textValue, { again = false, parts = null } = {}) {
 
   const view = replyView();
   view.item.dataset.at = new Date().toISOString();
-  let replyId = ''; // the id memory stores the reply under (its first `start` chunk's messageId)
   const controller = new AbortController();
   const runAgent = agent; // the agent of this turn (Settings cannot rebuild it while it runs)
   running = { controller, threadId: id };
   setRunning(true);
-  let failed = false;
-  let aborted = false;
-  let finished = false;
-  let usage = null; // the token usage of every turn of this reply
+  // Another tab's reply on this thread, if one was streaming, is drawn from memory afterwards.
+  mirror?.view.done();
+  mirror = null;
+  // replyId: the id memory stores the reply under (its first `start` chunk's messageId);
+  // usage: the token usage of every turn of this reply.
+  const turn = { agent: runAgent, threadId: id, replyId: '', failed: false, aborted: false, finished: false, usage: null };
 
   try {
     // Only the new message: the agent loads the earlier ones from memory and saves both sides.
@@ -1096,138 +1228,27 @@ async function send(textValue, { again = false, parts = null } = {}) {
     if (script) options.modelSettings = { headers: { 'x-script': script } };
     const message = files.length ? [{ role: 'user', content: [...(content ? [{ type: 'text', text: content }] : []), ...files] }] : content;
     const out = await runAgent.stream(prompt ?? message, options);
-    for await (const chunk of out.fullStream) {
-      const payload = chunk.payload ?? {};
-      const callId = payload.toolCallId;
-      const toolName = payload.toolName;
-      switch (chunk.type) {
-        case 'start':
-          if (!replyId && payload.messageId) {
-            replyId = payload.messageId;
-            view.item.dataset.messageId = replyId;
-          }
-          break;
-        case 'step-start':
-          view.step();
-          break;
-        case 'reasoning-delta':
-          view.reasoning(payload.text ?? '');
-          break;
-        case 'reasoning-end':
-          view.endThinking();
-          break;
-        case 'text-delta':
-          view.text(payload.text ?? '');
-          break;
-        case 'tool-call-input-streaming-start':
-          view.toolStart(callId, toolName);
-          break;
-        case 'tool-call-delta':
-          view.toolArgsDelta(callId, toolName, payload.argsTextDelta);
-          break;
-        case 'tool-call':
-          view.toolCall(callId, toolName, payload.args);
-          break;
-        case 'tool-output':
-          view.toolOutput(callId, toolName, payload.output);
-          break;
-        case 'tool-result':
-          if (payload.isError) view.toolError(callId, toolName, payload.result);
-          else view.toolResult(callId, toolName, payload.result);
-          break;
-        case 'tool-error':
-          view.toolError(callId, toolName, payload.error?.message ?? payload.error ?? 'The tool failed.');
-          break;
-        case 'tool-call-approval': {
-          const runId = chunk.runId;
-          announce(`The ${toolName} tool waits for your approval.`);
-          view.toolApproval(
-            callId,
-            toolName,
-            payload.args,
-            () => runAgent.approveToolCall({ runId, toolCallId: callId }),
-            () => runAgent.declineToolCall({ runId, toolCallId: callId, reason: DECLINE_REASON }),
-          );
-          break;
-        }
-        case 'tool-output-denied':
-          view.toolDenied(callId, toolName, payload.approval?.reason);
-          break;
-        case 'background-task-started': {
-          const taskId = payload.taskId;
-          view.taskStarted(callId, toolName, taskId, () => runAgent.cancelBackgroundTask(taskId));
-          break;
-        }
-        case 'background-task-running':
-          view.taskRunning(callId, toolName, payload);
-          break;
-        case 'background-task-output':
-          view.taskOutput(callId, toolName, payload.payload?.payload?.output);
-          break;
-        case 'background-task-progress':
-          view.taskProgress(payload.taskIds, payload.elapsedMs);
-          break;
-        case 'background-task-completed':
-          view.taskEnded(callId, toolName, 'done', { result: payload.result, completedAt: payload.completedAt });
-          break;
-        case 'background-task-failed':
-          view.taskEnded(callId, toolName, 'failed', { message: payload.error?.message, completedAt: payload.completedAt });
-          break;
-        case 'background-task-cancelled':
-          view.taskEnded(callId, toolName, 'cancelled', { completedAt: payload.completedAt });
-          break;
-        case 'data-thread-title': {
-          const { threadId: titled, title } = chunk.data ?? {};
-          if (titled && title) {
-            const thread = threads.find((t) => t.id === titled);
-            if (thread) thread.title = title;
-            else threads.unshift({ id: titled, title, updatedAt: new Date().toISOString() });
-            drawThreads();
-          }
-          break;
-        }
-        case 'error':
-          failed = true;
-          view.error(explainError(payload.error?.message ?? 'The model call failed.'));
-          break;
-        case 'abort':
-          aborted = true;
-          view.stopped();
-          break;
-        case 'finish': {
-          // A run that fails ends with `error`; an `error` before `finish` did not stop the
-          // reply (a title or storage failure): it stays shown, and so does the usage.
-          // With untilIdle, each follow-up turn ends with a `finish` of its own: the footer
-          // shows the usage of all turns of the reply.
-          finished = true;
-          view.endThinking();
-          usage = addUsage(usage, payload.totalUsage);
-          if (!aborted) view.footer(formatUsage(usage), 'usage');
-          saveReplyMeta(replyId, { usage, thoughtMs: view.thoughtMs, threadId: id });
-          break;
-        }
-        default:
-          break;
-      }
-    }
+    for await (const chunk of out.fullStream) drawChunk(view, chunk, turn);
   } catch (err) {
     if (controller.signal.aborted) {
-      if (!aborted) view.stopped();
-      aborted = true;
+      if (!turn.aborted) view.stopped();
+      turn.aborted = true;
     } else {
-      failed = true;
+      turn.failed = true;
       view.error(explainError(err?.message ?? String(err)));
     }
   } finally {
     running = null;
     setRunning(false);
-    if (controller.signal.aborted && !aborted) view.stopped();
-    if (!finished && !failed && !controller.signal.aborted && !view.textContent) {
-      failed = true;
+    if (controller.signal.aborted && !turn.aborted) view.stopped();
+    const { finished } = turn;
+    if (!finished && !turn.failed && !controller.signal.aborted && !view.textContent) {
+      turn.failed = true;
       view.error('The stream ended without a reply.');
     }
     view.done();
     const stopped = controller.signal.aborted;
+    const { failed } = turn;
     if (failed && !finished && !stopped) {
       // The send failed: Retry sends it again; the failure is kept, so a reload shows it too.
       view.errorActions(failureActions(id, content, view.item));
@@ -1335,6 +1356,37 @@ document.addEventListener('keydown', (event) => {
     running.controller.abort();
   }
 });
+
+// A reply streaming in another tab on the thread shown here streams here too (memory.watch,
+// SPEC §21.2: the package carries the chunks and the saves between tabs on one database).
+
+function endMirror() {
+  if (!mirror) return;
+  mirror.view.done();
+  decorate(mirror.view.item);
+  mirror = null;
+  showThread(threadId, { keepScroll: true });
+}
+
+function onMemoryEvent(event) {
+  const about = event.threadId ?? event.thread?.id;
+  // This tab's own reply is drawn from its stream; other threads are not on screen.
+  if (about !== threadId || running?.threadId === about) return;
+  if (event.type === 'chunk') {
+    if (mirror && mirror.runId !== event.runId) endMirror();
+    if (!mirror) {
+      const view = replyView();
+      const turn = { agent: null, threadId: about, replyId: '', failed: false, aborted: false, finished: false, usage: null };
+      mirror = { runId: event.runId, view, turn };
+      follow();
+    }
+    drawChunk(mirror.view, event.chunk, mirror.turn);
+    if (['finish', 'error', 'abort'].includes(event.chunk.type)) endMirror();
+  } else if (event.type === 'messages-saved' && !(mirror && event.messages.every((m) => m.role !== 'user'))) {
+    // Drawn from memory; a reply still streaming stays below (its own save is drawn when it ends).
+    showThread(about, { keepScroll: true });
+  }
+}
 
 channel?.addEventListener('message', (event) => {
   const { type, threadId: changed } = event.data ?? {};
@@ -1665,6 +1717,7 @@ async function start() {
     resend,
   });
   searchIndex = createSearchIndex(memory, textOf);
+  memory.watch?.({ resourceId: RESOURCE }, onMemoryEvent);
   threadSearch.addEventListener('input', searchThreads);
   summariseButton.addEventListener('click', summariseThread);
 

@@ -233,6 +233,30 @@ describe('demo page, conversations kept in memory (IndexedDB)', () => {
     await context.close();
   });
 
+  it('a reply streaming in one tab streams in the other tab on the same conversation (memory.watch)', T, async () => {
+    const context = await newContext();
+    const a = await openPage(`${url}?model=demo:120`, context);
+    const b = await openPage(`${url}?model=demo:120`, context);
+    await recordReplyText(b);
+    const said = 'Tell me about the mirror';
+    await a.fill('#input', said);
+    await a.press('#input', 'Enter');
+    // B shows the user message and a part of the reply while A is still streaming it.
+    await b.waitForFunction(() => (document.querySelector('#messages .msg.assistant .text')?.textContent ?? '').length > 0, null, { timeout: WAIT });
+    assert.equal(await a.locator('.msg.assistant:not([data-done="1"])').count(), 1, 'A is still streaming');
+    assert.equal((await shownMessages(b))[0].text, said);
+    await waitForMessages(a, 2);
+    await waitForMessages(b, 2);
+    const [shownA, shownB] = [await shownMessages(a), await shownMessages(b)];
+    assert.deepEqual(shownB, shownA);
+    const snapshots = await b.evaluate(() => window.__snapshots);
+    assert.ok(snapshots.length >= 3, `B's reply text changed ${snapshots.length} time(s): it was not streamed`);
+    for (const { text } of snapshots) assert.ok(shownA[1].text.startsWith(text), `${JSON.stringify(text)} is not a prefix of A's reply`);
+    assert.deepEqual(a.errors, []);
+    assert.deepEqual(b.errors, []);
+    await context.close();
+  });
+
   it('a stopped reply is shown marked stopped after a reload', T, async () => {
     const page = await openPage(`${url}?model=demo:150`);
     await page.fill('#input', 'Tell me something long, then stop');

@@ -603,7 +603,26 @@ impl Agent {
                 inner.runs.borrow_mut().retain(|(r, _)| *r != id);
             }
         });
-        Ok(Turn { cfg, host, approvals, views, run_id, abort, done, scoring })
+        #[cfg(feature = "watch")]
+        let tap = match (&inner.memory, &call.memory) {
+            (Some(m), Some(run)) => Some(super::watch::ChunkTap {
+                hub: m.hub.clone(),
+                key: crate::core::memory::watch::EventKey::new(Some(&run.thread_id), Some(&run.resource_id)),
+            }),
+            _ => None,
+        };
+        Ok(Turn {
+            cfg,
+            host,
+            approvals,
+            views,
+            run_id,
+            abort,
+            done,
+            scoring,
+            #[cfg(feature = "watch")]
+            tap,
+        })
     }
 
     /// What scoring a call's run needs, when it has scorers (its own, else the agent's) or
@@ -663,10 +682,17 @@ fn warn_once_until_idle() {
 /// Marks the tasks a stopped page or isolate left running as interrupted (in the background).
 fn recover_tasks(m: &Rc<Manager>, memory: Option<&Rc<MemoryInner>>, agent_id: &str) {
     let Some(mem) = memory else { return };
-    let (m, store, agent_id) = (m.clone(), mem.store.clone(), agent_id.to_string());
-    wasm_bindgen_futures::spawn_local(async move {
-        let _ = m.recover(store, &agent_id).await;
-    });
+    // With `memory.watch` built in, the agent also follows the tasks other tabs on the same
+    // memory run (SPEC §21.2); that starts with this same recovery.
+    #[cfg(feature = "watch")]
+    super::tabs::follow_other_tabs(m, mem, agent_id);
+    #[cfg(not(feature = "watch"))]
+    {
+        let (m, store, agent_id) = (m.clone(), mem.store.clone(), agent_id.to_string());
+        wasm_bindgen_futures::spawn_local(async move {
+            let _ = m.recover(store, &agent_id).await;
+        });
+    }
 }
 
 /// `api: 'chat' | 'responses'` picks the wire protocol of an OpenAI-compatible provider.

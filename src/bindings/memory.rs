@@ -112,6 +112,7 @@ impl Default for JsInMemoryStore {
 pub struct JsIndexedDbStore {
     _store: Rc<dyn Store>,
     id: u32,
+    name: String,
 }
 
 #[wasm_bindgen(js_class = IndexedDBStore)]
@@ -127,13 +128,20 @@ impl JsIndexedDbStore {
         };
         let store: Rc<dyn Store> = Rc::new(crate::platform::idb::IdbStore::new(&name));
         let id = register_store(&store);
-        Ok(JsIndexedDbStore { _store: store, id })
+        Ok(JsIndexedDbStore { _store: store, id, name })
     }
 
     #[doc(hidden)]
     #[wasm_bindgen(js_name = __storeId, skip_typescript)]
     pub fn store_id(&self) -> u32 {
         self.id
+    }
+
+    /// The database's name: `memory.watch` events cross tabs on a channel named after it.
+    #[doc(hidden)]
+    #[wasm_bindgen(js_name = __dbName, skip_typescript)]
+    pub fn db_name(&self) -> String {
+        self.name.clone()
     }
 }
 
@@ -401,6 +409,21 @@ pub struct MemoryInner {
     pub options_json: Value,
     /// `storage` as given, for its optional `saveScore` (SPEC §14.2).
     pub storage: JsValue,
+    /// `memory.watch` (SPEC §21.2): `store` reports its writes here.
+    #[cfg(feature = "watch")]
+    pub hub: Rc<super::watch::Hub>,
+}
+
+/// The IndexedDB database behind `storage` (given, or the default where there is IndexedDB).
+#[cfg(feature = "watch")]
+fn database_of(storage: &JsValue) -> Option<String> {
+    if storage.is_undefined() || storage.is_null() {
+        let has_idb = Reflect::get(&js_sys::global(), &"indexedDB".into()).map(|v| v.is_object()).unwrap_or(false);
+        return has_idb.then(|| DEFAULT_DB.to_string());
+    }
+    let f = Reflect::get(storage, &"__dbName".into()).ok()?.dyn_into::<Function>().ok()?;
+    lookup_store(storage)?;
+    f.call0(storage).ok()?.as_string()
 }
 
 /// The `Memory` behind a JavaScript `Memory` object (for `new Agent({ memory })`).
@@ -453,7 +476,25 @@ impl Memory {
         let options =
             options_json.parse(|t| parse_memory_options(t, &MemoryConfig::default(), O)).map_err(|e| error_to_js(&e))?;
         let options_json = options_json.tree;
-        let inner = Rc::new(MemoryInner { store, options, options_json, storage });
+        #[cfg(feature = "watch")]
+        let (store, hub) = {
+            let hub = super::watch::Hub::new(database_of(&storage));
+            let to = Rc::downgrade(&hub);
+            let report = Rc::new(move |e| {
+                if let Some(hub) = to.upgrade() {
+                    hub.report(e);
+                }
+            });
+            (Rc::new(crate::core::memory::watched::WatchedStore::new(store, report)) as Rc<dyn Store>, hub)
+        };
+        let inner = Rc::new(MemoryInner {
+            store,
+            options,
+            options_json,
+            storage,
+            #[cfg(feature = "watch")]
+            hub,
+        });
         let id = MEMORIES.with(|m| m.add(&inner));
         Ok(Memory { inner, id })
     }
@@ -560,6 +601,25 @@ impl Memory {
             }
             Ok(JsValue::UNDEFINED)
         }))
+    }
+
+    /// `watch({ threadId } | { resourceId }, listener)`: calls `listener` with every event of
+    /// that thread or resource (messages saved, thread updated or deleted, task updated, and
+    /// the live chunks of its runs), from this instance and from other tabs on the same
+    /// IndexedDB database, in order. Returns `unwatch()`.
+    #[wasm_bindgen(unchecked_return_type = "() => void")]
+    pub fn watch(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "{ threadId: string } | { resourceId: string }")] scope: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "(event: MemoryEvent) => void")] listener: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        #[cfg(not(feature = "watch"))]
+        {
+            let _ = (scope, listener);
+            Err(error_to_js(&crate::core::features::not_built("memory.watch", "memory.watch", "watch")))
+        }
+        #[cfg(feature = "watch")]
+        self.inner.hub.watch(&scope, &listener)
     }
 
     /// `deleteThread(threadId)`: the thread and its messages.

@@ -30,6 +30,10 @@ pub mod tool_types;
 pub mod tools;
 pub mod ui_messages;
 pub mod unsupported;
+#[cfg(feature = "watch")]
+pub mod tabs;
+#[cfg(feature = "watch")]
+pub mod watch;
 
 use wasm_bindgen::prelude::*;
 
@@ -200,6 +204,15 @@ export interface StorageMessage {
   type: 'v2';
   content: { format: 2; parts: { type: string; [k: string]: unknown }[]; metadata?: { interrupted?: boolean; [k: string]: unknown } };
 }
+
+/** What `memory.watch` hands its listener (SPEC §21.2). */
+export type MemoryEvent =
+  | { type: 'messages-saved'; threadId: string; messages: StorageMessage[] }
+  | { type: 'thread-updated'; thread: StorageThread }
+  | { type: 'thread-deleted'; threadId: string }
+  | { type: 'task-updated'; task: BackgroundTask }
+  /** A chunk of a run streaming on the thread, in any tab (transient ones included; never stored). */
+  | { type: 'chunk'; threadId: string; runId: string; chunk: ChunkType };
 
 export interface StorageResource { id: string; workingMemory?: string; metadata?: Record<string, unknown> }
 

@@ -108,6 +108,16 @@ for (const [what, field, named, feature, call] of LEFT_OUT) {
   });
 }
 
+test('lite refuses memory.watch with a TypeError naming it and the feature', T, async () => {
+  const memory = new lite.Memory({ storage: new lite.InMemoryStore() });
+  const err = await errorOf(() => memory.watch({ threadId: 't1' }, () => {}));
+  assert.equal(err.name, 'TypeError');
+  assert.equal(
+    err.message,
+    "memory.watch: this build of wasm-agent leaves out memory.watch (wasm-agent/lite, or a build without the cargo feature `watch`); import 'wasm-agent' for it",
+  );
+});
+
 test('lite refuses inputProcessors, agents (sub-agents), anthropic/ and google/ models and AI SDK model objects at new Agent', T, () => {
   const refused = (config, field) => {
     const err = errorOf(() => new Agent({ id: 'a', ...config }));

@@ -10,6 +10,8 @@ mod session;
 mod store;
 mod time;
 mod ui_messages;
+pub mod watch;
+pub mod watched;
 
 pub use convert::{assistant_message, assistant_parts, input_messages, stored_to_model, stored_to_ui, waiting_message};
 pub use session::{parse_memory_options, MemoryConfig, MemoryRun, Session, WorkingMemory};
