@@ -1,0 +1,583 @@
+//! Runs a workflow's nodes in order: each step with its events, records and retries; parallel
+//! and branch steps at once (their events interleave as they happen); loops; `foreach` with a
+//! concurrency limit and results in input order; `map`; sleeps. Cancel stops before the next step.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use futures_util::future::join_all;
+use futures_util::stream::{self, StreamExt};
+use serde_json::{json, Map, Value};
+
+use super::context::Scope;
+use super::graph::{Body, MapSource, Mapping, Node, Schema, StepDef, When};
+use super::host::{Failure, StepCall, StepCtx};
+use crate::core::env::LocalFuture;
+use crate::core::error::AgentError;
+use crate::core::schema;
+
+/// How a node, a step or a whole workflow level ended.
+#[derive(Debug)]
+pub enum Outcome {
+    Success(Value),
+    Failed(Failure),
+    Suspended,
+    /// `bail(result)`: the workflow ends successfully with `result`.
+    Bailed(Value),
+    Canceled,
+}
+
+/// How one call of a step's body ended.
+enum BodyOut {
+    Ok(Value),
+    Err(Failure),
+    /// The payload, and the inner paths when the body is a nested workflow.
+    Suspended(Value, Vec<Vec<String>>),
+    Bailed(Value),
+    Canceled,
+}
+
+/// What a loop or a resume adds to one step execution.
+#[derive(Default, Clone)]
+pub struct Extra {
+    pub iteration: Option<u32>,
+    pub resume: Option<(Value, Value)>,
+}
+
+/// Checks `value` against a JSON Schema; the error names `field` and the failing path.
+pub fn check_json(schema: &Value, value: &Value, field: &str) -> Result<(), AgentError> {
+    let errors = schema::validate(schema, value);
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let parts: Vec<String> = errors
+        .iter()
+        .map(|e| {
+            let path = e.path.strip_prefix('$').unwrap_or(&e.path);
+            format!("{field}{path}: {}", e.message)
+        })
+        .collect();
+    Err(AgentError::Validation { message: parts.join("; ") })
+}
+
+/// Checks `value` against a schema of either kind.
+pub async fn check(scope: &Scope, schema: &Schema, value: &Value, field: &str) -> Result<(), AgentError> {
+    match schema {
+        Schema::Json(s) => check_json(s, value, field),
+        Schema::Host(h) => scope
+            .run
+            .host
+            .validate(*h, value.clone())
+            .await
+            .map(|_| ())
+            .map_err(|m| AgentError::Validation { message: format!("{field}.{m}") }),
+    }
+}
+
+pub fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0 && !f.is_nan()),
+        Value::String(s) => !s.is_empty(),
+        _ => true,
+    }
+}
+
+/// `a.b.c` in `v`; `''` or `'.'` is all of it.
+pub fn get_path(v: &Value, path: &str) -> Value {
+    if path.is_empty() || path == "." {
+        return v.clone();
+    }
+    path.split('.').try_fold(v, |v, k| v.get(k)).cloned().unwrap_or(Value::Null)
+}
+
+/// Runs the level's nodes from its input. Boxed: a nested workflow recurses through it.
+pub fn exec_nodes(scope: Rc<Scope>) -> LocalFuture<'static, Outcome> {
+    Box::pin(async move {
+        let mut input = scope.init.clone();
+        let count = scope.def.nodes.borrow().len();
+        for i in 0..count {
+            if scope.run.abort.is_aborted() {
+                return Outcome::Canceled;
+            }
+            let node = scope.def.nodes.borrow()[i].clone();
+            match exec_node(&scope, &node, input).await {
+                Outcome::Success(v) => input = v,
+                other => return other,
+            }
+        }
+        Outcome::Success(input)
+    })
+}
+
+async fn exec_node(scope: &Rc<Scope>, node: &Node, input: Value) -> Outcome {
+    match node {
+        Node::Step(s) => exec_step(scope, s, input, Extra::default()).await,
+        Node::Parallel(steps) => {
+            let runs = steps.iter().map(|s| exec_step(scope, s, input.clone(), Extra::default()));
+            let outs = join_all(runs).await;
+            combine(steps.iter().map(|s| s.id.clone()).zip(outs).collect())
+        }
+        Node::Branch(arms) => {
+            let mut chosen = Vec::new();
+            for (cond, step) in arms {
+                match call_fn(scope, *cond, &step.id, input.clone(), None).await {
+                    Ok(v) if truthy(&v) => chosen.push(step.clone()),
+                    Ok(_) => {}
+                    Err(f) => return Outcome::Failed(f),
+                }
+            }
+            let outs = join_all(chosen.iter().map(|s| exec_step(scope, s, input.clone(), Extra::default()))).await;
+            combine(chosen.iter().map(|s| s.id.clone()).zip(outs).collect())
+        }
+        Node::Loop { step, cond, until } => {
+            let mut input = input;
+            let mut n = 1;
+            loop {
+                let out = match exec_step(scope, step, input, Extra { iteration: Some(n), resume: None }).await {
+                    Outcome::Success(v) => v,
+                    other => return other,
+                };
+                let go = match call_fn(scope, *cond, &step.id, out.clone(), Some(n)).await {
+                    Ok(v) => truthy(&v),
+                    Err(f) => return Outcome::Failed(f),
+                };
+                if go == *until {
+                    return Outcome::Success(out);
+                }
+                if scope.run.abort.is_aborted() {
+                    return Outcome::Canceled;
+                }
+                input = out;
+                n += 1;
+            }
+        }
+        Node::Foreach { step, concurrency } => exec_foreach(scope, step, input, *concurrency).await,
+        Node::Map { id, mapping } => exec_map(scope, id, mapping, input).await,
+        Node::Sleep { id, ms } => exec_sleep(scope, id, *ms, false, input).await,
+        Node::SleepUntil { id, at } => exec_sleep(scope, id, *at, true, input).await,
+    }
+}
+
+/// Parallel or branch results: the first failure wins, then cancel, suspend, bail; else
+/// `{ [stepId]: output }`.
+fn combine(outs: Vec<(String, Outcome)>) -> Outcome {
+    let mut map = Map::new();
+    let (mut canceled, mut suspended, mut bailed) = (false, false, None);
+    for (id, out) in outs {
+        match out {
+            Outcome::Success(v) => {
+                map.insert(id, v);
+            }
+            Outcome::Failed(f) => return Outcome::Failed(f),
+            Outcome::Canceled => canceled = true,
+            Outcome::Suspended => suspended = true,
+            Outcome::Bailed(v) => bailed = bailed.or(Some(v)),
+        }
+    }
+    match (canceled, suspended, bailed) {
+        (true, _, _) => Outcome::Canceled,
+        (_, true, _) => Outcome::Suspended,
+        (_, _, Some(v)) => Outcome::Bailed(v),
+        _ => Outcome::Success(Value::Object(map)),
+    }
+}
+
+fn new_ctx(scope: &Rc<Scope>, name: &str) -> Rc<StepCtx> {
+    Rc::new(StepCtx {
+        scope: scope.clone(),
+        step_name: name.to_string(),
+        suspended: Default::default(),
+        bailed: Default::default(),
+    })
+}
+
+/// Calls a condition / map / sleep function with the step context of `step_id`.
+async fn call_fn(
+    scope: &Rc<Scope>,
+    handle: u32,
+    step_id: &str,
+    input: Value,
+    iteration: Option<u32>,
+) -> Result<Value, Failure> {
+    let name = scope.name(step_id);
+    let call = StepCall {
+        state: scope.run.state.borrow().clone(),
+        ctx: new_ctx(scope, &name),
+        step_name: name,
+        input,
+        resume_data: None,
+        suspend_data: None,
+        retry_count: 0,
+        iteration_count: iteration,
+    };
+    scope.run.host.call(handle, call).await
+}
+
+fn step_event(name: &str, call_id: &str, input: &Value, started: f64, status: &str) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("stepName".into(), json!(name));
+    m.insert("id".into(), json!(name));
+    m.insert("stepCallId".into(), json!(call_id));
+    m.insert("payload".into(), input.clone());
+    m.insert("startedAt".into(), json!(started));
+    m.insert("status".into(), json!(status));
+    m
+}
+
+/// One execution of a step: `workflow-step-start`, the attempts, then its result or suspension.
+pub(super) async fn exec_step(scope: &Rc<Scope>, step: &Rc<StepDef>, input: Value, extra: Extra) -> Outcome {
+    let run = &scope.run;
+    if run.abort.is_aborted() {
+        return Outcome::Canceled;
+    }
+    let name = scope.name(&step.id);
+    let call_id = run.call_id();
+    let started = run.now();
+    let mut start = step_event(&name, &call_id, &input, started, "running");
+    let mut rec = Map::new();
+    rec.insert("status".into(), json!("running"));
+    rec.insert("payload".into(), input.clone());
+    rec.insert("startedAt".into(), json!(started));
+    if let Some((data, _)) = &extra.resume {
+        start.insert("resumePayload".into(), data.clone());
+        start.insert("resumedAt".into(), json!(started));
+        rec.insert("resumePayload".into(), data.clone());
+        rec.insert("resumedAt".into(), json!(started));
+    }
+    run.emit("workflow-step-start", Value::Object(start));
+    run.path.borrow_mut().push(name.clone());
+    scope.record(&step.id, Value::Object(rec.clone()));
+    let out = match validate_input(scope, step, &input).await {
+        Err(f) => BodyOut::Err(f),
+        Ok(()) => attempt(scope, step, &name, input.clone(), &extra).await,
+    };
+    let ended = run.now();
+    let mut ev = step_event(&name, &call_id, &input, started, "");
+    if let Some(p) = rec.get("resumePayload") {
+        ev.insert("resumePayload".into(), p.clone());
+    }
+    if let Some(n) = extra.iteration {
+        ev.insert("metadata".into(), json!({ "iterationCount": n }));
+    }
+    let (kind, outcome) = match out {
+        BodyOut::Ok(v) => {
+            finish(&mut ev, &mut rec, "success", ended);
+            ev.insert("output".into(), v.clone());
+            rec.insert("output".into(), v.clone());
+            ("workflow-step-result", Outcome::Success(v))
+        }
+        BodyOut::Bailed(v) => {
+            finish(&mut ev, &mut rec, "bailed", ended);
+            ev.insert("output".into(), v.clone());
+            rec.insert("output".into(), v.clone());
+            ("workflow-step-result", Outcome::Bailed(v))
+        }
+        BodyOut::Err(f) => {
+            finish(&mut ev, &mut rec, "failed", ended);
+            ev.insert("error".into(), f.to_json());
+            rec.insert("error".into(), f.to_json());
+            ("workflow-step-result", Outcome::Failed(f))
+        }
+        BodyOut::Suspended(payload, inner) => {
+            ev.insert("status".into(), json!("suspended"));
+            ev.insert("suspendPayload".into(), payload.clone());
+            ev.insert("suspendedAt".into(), json!(ended));
+            rec.insert("status".into(), json!("suspended"));
+            rec.insert("suspendPayload".into(), payload);
+            rec.insert("suspendedAt".into(), json!(ended));
+            let mut paths = scope.suspended.borrow_mut();
+            if inner.is_empty() {
+                paths.push(vec![step.id.clone()]);
+            }
+            for p in inner {
+                paths.push(std::iter::once(step.id.clone()).chain(p).collect());
+            }
+            ("workflow-step-suspended", Outcome::Suspended)
+        }
+        BodyOut::Canceled => return Outcome::Canceled,
+    };
+    if let Some(m) = &step.metadata {
+        rec.insert("metadata".into(), m.clone());
+    }
+    scope.record(&step.id, Value::Object(rec));
+    run.emit(kind, Value::Object(ev));
+    outcome
+}
+
+fn finish(ev: &mut Map<String, Value>, rec: &mut Map<String, Value>, status: &str, ended: f64) {
+    ev.insert("status".into(), json!(status));
+    ev.insert("endedAt".into(), json!(ended));
+    rec.insert("status".into(), json!(status));
+    rec.insert("endedAt".into(), json!(ended));
+}
+
+async fn validate_input(scope: &Scope, step: &StepDef, input: &Value) -> Result<(), Failure> {
+    match (&step.input_schema, scope.def.validate_inputs) {
+        (Some(s), true) => check(scope, s, input, "inputData").await.map_err(Failure::from),
+        _ => Ok(()),
+    }
+}
+
+/// The step's body, again after a throw up to its retries (else the workflow's), `delay` apart.
+async fn attempt(scope: &Rc<Scope>, step: &StepDef, name: &str, input: Value, extra: &Extra) -> BodyOut {
+    let run = &scope.run;
+    let retries = step.retries.unwrap_or(scope.def.retry.attempts);
+    let mut n = 0;
+    loop {
+        let ctx = new_ctx(scope, name);
+        let res = match &step.body {
+            Body::Host(h) => {
+                let call = StepCall {
+                    step_name: name.to_string(),
+                    input: input.clone(),
+                    state: run.state.borrow().clone(),
+                    resume_data: extra.resume.as_ref().map(|r| r.0.clone()),
+                    suspend_data: extra.resume.as_ref().map(|r| r.1.clone()),
+                    retry_count: n,
+                    iteration_count: extra.iteration,
+                    ctx: ctx.clone(),
+                };
+                run.host.execute(*h, call).await
+            }
+            Body::Workflow(def) => {
+                let inner =
+                    Scope::new(run.clone(), def.clone(), format!("{}{}.", scope.prefix, step.id), input.clone());
+                match exec_nodes(inner.clone()).await {
+                    Outcome::Success(v) | Outcome::Bailed(v) => Ok(v),
+                    Outcome::Failed(f) => Err(f),
+                    Outcome::Canceled => return BodyOut::Canceled,
+                    Outcome::Suspended => {
+                        let paths = inner.suspended.borrow().clone();
+                        let payload = paths
+                            .first()
+                            .and_then(|p| {
+                                inner.steps.borrow().get(&p[0]).and_then(|r| r.get("suspendPayload").cloned())
+                            })
+                            .unwrap_or(Value::Null);
+                        return BodyOut::Suspended(payload, paths);
+                    }
+                }
+            }
+        };
+        if let Some(p) = ctx.suspended.borrow_mut().take() {
+            return BodyOut::Suspended(p, vec![]);
+        }
+        if let Some(b) = ctx.bailed.borrow_mut().take() {
+            return BodyOut::Bailed(b);
+        }
+        match res {
+            Ok(v) => return BodyOut::Ok(v),
+            Err(f) if n >= retries || run.abort.is_aborted() => return BodyOut::Err(f),
+            Err(_) => {
+                n += 1;
+                let delay = scope.def.retry.delay_ms;
+                if delay > 0.0 && run.abort.race(run.env.sleep(delay as u64)).await.is_none() {
+                    return BodyOut::Canceled;
+                }
+            }
+        }
+    }
+}
+
+/// `foreach`: one start and one result for the step, the items run `concurrency` at a time, a
+/// `workflow-step-progress` per item as it ends, the outputs in input order.
+async fn exec_foreach(scope: &Rc<Scope>, step: &Rc<StepDef>, input: Value, concurrency: usize) -> Outcome {
+    let run = &scope.run;
+    if run.abort.is_aborted() {
+        return Outcome::Canceled;
+    }
+    let name = scope.name(&step.id);
+    let call_id = run.call_id();
+    let started = run.now();
+    run.emit("workflow-step-start", Value::Object(step_event(&name, &call_id, &input, started, "running")));
+    run.path.borrow_mut().push(name.clone());
+    let mut rec = Map::new();
+    rec.insert("payload".into(), input.clone());
+    rec.insert("startedAt".into(), json!(started));
+    let result = match &input {
+        Value::Array(items) => foreach_items(scope, step, &name, items.clone(), concurrency).await,
+        other => Err(Some(Failure::new(
+            "Error",
+            format!("foreach: the step '{}' needs an array as input, got {}", step.id, kind(other)),
+        ))),
+    };
+    let ended = run.now();
+    let mut ev = step_event(&name, &call_id, &input, started, "");
+    let out = match result {
+        Ok(v) => {
+            finish(&mut ev, &mut rec, "success", ended);
+            ev.insert("output".into(), v.clone());
+            rec.insert("output".into(), v.clone());
+            Outcome::Success(v)
+        }
+        Err(Some(f)) => {
+            finish(&mut ev, &mut rec, "failed", ended);
+            ev.insert("error".into(), f.to_json());
+            rec.insert("error".into(), f.to_json());
+            Outcome::Failed(f)
+        }
+        Err(None) => return Outcome::Canceled,
+    };
+    scope.record(&step.id, Value::Object(rec));
+    run.emit("workflow-step-result", Value::Object(ev));
+    out
+}
+
+async fn foreach_items(
+    scope: &Rc<Scope>,
+    step: &StepDef,
+    name: &str,
+    items: Vec<Value>,
+    concurrency: usize,
+) -> Result<Value, Option<Failure>> {
+    let total = items.len();
+    let done = Cell::new(0usize);
+    let done = &done;
+    let extra = Extra::default();
+    let extra = &extra;
+    let mut results = stream::iter(items.into_iter().enumerate().map(|(i, item)| async move {
+        let out = attempt(scope, step, name, item, extra).await;
+        done.set(done.get() + 1);
+        let (status, output) = match &out {
+            BodyOut::Ok(v) => ("success", Some(v.clone())),
+            BodyOut::Suspended(..) => ("suspended", None),
+            BodyOut::Canceled => ("canceled", None),
+            _ => ("failed", None),
+        };
+        let mut p = json!({ "stepName": name, "id": name, "completedCount": done.get(), "totalCount": total, "currentIndex": i, "iterationStatus": status });
+        if let Some(o) = output {
+            p["iterationOutput"] = o;
+        }
+        scope.run.emit("workflow-step-progress", p);
+        out
+    }))
+    .buffered(concurrency.max(1));
+    let mut outs = Vec::with_capacity(total);
+    while let Some(out) = results.next().await {
+        match out {
+            BodyOut::Ok(v) | BodyOut::Bailed(v) => outs.push(v),
+            BodyOut::Err(f) => return Err(Some(f)),
+            BodyOut::Suspended(..) => {
+                return Err(Some(Failure::new(
+                    "Error",
+                    format!("foreach: the step '{}' suspended; suspending inside foreach is not supported", step.id),
+                )))
+            }
+            BodyOut::Canceled => return Err(None),
+        }
+    }
+    Ok(Value::Array(outs))
+}
+
+pub fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// `.map(fn | mapping)`: a step of its own (start and result) whose output is what it computes.
+async fn exec_map(scope: &Rc<Scope>, id: &str, mapping: &Mapping, input: Value) -> Outcome {
+    let run = &scope.run;
+    let name = scope.name(id);
+    let call_id = run.call_id();
+    let started = run.now();
+    run.emit("workflow-step-start", Value::Object(step_event(&name, &call_id, &input, started, "running")));
+    run.path.borrow_mut().push(name.clone());
+    let out = match mapping {
+        Mapping::Fn(h) => call_fn(scope, *h, id, input.clone(), None).await,
+        Mapping::Fields(fields) => {
+            let mut m = Map::new();
+            let mut err = None;
+            for (key, src) in fields {
+                let v = match src {
+                    MapSource::Value(v) => Ok(v.clone()),
+                    MapSource::InitData { path } => Ok(get_path(&scope.init, path)),
+                    MapSource::RequestContext { path } => Ok(get_path(&run.request_context, path)),
+                    MapSource::Fn(h) => call_fn(scope, *h, id, input.clone(), None).await,
+                    MapSource::Step { step, path } => {
+                        match scope.steps.borrow().get(step).filter(|r| r["status"] == "success") {
+                            Some(r) => Ok(get_path(&r["output"], path)),
+                            None => {
+                                Err(Failure::new("Error", format!("map: {key}: the step '{step}' has no result yet")))
+                            }
+                        }
+                    }
+                };
+                match v {
+                    Ok(v) => {
+                        m.insert(key.clone(), v);
+                    }
+                    Err(f) => {
+                        err = Some(f);
+                        break;
+                    }
+                }
+            }
+            err.map_or(Ok(Value::Object(m)), Err)
+        }
+    };
+    let ended = run.now();
+    let mut ev = step_event(&name, &call_id, &input, started, "");
+    let mut rec = Map::new();
+    rec.insert("payload".into(), input);
+    rec.insert("startedAt".into(), json!(started));
+    finish(&mut ev, &mut rec, if out.is_ok() { "success" } else { "failed" }, ended);
+    let outcome = match out {
+        Ok(v) => {
+            ev.insert("output".into(), v.clone());
+            rec.insert("output".into(), v.clone());
+            Outcome::Success(v)
+        }
+        Err(f) => {
+            ev.insert("error".into(), f.to_json());
+            rec.insert("error".into(), f.to_json());
+            Outcome::Failed(f)
+        }
+    };
+    scope.record(id, Value::Object(rec));
+    run.emit("workflow-step-result", Value::Object(ev));
+    outcome
+}
+
+/// `.sleep` / `.sleepUntil`: `workflow-step-waiting`, the wait (cut short by cancel), then the
+/// result with the input passed on.
+async fn exec_sleep(scope: &Rc<Scope>, id: &str, when: When, until: bool, input: Value) -> Outcome {
+    let run = &scope.run;
+    let name = scope.name(id);
+    let started = run.now();
+    run.emit(
+        "workflow-step-waiting",
+        json!({ "stepName": name, "id": name, "payload": input, "startedAt": started, "status": "waiting" }),
+    );
+    run.path.borrow_mut().push(name.clone());
+    let t = match when {
+        When::Fixed(t) => t,
+        When::Host(h) => match call_fn(scope, h, id, input.clone(), None).await {
+            Ok(v) => v.as_f64().unwrap_or(0.0),
+            Err(f) => return Outcome::Failed(f),
+        },
+    };
+    let ms = if until { t - run.now() } else { t };
+    if ms > 0.0 && run.abort.race(run.env.sleep(ms as u64)).await.is_none() {
+        return Outcome::Canceled;
+    }
+    let ended = run.now();
+    let call_id = run.env.new_id();
+    let mut ev = step_event(&name, &call_id, &input, started, "");
+    let mut rec = Map::new();
+    rec.insert("payload".into(), input.clone());
+    rec.insert("startedAt".into(), json!(started));
+    finish(&mut ev, &mut rec, "success", ended);
+    ev.insert("output".into(), input.clone());
+    rec.insert("output".into(), input.clone());
+    scope.record(id, Value::Object(rec));
+    run.emit("workflow-step-result", Value::Object(ev));
+    Outcome::Success(input)
+}
