@@ -28,6 +28,12 @@ pub mod tool_types;
 pub mod tools;
 pub mod ui_messages;
 pub mod unsupported;
+#[cfg(feature = "workflows")]
+pub mod workflow;
+#[cfg(feature = "workflows")]
+pub mod workflow_host;
+#[cfg(feature = "workflows")]
+pub mod workflow_run;
 
 use wasm_bindgen::prelude::*;
 

@@ -22,7 +22,7 @@ pub struct RunCore {
     pub host: Rc<dyn WorkflowHost>,
     pub log: EventLog,
     pub abort: AbortFlag,
-    pub request_context: Value,
+    pub request_context: RefCell<Value>,
     pub state: RefCell<Value>,
     usage: RefCell<[f64; 6]>,
     /// The `stepCallId` announced in `workflow-start`, taken by the first step that starts.
@@ -40,7 +40,7 @@ impl RunCore {
             host,
             log: EventLog::default(),
             abort: AbortFlag::new(),
-            request_context: Value::Object(Map::new()),
+            request_context: RefCell::new(Value::Object(Map::new())),
             state: RefCell::new(Value::Object(Map::new())),
             usage: RefCell::new([0.0; 6]),
             first_call: RefCell::new(None),

@@ -70,7 +70,7 @@ pub async fn check(scope: &Scope, schema: &Schema, value: &Value, field: &str) -
             .validate(*h, value.clone())
             .await
             .map(|_| ())
-            .map_err(|m| AgentError::Validation { message: format!("{field}.{m}") }),
+            .map_err(|m| AgentError::Validation { message: m.replace("$", field) }),
     }
 }
 
@@ -499,7 +499,7 @@ async fn exec_map(scope: &Rc<Scope>, id: &str, mapping: &Mapping, input: Value) 
                 let v = match src {
                     MapSource::Value(v) => Ok(v.clone()),
                     MapSource::InitData { path } => Ok(get_path(&scope.init, path)),
-                    MapSource::RequestContext { path } => Ok(get_path(&run.request_context, path)),
+                    MapSource::RequestContext { path } => Ok(get_path(&run.request_context.borrow(), path)),
                     MapSource::Fn(h) => call_fn(scope, *h, id, input.clone(), None).await,
                     MapSource::Step { step, path } => {
                         match scope.steps.borrow().get(step).filter(|r| r["status"] == "success") {

@@ -59,7 +59,7 @@ pub trait WorkflowHost {
     /// milliseconds since the epoch for `sleepUntil`), conditions anything truthy.
     fn call(&self, handle: Handle, call: StepCall) -> LocalFuture<'static, Result<Value, Failure>>;
     /// Checks `value` against a schema only the host can read; `Err` is the failure text with
-    /// its path, e.g. `value: expected string`.
+    /// each path from `$`, e.g. `$.value: expected string` (the core puts the field's name for `$`).
     fn validate(&self, handle: Handle, value: Value) -> LocalFuture<'static, Result<Value, String>>;
 }
 
@@ -93,7 +93,7 @@ impl StepCtx {
     }
 
     pub fn request_context(&self) -> Value {
-        self.scope.run.request_context.clone()
+        self.scope.run.request_context.borrow().clone()
     }
 
     /// Replaces the run's state for later steps, checked against the workflow's JSON

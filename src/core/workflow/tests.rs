@@ -51,7 +51,7 @@ impl WorkflowHost for Host {
             if value.is_string() {
                 Ok(value)
             } else {
-                Err("value: expected a string".into())
+                Err("$.value: expected a string".into())
             }
         })
     }
