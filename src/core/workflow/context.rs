@@ -87,15 +87,56 @@ pub struct Scope {
     pub steps: RefCell<Map<String, Value>>,
     /// Suspended step paths (`['inner', 'ask']`).
     pub suspended: RefCell<Vec<Vec<String>>>,
+    /// The context (`{ steps, nested }`) of each nested workflow step, by step id.
+    pub nested: RefCell<Map<String, Value>>,
+    /// When this level resumes a suspended run: what ran before and which step resumes.
+    pub resume: RefCell<Option<Rc<ResumePlan>>>,
+}
+
+/// A resume of one level: the records of its earlier run, and the path of the step to resume.
+pub struct ResumePlan {
+    pub steps: Map<String, Value>,
+    pub nested: Map<String, Value>,
+    /// `['ask']`, or `['inner', 'ask']` through a nested workflow.
+    pub path: Vec<String>,
+    pub data: Value,
+    /// The steps already taken from the plan (a loop's step only on its first iteration).
+    pub used: RefCell<Vec<String>>,
+}
+
+impl ResumePlan {
+    /// The plan from a level's context `{ steps, nested }`.
+    pub fn from_context(context: &Value, path: Vec<String>, data: Value) -> Self {
+        let obj = |k: &str| context.get(k).and_then(Value::as_object).cloned().unwrap_or_default();
+        ResumePlan { steps: obj("steps"), nested: obj("nested"), path, data, used: RefCell::default() }
+    }
 }
 
 impl Scope {
     pub fn new(run: Rc<RunCore>, def: Rc<WorkflowDef>, prefix: String, init: Value) -> Rc<Self> {
-        Rc::new(Scope { run, def, prefix, init, steps: RefCell::new(Map::new()), suspended: RefCell::new(Vec::new()) })
+        Rc::new(Scope {
+            run,
+            def,
+            prefix,
+            init,
+            steps: RefCell::new(Map::new()),
+            suspended: RefCell::new(Vec::new()),
+            nested: RefCell::new(Map::new()),
+            resume: RefCell::new(None),
+        })
     }
 
     pub fn name(&self, id: &str) -> String {
         format!("{}{id}", self.prefix)
+    }
+
+    /// `{ steps, nested }`: what a resume of this level needs.
+    pub fn context_json(&self) -> Value {
+        json!({ "steps": *self.steps.borrow(), "nested": *self.nested.borrow() })
+    }
+
+    pub fn plan(&self) -> Option<Rc<ResumePlan>> {
+        self.resume.borrow().clone()
     }
 
     pub fn record(&self, id: &str, rec: Value) {

@@ -9,7 +9,7 @@ use futures_util::future::join_all;
 use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Map, Value};
 
-use super::context::Scope;
+use super::context::{ResumePlan, Scope};
 use super::graph::{Body, MapSource, Mapping, Node, Schema, StepDef, When};
 use super::host::{Failure, StepCall, StepCtx};
 use crate::core::env::LocalFuture;
@@ -41,7 +41,57 @@ enum BodyOut {
 #[derive(Default, Clone)]
 pub struct Extra {
     pub iteration: Option<u32>,
+    /// `(resumeData, suspendPayload)` of the step that resumes.
     pub resume: Option<(Value, Value)>,
+    /// The plan of a nested workflow step that resumes inside.
+    pub nested: Option<Rc<ResumePlan>>,
+}
+
+/// On a resume: what an earlier run of this step says. `Err(outcome)`: the step does not run
+/// again (it finished, or it stays suspended); `Ok(extra)`: it runs, maybe as the resumed step.
+fn prior(scope: &Rc<Scope>, step: &StepDef, extra: Extra) -> Result<Extra, Outcome> {
+    let Some(plan) = scope.plan() else { return Ok(extra) };
+    // Once per step: a loop's later iterations run anew.
+    if plan.used.borrow().contains(&step.id) {
+        return Ok(extra);
+    }
+    plan.used.borrow_mut().push(step.id.clone());
+    if plan.path.first() == Some(&step.id) {
+        let mut extra = extra;
+        if plan.path.len() == 1 {
+            let payload =
+                plan.steps.get(&step.id).and_then(|r| r.get("suspendPayload")).cloned().unwrap_or(Value::Null);
+            extra.resume = Some((plan.data.clone(), payload));
+        } else {
+            let inner = plan.nested.get(&step.id).cloned().unwrap_or(Value::Null);
+            extra.nested = Some(Rc::new(ResumePlan::from_context(&inner, plan.path[1..].to_vec(), plan.data.clone())));
+        }
+        return Ok(extra);
+    }
+    let Some(rec) = plan.steps.get(&step.id) else { return Ok(extra) };
+    if let Some(n) = plan.nested.get(&step.id) {
+        scope.nested.borrow_mut().insert(step.id.clone(), n.clone());
+    }
+    match rec.get("status").and_then(Value::as_str) {
+        Some("success") => {
+            scope.record(&step.id, rec.clone());
+            Err(Outcome::Success(rec.get("output").cloned().unwrap_or(Value::Null)))
+        }
+        Some("suspended") => {
+            scope.record(&step.id, rec.clone());
+            scope.suspended.borrow_mut().push(vec![step.id.clone()]);
+            Err(Outcome::Suspended)
+        }
+        _ => Ok(extra),
+    }
+}
+
+/// On a resume, a finished `map` or sleep gives its recorded output.
+fn prior_output(scope: &Scope, id: &str) -> Option<Value> {
+    let plan = scope.plan()?;
+    let rec = plan.steps.get(id).filter(|r| r["status"] == "success")?;
+    scope.record(id, rec.clone());
+    Some(rec.get("output").cloned().unwrap_or(Value::Null))
 }
 
 /// Checks `value` against a JSON Schema; the error names `field` and the failing path.
@@ -135,7 +185,7 @@ async fn exec_node(scope: &Rc<Scope>, node: &Node, input: Value) -> Outcome {
             let mut input = input;
             let mut n = 1;
             loop {
-                let out = match exec_step(scope, step, input, Extra { iteration: Some(n), resume: None }).await {
+                let out = match exec_step(scope, step, input, Extra { iteration: Some(n), ..Extra::default() }).await {
                     Outcome::Success(v) => v,
                     other => return other,
                 };
@@ -154,6 +204,11 @@ async fn exec_node(scope: &Rc<Scope>, node: &Node, input: Value) -> Outcome {
             }
         }
         Node::Foreach { step, concurrency } => exec_foreach(scope, step, input, *concurrency).await,
+        Node::Map { id, .. } | Node::Sleep { id, .. } | Node::SleepUntil { id, .. }
+            if scope.plan().is_some() && prior_output(scope, id).is_some() =>
+        {
+            Outcome::Success(scope.steps.borrow()[id.as_str()].get("output").cloned().unwrap_or(Value::Null))
+        }
         Node::Map { id, mapping } => exec_map(scope, id, mapping, input).await,
         Node::Sleep { id, ms } => exec_sleep(scope, id, *ms, false, input).await,
         Node::SleepUntil { id, at } => exec_sleep(scope, id, *at, true, input).await,
@@ -229,6 +284,10 @@ fn step_event(name: &str, call_id: &str, input: &Value, started: f64, status: &s
 /// One execution of a step: `workflow-step-start`, the attempts, then its result or suspension.
 pub(super) async fn exec_step(scope: &Rc<Scope>, step: &Rc<StepDef>, input: Value, extra: Extra) -> Outcome {
     let run = &scope.run;
+    let extra = match prior(scope, step, extra) {
+        Ok(extra) => extra,
+        Err(outcome) => return outcome,
+    };
     if run.abort.is_aborted() {
         return Outcome::Canceled;
     }
@@ -344,7 +403,10 @@ async fn attempt(scope: &Rc<Scope>, step: &StepDef, name: &str, input: Value, ex
             Body::Workflow(def) => {
                 let inner =
                     Scope::new(run.clone(), def.clone(), format!("{}{}.", scope.prefix, step.id), input.clone());
-                match exec_nodes(inner.clone()).await {
+                *inner.resume.borrow_mut() = extra.nested.clone();
+                let outcome = exec_nodes(inner.clone()).await;
+                scope.nested.borrow_mut().insert(step.id.clone(), inner.context_json());
+                match outcome {
                     Outcome::Success(v) | Outcome::Bailed(v) => Ok(v),
                     Outcome::Failed(f) => Err(f),
                     Outcome::Canceled => return BodyOut::Canceled,

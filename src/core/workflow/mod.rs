@@ -8,6 +8,7 @@ pub mod graph;
 pub mod host;
 pub mod log;
 pub mod result;
+pub mod snapshot;
 #[cfg(test)]
 mod tests;
 

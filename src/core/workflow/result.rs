@@ -37,6 +37,8 @@ pub struct WorkflowResult {
     pub error: Option<Failure>,
     pub suspended: Vec<Vec<String>>,
     pub state: Value,
+    /// `{ steps, nested }` of the top level, for the snapshot.
+    pub context: Value,
 }
 
 impl WorkflowResult {
@@ -60,6 +62,7 @@ impl WorkflowResult {
             error,
             suspended: scope.suspended.borrow().clone(),
             state: scope.run.state.borrow().clone(),
+            context: scope.context_json(),
         }
     }
 

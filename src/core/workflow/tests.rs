@@ -624,3 +624,6 @@ fn create_run_needs_a_committed_workflow_with_steps_and_a_committed_one_is_close
     let t = T::new();
     assert!(w.push(Node::Step(t.step("a", add(1)))).unwrap_err().to_string().contains("is committed"));
 }
+
+#[path = "resume_tests.rs"]
+mod resume;
