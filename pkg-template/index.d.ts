@@ -16,7 +16,7 @@ export type {
   DelegationStartContext, DelegationCompleteContext,
   ScorerLike, ScoringSampling, ScorerEntry, ScoreResult, ScoringData,
   WorkflowSchema, StepContext, StepDefinition, AgentStepOptions, StepCondition, MapSource, WorkflowConfig, WorkflowRunOptions,
-  WorkflowRunStatus, WorkflowStepRecord, WorkflowResult, WorkflowStreamEvent,
+  WorkflowRunStatus, WorkflowStepRecord, WorkflowResult, WorkflowStreamEvent, WorkflowResumeOptions, WorkflowRunQuery, WorkflowRunListEntry, WorkflowRunRecord,
 } from './wasm_agent.js';
 export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, toAISdkMessages, toAISdkV5Messages, Mastra, BatchPartsProcessor, TokenLimiterProcessor, createStep, createWorkflow, Step, Workflow, Run, WorkflowRunOutput } from './wasm_agent.js';
 export { TokenLimiterProcessor as TokenLimiter } from './wasm_agent.js';

@@ -33,7 +33,11 @@ pub mod workflow;
 #[cfg(feature = "workflows")]
 pub mod workflow_host;
 #[cfg(feature = "workflows")]
+pub mod workflow_resume;
+#[cfg(feature = "workflows")]
 pub mod workflow_run;
+#[cfg(feature = "workflows")]
+mod workflow_types;
 
 use wasm_bindgen::prelude::*;
 

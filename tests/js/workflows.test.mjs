@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, T, collect, modelFor, noUnhandledRejections, types, uid, useModelServer } from './helpers.mjs';
-import { createStep, createTool, createWorkflow } from '../../pkg/index.node.js';
+import { Mastra, createStep, createTool, createWorkflow } from '../../pkg/index.node.js';
 
 const server = useModelServer();
 
@@ -252,6 +252,17 @@ test('createRun before commit or on an empty workflow throws an Error; bad build
   ]) {
     assert.throws(f, (e) => e instanceof TypeError && e.message.startsWith(`${field}: `), field);
   }
+});
+
+test('new Mastra({ workflows }): getWorkflow by key, getWorkflowById by id; a value that is no workflow is a TypeError', async () => {
+  const wf = createWorkflow({ id: 'registered-flow' }).then(add('a', 1)).commit();
+  const mastra = new Mastra({ workflows: { myFlow: wf } });
+  assert.equal(mastra.getWorkflow('myFlow').id, 'registered-flow');
+  assert.equal(mastra.getWorkflowById('registered-flow').id, 'registered-flow');
+  const r = await (await mastra.getWorkflow('myFlow').createRun()).start({ inputData: { n: 1 } });
+  assert.deepEqual(r.result, { n: 2 });
+  assert.throws(() => mastra.getWorkflow('registered-flow'), (e) => e instanceof TypeError && e.message === "mastra.getWorkflow(key): no workflow 'registered-flow'; registered workflows: myFlow");
+  assert.throws(() => new Mastra({ workflows: { bad: { id: 'x' } } }), (e) => e instanceof TypeError && e.message.startsWith('new Mastra(config).workflows.bad: '));
 });
 
 test('wasm-agent/lite leaves workflows out: createStep / createWorkflow throw an Error that says so', async () => {

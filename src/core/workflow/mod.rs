@@ -4,6 +4,7 @@
 
 pub mod context;
 pub mod exec;
+mod forms;
 pub mod graph;
 pub mod host;
 pub mod log;
