@@ -16,8 +16,10 @@ export type {
   DelegationStartContext, DelegationCompleteContext,
   ScorerLike, ScoringSampling, ScorerEntry, ScoreResult, ScoringData, ScoreRow, ScoreFilter,
   CompletionScorerResult, CompletionRunResult, IsTaskCompleteConfig,
+  WorkflowSchema, StepContext, StepDefinition, AgentStepOptions, StepCondition, MapSource, WorkflowConfig, WorkflowRunOptions,
+  WorkflowRunStatus, WorkflowStepRecord, WorkflowResult, WorkflowStreamEvent, WorkflowResumeOptions, WorkflowRunQuery, WorkflowRunListEntry, WorkflowRunRecord,
 } from './wasm_agent.js';
-export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, toAISdkMessages, toAISdkV5Messages, Mastra, BatchPartsProcessor, TokenLimiterProcessor } from './wasm_agent.js';
+export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, toAISdkMessages, toAISdkV5Messages, Mastra, BatchPartsProcessor, TokenLimiterProcessor, createStep, createWorkflow, Step, Workflow, Run, WorkflowRunOutput } from './wasm_agent.js';
 export { TokenLimiterProcessor as TokenLimiter } from './wasm_agent.js';
 /** A request context (a `Map`, as the reference's `RequestContext`); each delegated run gets its own copy. */
 export declare class RequestContext extends Map<string, unknown> {}
@@ -226,6 +228,10 @@ declare module './wasm_agent.js' {
   interface AgentStreamOutput {
     /** Iterates `fullStream`. */
     [Symbol.asyncIterator](): AsyncIterator<ChunkType>;
+  }
+  interface WorkflowRunOutput {
+    /** Iterates `fullStream`. */
+    [Symbol.asyncIterator](): AsyncIterator<WorkflowStreamEvent>;
   }
   interface Memory {
     /** The thread's messages as UI messages, ready to render. */

@@ -34,6 +34,16 @@ pub mod unsupported;
 pub mod tabs;
 #[cfg(feature = "watch")]
 pub mod watch;
+#[cfg(feature = "workflows")]
+pub mod workflow;
+#[cfg(feature = "workflows")]
+pub mod workflow_host;
+#[cfg(feature = "workflows")]
+pub mod workflow_resume;
+#[cfg(feature = "workflows")]
+pub mod workflow_run;
+#[cfg(feature = "workflows")]
+mod workflow_types;
 
 use wasm_bindgen::prelude::*;
 

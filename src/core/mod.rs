@@ -32,3 +32,5 @@ pub mod transport;
 pub mod unsupported;
 pub mod until_idle;
 pub mod wire;
+#[cfg(feature = "workflows")]
+pub mod workflow;
