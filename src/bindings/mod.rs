@@ -8,6 +8,8 @@ pub mod ai_sdk;
 pub mod chunk_js;
 pub mod convert;
 pub mod delegation;
+#[cfg(feature = "recall")]
+pub mod embedders;
 pub mod host;
 pub mod mastra;
 pub mod options;

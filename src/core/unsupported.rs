@@ -28,9 +28,10 @@ pub const UNSUPPORTED: &[(&str, &str)] = &[
         "Tools cannot suspend yet, so nothing is resumed: a new message is answered as a fresh turn.",
     ),
     ("reconnectable", "Chunks are not logged for reconnectStream yet: cancelling `fullStream` stops the run."),
+    #[cfg(not(feature = "recall"))]
     (
         "memory.options.semanticRecall",
-        "Semantic recall is not done yet: only the thread's last messages (lastMessages) are loaded.",
+        "This build leaves out semantic recall (wasm-agent/lite): only the thread's last messages (lastMessages) are loaded.",
     ),
 ];
 
@@ -152,6 +153,7 @@ mod tests {
             "telemetry",
             "autoResumeSuspendedTools",
             "reconnectable",
+            #[cfg(not(feature = "recall"))]
             "memory.options.semanticRecall",
         ] {
             assert!(names.contains(&name), "{name} is missing");
@@ -174,7 +176,10 @@ mod tests {
         let given = ["versions", "isTaskComplete", "memory.options.semanticRecall", "maxSteps", "noSuchOption"];
         let ws = setting_warnings(&mut |n| given.contains(&n));
         let names: Vec<_> = ws.iter().map(|w| w.setting.clone().unwrap()).collect();
+        #[cfg(not(feature = "recall"))]
         assert_eq!(names, ["isTaskComplete", "versions", "memory.options.semanticRecall"]);
+        #[cfg(feature = "recall")]
+        assert_eq!(names, ["isTaskComplete", "versions"]);
         assert!(setting_warnings(&mut |_| false).is_empty());
     }
 
