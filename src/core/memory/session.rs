@@ -207,7 +207,8 @@ impl MemoryRun {
 
     /// Keeps what was saved for the indexer (the latest save of each message).
     fn note_saved(&self, session: &mut Session, msgs: &[StoredMessage]) {
-        if self.indexer.is_none() || self.config.semantic_recall.is_none() {
+        // Indexed whenever the `Memory` has an embedder, so a later call with recall finds them.
+        if self.indexer.is_none() {
             return;
         }
         for m in msgs {
