@@ -256,3 +256,56 @@ test('bad embedders and semanticRecall without one are TypeErrors naming the fie
   const range = await errorOf(() => new Memory({ embedder: async () => [], options: { semanticRecall: { messageRange: 'x' } } }));
   assert.match(range.message, /semanticRecall\.messageRange: expected a number or \{ before, after \}/);
 });
+
+/** A Map standing in for a Durable Object's `state.storage` (get, put, delete, list). */
+function fakeDurableStorage() {
+  const data = new Map();
+  const sortedKeys = () => [...data.keys()].sort();
+  return {
+    data,
+    async get(k) {
+      if (Array.isArray(k)) return new Map(k.filter((x) => data.has(x)).map((x) => [x, structuredClone(data.get(x))]));
+      return structuredClone(data.get(k));
+    },
+    async put(k, v) {
+      if (typeof k === 'string') data.set(k, structuredClone(v));
+      else for (const [key, value] of Object.entries(k)) data.set(key, structuredClone(value));
+    },
+    async delete(k) {
+      for (const key of [k].flat()) data.delete(key);
+    },
+    async list({ prefix = '', end, reverse = false, limit = Infinity } = {}) {
+      let keys = sortedKeys().filter((key) => key.startsWith(prefix) && (end === undefined || key < end));
+      if (reverse) keys.reverse();
+      keys = keys.slice(0, limit);
+      return new Map(keys.map((key) => [key, structuredClone(data.get(key))]));
+    },
+  };
+}
+
+test('the Durable Object adapter keeps vectors as Float32Arrays, searches a resource or a thread and deletes them with their thread', T, async () => {
+  const { DurableObjectStore } = await import('../../pkg/durable-object-store.js');
+  const raw = fakeDurableStorage();
+  const e = recordingEmbedder();
+  const memory = new Memory({ storage: new DurableObjectStore(raw), embedder: e.embed, options: { semanticRecall: { topK: 2, messageRange: 0 } } });
+  const { agent } = echoAgent(memory);
+  const resource = uid('u');
+  const vectorKeys = () => [...raw.data.keys()].filter((k) => k.startsWith('vec:'));
+  await history(agent, resource, () => until(() => vectorKeys().length === 4, 'indexing'));
+  const one = raw.data.get(vectorKeys()[0]);
+  assert.ok(one.vector instanceof Float32Array);
+  const out = await say(agent, 'What do validator nodes do?', { thread: 'new', resource });
+  assert.deepEqual((await out.getFullOutput()).rememberedMessages.map(textOf), ['Tell me about solana validators', 'You said: Tell me about solana validators']);
+  const store = new DurableObjectStore(raw);
+  const inThread = await store.queryVectors({ vector: embedText('bread dough'), topK: 5, threadId: 'old-2' });
+  assert.equal(inThread.length, 2);
+  assert.ok(inThread[0].score > 0.3);
+  assert.deepEqual(await store.queryVectors({ vector: embedText('bread dough'), topK: 5, threadId: 'old-1', threshold: 0.1 }), []);
+  await memory.deleteThread('old-1');
+  assert.ok(!vectorKeys().some((k) => k.startsWith('vec:old-1:')));
+  assert.ok(![...raw.data.keys()].some((k) => k.startsWith('vecid:') && raw.data.get(k).startsWith('vec:old-1:')));
+  const [, msg] = [...raw.data.entries()].find(([k]) => k.startsWith('msgid:'));
+  const id = decodeURIComponent(msg.split(':').at(-1));
+  await memory.deleteMessages([id]);
+  assert.ok(!raw.data.has(`vecid:${encodeURIComponent(id)}`), 'a deleted message takes its vector along');
+});

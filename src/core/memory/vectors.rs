@@ -143,30 +143,49 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
+/// The best `k` (score, id) pairs offered, best first; ties by id. Scores under the threshold
+/// (and NaN) are dropped. Shared by every store that searches in Rust.
+pub struct TopK {
+    k: usize,
+    threshold: Option<f32>,
+    best: Vec<(f32, String)>,
+}
+
+impl TopK {
+    pub fn new(k: usize, threshold: Option<f32>) -> TopK {
+        TopK { k, threshold, best: Vec::with_capacity(k.min(1024) + 1) }
+    }
+
+    /// Whether a record with this score would be kept (checked before its id is copied).
+    pub fn wants(&self, score: f32) -> bool {
+        !(self.k == 0 || score.is_nan() || self.threshold.is_some_and(|t| score < t) || self.best.len() == self.k && self.best.last().is_some_and(|(s, _)| score <= *s))
+    }
+
+    pub fn offer(&mut self, score: f32, id: &str) {
+        if !self.wants(score) {
+            return;
+        }
+        let at = self.best.partition_point(|(s, x)| *s > score || (*s == score && x.as_str() < id));
+        self.best.insert(at, (score, id.to_string()));
+        self.best.truncate(self.k);
+    }
+
+    pub fn into_hits(self) -> Vec<VectorHit> {
+        self.best.into_iter().map(|(score, id)| VectorHit { id, score }).collect()
+    }
+}
+
 /// The `top_k` records most similar to the query (normalised records, so cosine is the dot
 /// product), best first; ties by id. The query vector is normalised here.
 pub fn search<'a>(records: impl IntoIterator<Item = &'a VectorRecord>, q: &VectorQuery) -> Vec<VectorHit> {
     let query = normalized(q.vector.clone());
-    let mut best: Vec<(f32, &'a VectorRecord)> = Vec::with_capacity(q.top_k + 1);
-    if q.top_k == 0 {
-        return Vec::new();
-    }
+    let mut top = TopK::new(q.top_k, q.threshold);
     for r in records {
-        if !q.admits(r) || r.vector.len() != query.len() {
-            continue;
+        if q.admits(r) && r.vector.len() == query.len() {
+            top.offer(dot(&query, &r.vector), &r.id);
         }
-        let score = dot(&query, &r.vector);
-        if q.threshold.is_some_and(|t| score < t) || score.is_nan() {
-            continue;
-        }
-        if best.len() == q.top_k && best.last().is_some_and(|(s, _)| score <= *s) {
-            continue;
-        }
-        let at = best.partition_point(|(s, x)| *s > score || (*s == score && x.id < r.id));
-        best.insert(at, (score, r));
-        best.truncate(q.top_k);
     }
-    best.into_iter().map(|(score, r)| VectorHit { id: r.id.clone(), score }).collect()
+    top.into_hits()
 }
 
 /// The text of a message that is embedded: its text parts, for user and assistant messages.
