@@ -226,7 +226,10 @@ impl Store for JsStore {
         })
     }
     fn delete_messages<'a>(&'a self, ids: &'a [String]) -> LocalFuture<'a, Result<(), AgentError>> {
-        Box::pin(async move { self.call("deleteMessages", serde_json::json!({ "messageIds": ids })).await.map(drop) })
+        Box::pin(async move {
+            self.call("deleteMessages", serde_json::json!({ "messageIds": ids })).await?;
+            self.delete_vectors(&VectorTarget::Ids(ids.to_vec())).await
+        })
     }
     fn get_resource<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<Resource>, AgentError>> {
         Box::pin(async move {

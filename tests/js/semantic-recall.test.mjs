@@ -195,6 +195,10 @@ test('a storage object with saveVectors / queryVectors / deleteVectors keeps and
   await memory.deleteThread('old-1');
   assert.deepEqual(calls.at(-1), ['deleteVectors', { threadId: 'old-1' }]);
   assert.ok(![...vectors.values()].some((r) => r.threadId === 'old-1'));
+  const some = [...vectors.keys()][0];
+  await memory.deleteMessages([some]);
+  assert.deepEqual(calls.at(-1), ['deleteVectors', { ids: [some] }]);
+  assert.ok(!vectors.has(some));
 });
 
 test('indexing never delays finish or fails the run; a failed embedding is retried at the next save', T, async () => {
