@@ -15,6 +15,7 @@ export type {
   Processor, ProcessorArgs, ProcessorOutputArgs, SystemMessage, TripwirePayload,
   DelegationStartContext, DelegationCompleteContext,
   ScorerLike, ScoringSampling, ScorerEntry, ScoreResult, ScoringData,
+  Embedder, VectorRecord,
 } from './wasm_agent.js';
 export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, toAISdkMessages, toAISdkV5Messages, Mastra, BatchPartsProcessor, TokenLimiterProcessor } from './wasm_agent.js';
 export { TokenLimiterProcessor as TokenLimiter } from './wasm_agent.js';

@@ -264,6 +264,7 @@ impl Store for JsStore {
         })
     }
 
+    #[cfg(feature = "recall")]
     /// `saveVectors({ records })` (optional, with `queryVectors`).
     fn save_vectors<'a>(&'a self, records: &'a [VectorRecord]) -> LocalFuture<'a, Result<(), AgentError>> {
         Box::pin(async move {
@@ -275,6 +276,7 @@ impl Store for JsStore {
         })
     }
 
+    #[cfg(feature = "recall")]
     /// `queryVectors({ vector, topK, resourceId?, threadId?, threshold? })` → `{ id, score }[]`.
     fn query_vectors<'a>(&'a self, q: &'a VectorQuery) -> LocalFuture<'a, Result<Vec<VectorHit>, AgentError>> {
         Box::pin(async move {
@@ -294,6 +296,7 @@ impl Store for JsStore {
         })
     }
 
+    #[cfg(feature = "recall")]
     /// `deleteVectors({ threadId } | { ids })`; nothing without the method.
     fn delete_vectors<'a>(&'a self, target: &'a VectorTarget) -> LocalFuture<'a, Result<(), AgentError>> {
         Box::pin(async move {

@@ -361,14 +361,17 @@ impl Store for IdbStore {
         Some(self)
     }
 
+    #[cfg(feature = "recall")]
     fn save_vectors<'a>(&'a self, records: &'a [VectorRecord]) -> LocalFuture<'a, Result<(), AgentError>> {
         Box::pin(self.save_vector_records(records))
     }
 
+    #[cfg(feature = "recall")]
     fn query_vectors<'a>(&'a self, query: &'a VectorQuery) -> LocalFuture<'a, Result<Vec<VectorHit>, AgentError>> {
         Box::pin(self.query_vector_records(query))
     }
 
+    #[cfg(feature = "recall")]
     fn delete_vectors<'a>(&'a self, target: &'a VectorTarget) -> LocalFuture<'a, Result<(), AgentError>> {
         Box::pin(self.delete_vector_records(target))
     }

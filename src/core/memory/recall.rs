@@ -180,6 +180,6 @@ pub async fn recall(
     Ok(out)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "recall"))]
 #[path = "recall_tests.rs"]
 mod tests;

@@ -126,6 +126,7 @@ impl Store for InMemoryStore {
         Some(&self.runs)
     }
 
+    #[cfg(feature = "recall")]
     fn save_vectors<'a>(&'a self, records: &'a [VectorRecord]) -> LocalFuture<'a, Result<(), AgentError>> {
         let mut all = self.vectors.borrow_mut();
         for r in records {
@@ -138,10 +139,12 @@ impl Store for InMemoryStore {
         ready(Ok(()))
     }
 
+    #[cfg(feature = "recall")]
     fn query_vectors<'a>(&'a self, query: &'a VectorQuery) -> LocalFuture<'a, Result<Vec<VectorHit>, AgentError>> {
         ready(Ok(search(self.vectors.borrow().iter(), query)))
     }
 
+    #[cfg(feature = "recall")]
     fn delete_vectors<'a>(&'a self, target: &'a VectorTarget) -> LocalFuture<'a, Result<(), AgentError>> {
         self.vectors.borrow_mut().retain(|r| !target.matches(r));
         ready(Ok(()))

@@ -13,6 +13,7 @@ use super::IdbStore;
 use crate::core::error::AgentError;
 use crate::core::memory::vectors::{dot, normalized, TopK, VectorHit, VectorQuery, VectorRecord, VectorTarget};
 
+#[cfg(feature = "recall")]
 fn record(r: &VectorRecord) -> Result<JsValue, JsValue> {
     let o = Object::new();
     Reflect::set(&o, &"id".into(), &r.id.as_str().into())?;
@@ -36,6 +37,7 @@ pub(super) fn delete_thread_vectors(tx: &mut Tx, id: &str) -> Result<(), JsValue
     Ok(())
 }
 
+#[cfg(feature = "recall")]
 impl IdbStore {
     pub(super) async fn save_vector_records(&self, records: &[VectorRecord]) -> Result<(), AgentError> {
         if records.is_empty() {
