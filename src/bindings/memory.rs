@@ -19,6 +19,7 @@ use crate::core::background::{TaskFilter, TaskRecord, TaskStatus};
 use crate::core::runs::{RunFilter, RunRecord, RunStatus, RunStore};
 use crate::core::env::LocalFuture;
 use crate::core::error::AgentError;
+use crate::core::memory::vectors::{VectorHit, VectorQuery, VectorRecord, VectorTarget};
 use crate::core::memory::{
     parse_memory_options, stored_to_ui, InMemoryStore as CoreInMemoryStore, MemoryConfig, MessageQuery, Resource, StoredMessage, Store, Thread,
 };
@@ -235,7 +236,10 @@ impl Store for JsStore {
         Box::pin(async move { self.call("saveThread", serde_json::json!({ "thread": thread.to_json() })).await.map(drop) })
     }
     fn delete_thread<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
-        Box::pin(async move { self.call("deleteThread", serde_json::json!({ "threadId": id })).await.map(drop) })
+        Box::pin(async move {
+            self.call("deleteThread", serde_json::json!({ "threadId": id })).await?;
+            self.delete_vectors(&VectorTarget::Thread(id.to_string())).await
+        })
     }
     fn list_threads<'a>(&'a self, resource_id: &'a str) -> LocalFuture<'a, Result<Vec<Thread>, AgentError>> {
         Box::pin(async move {
@@ -270,7 +274,10 @@ impl Store for JsStore {
         })
     }
     fn delete_messages<'a>(&'a self, ids: &'a [String]) -> LocalFuture<'a, Result<(), AgentError>> {
-        Box::pin(async move { self.call("deleteMessages", serde_json::json!({ "messageIds": ids })).await.map(drop) })
+        Box::pin(async move {
+            self.call("deleteMessages", serde_json::json!({ "messageIds": ids })).await?;
+            self.delete_vectors(&VectorTarget::Ids(ids.to_vec())).await
+        })
     }
     fn get_resource<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<Resource>, AgentError>> {
         Box::pin(async move {
@@ -302,6 +309,49 @@ impl Store for JsStore {
                 return Ok(());
             }
             self.call(method, arg).await.map(drop)
+        })
+    }
+
+    #[cfg(feature = "recall")]
+    /// `saveVectors({ records })` (optional, with `queryVectors`).
+    fn save_vectors<'a>(&'a self, records: &'a [VectorRecord]) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move {
+            if !self.has("saveVectors") {
+                return Err(AgentError::storage("the storage object has no saveVectors/queryVectors, so semantic recall cannot index messages"));
+            }
+            let list: Vec<Value> = records.iter().map(VectorRecord::to_json).collect();
+            self.call("saveVectors", serde_json::json!({ "records": list })).await.map(drop)
+        })
+    }
+
+    #[cfg(feature = "recall")]
+    /// `queryVectors({ vector, topK, resourceId?, threadId?, threshold? })` → `{ id, score }[]`.
+    fn query_vectors<'a>(&'a self, q: &'a VectorQuery) -> LocalFuture<'a, Result<Vec<VectorHit>, AgentError>> {
+        Box::pin(async move {
+            if !self.has("queryVectors") {
+                return Err(AgentError::storage("the storage object has no queryVectors, so semantic recall finds nothing"));
+            }
+            let v = self.call_json("queryVectors", q.to_json()).await?;
+            let mut hits = Self::list_of(v, "queryVectors", |h, what| {
+                let id = h.get("id").and_then(Value::as_str).ok_or_else(|| AgentError::storage(format!("{what} returned a hit without a string id")))?;
+                let score = h.get("score").and_then(Value::as_f64).ok_or_else(|| AgentError::storage(format!("{what} returned hit '{id}' without a numeric score")))?;
+                Ok(VectorHit { id: id.to_string(), score: score as f32 })
+            })?;
+            // Hold adapters to the contract: best first, no more than asked for.
+            crate::core::memory::sort_stable(&mut hits, &|a, b| b.score.total_cmp(&a.score));
+            hits.truncate(q.top_k);
+            Ok(hits)
+        })
+    }
+
+    #[cfg(feature = "recall")]
+    /// `deleteVectors({ threadId } | { ids })`; nothing without the method.
+    fn delete_vectors<'a>(&'a self, target: &'a VectorTarget) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move {
+            if !self.has("deleteVectors") {
+                return Ok(());
+            }
+            self.call("deleteVectors", target.to_json()).await.map(drop)
         })
     }
 
@@ -409,6 +459,8 @@ pub struct MemoryInner {
     pub options_json: Value,
     /// `storage` as given, for its optional `saveScore` (SPEC §14.2).
     pub storage: JsValue,
+    /// The `embedder`'s indexing queue (semantic recall, SPEC §21.3).
+    pub indexer: Option<Rc<crate::core::memory::recall::Indexer>>,
     /// `memory.watch` (SPEC §21.2): `store` reports its writes here.
     #[cfg(feature = "watch")]
     pub hub: Rc<super::watch::Hub>,
@@ -476,6 +528,7 @@ impl Memory {
         let options =
             options_json.parse(|t| parse_memory_options(t, &MemoryConfig::default(), O)).map_err(|e| error_to_js(&e))?;
         let options_json = options_json.tree;
+        let indexer = indexer_of(&get("embedder")?, &store, &options)?;
         #[cfg(feature = "watch")]
         let (store, hub) = {
             let hub = super::watch::Hub::new(database_of(&storage));
@@ -494,6 +547,7 @@ impl Memory {
             storage,
             #[cfg(feature = "watch")]
             hub,
+            indexer,
         });
         let id = MEMORIES.with(|m| m.add(&inner));
         Ok(Memory { inner, id })
@@ -632,6 +686,25 @@ impl Memory {
             Ok(JsValue::UNDEFINED)
         }))
     }
+}
+
+/// The indexer for `embedder`; semantic recall without one is a TypeError.
+#[cfg(feature = "recall")]
+fn indexer_of(embedder: &JsValue, store: &Rc<dyn Store>, options: &MemoryConfig) -> Result<Option<Rc<crate::core::memory::recall::Indexer>>, JsValue> {
+    if embedder.is_undefined() || embedder.is_null() {
+        if options.semantic_recall.is_some() {
+            return Err(type_error("new Memory(config).embedder", "is required with options.semanticRecall: pass 'openai/text-embedding-3-small', an AI SDK EmbeddingModel or a function (texts) => Promise<number[][]>"));
+        }
+        return Ok(None);
+    }
+    let e = super::embedders::embedder_from(embedder)?;
+    Ok(Some(super::embedders::indexer(e, store.clone())))
+}
+
+/// A build without semantic recall ignores the embedder (`semanticRecall` warns instead).
+#[cfg(not(feature = "recall"))]
+fn indexer_of(_: &JsValue, _: &Rc<dyn Store>, _: &MemoryConfig) -> Result<Option<Rc<crate::core::memory::recall::Indexer>>, JsValue> {
+    Ok(None)
 }
 
 impl Memory {

@@ -8,6 +8,8 @@ pub mod ai_sdk;
 pub mod chunk_js;
 pub mod convert;
 pub mod delegation;
+#[cfg(feature = "recall")]
+pub mod embedders;
 pub mod host;
 pub mod mastra;
 pub mod options;
@@ -258,7 +260,34 @@ export interface StorageAdapter {
   updateRun?(args: { runId: string; patch: Partial<RunRecord>; expectedStatus?: RunStatus }): Promise<RunRecord | null> | RunRecord | null;
   listRuns?(args: { agentId?: string; threadId?: string; resourceId?: string; status?: RunStatus | RunStatus[] }): Promise<RunRecord[]> | RunRecord[];
   deleteRun?(args: { runId: string }): Promise<unknown> | unknown;
+  /**
+   * Optional: semantic recall's vectors (SPEC §21.3). Records arrive normalised (length 1), so
+   * cosine similarity is the dot product; `queryVectors` answers best first.
+   */
+  saveVectors?(args: { records: VectorRecord[] }): Promise<unknown> | unknown;
+  queryVectors?(args: { vector: number[]; topK: number; resourceId?: string; threadId?: string; threshold?: number }): Promise<{ id: string; score: number }[]> | { id: string; score: number }[];
+  /** Called by deleteThread too. */
+  deleteVectors?(args: { threadId: string } | { ids: string[] }): Promise<unknown> | unknown;
 }
+
+/** One message's vector (its id is the message id). */
+export interface VectorRecord {
+  id: string;
+  threadId: string;
+  resourceId: string;
+  vector: number[];
+}
+
+/**
+ * What embeds texts for semantic recall: a `'provider/model'` string with an embeddings endpoint
+ * (OpenAI and compatible, Google, Mistral), the object form with `dimensions`, an AI SDK
+ * `EmbeddingModel` (`doEmbed({ values })`), or a function.
+ */
+export type Embedder =
+  | string
+  | { id: string; url?: string; apiKey?: string; headers?: Record<string, string>; dimensions?: number }
+  | { doEmbed(args: { values: string[] }): PromiseLike<{ embeddings: ArrayLike<number>[] }>; maxEmbeddingsPerCall?: number; [k: string]: unknown }
+  | ((texts: string[]) => PromiseLike<ArrayLike<number>[]>);
 
 export type RunStatus = 'running' | 'suspended' | 'resuming' | 'completed' | 'failed' | 'aborted';
 
@@ -290,6 +319,8 @@ export interface ListMessagesArgs {
 export interface MemoryInit {
   /** Default: an IndexedDBStore where `indexedDB` exists, else an InMemoryStore. */
   storage?: InMemoryStore | IndexedDBStore | StorageAdapter;
+  /** Embeds messages for `semanticRecall` (required with it); what is saved is indexed after each reply. */
+  embedder?: Embedder;
   options?: MemoryOptions;
 }
 
@@ -424,6 +455,8 @@ export interface StepResult {
 }
 
 export interface FullOutput {
+  /** With `semanticRecall`: the older messages recalled into the prompt, in time order. */
+  rememberedMessages?: StorageMessage[];
   runId: string;
   text: string;
   reasoningText?: string;

@@ -338,7 +338,10 @@ fn memory_run(v: &JsValue, save_per_step: &JsValue, mem: Option<&MemoryInner>) -
     };
     let config = parse_memory_options(data.get("options").unwrap_or(&Value::Null), &mem.options, "options.memory.options")
         .map_err(|e| error_to_js(&e))?;
-    Ok(Some(MemoryRun { store: mem.store.clone(), thread_id, resource_id, title, metadata, config, save_per_step }))
+    if config.semantic_recall.is_some() && mem.indexer.is_none() {
+        return Err(type_error("options.memory.options.semanticRecall", "needs an embedder: create the memory with new Memory({ embedder: 'openai/text-embedding-3-small' }) (or an AI SDK EmbeddingModel, or a function)"));
+    }
+    Ok(Some(MemoryRun { store: mem.store.clone(), thread_id, resource_id, title, metadata, config, save_per_step, indexer: mem.indexer.clone() }))
 }
 
 /// `generateTitle` (the call's memory options over the Memory's): `true` uses the run's model,

@@ -69,7 +69,12 @@ export type StructuredOutputErrorCode =
   | 'STRUCTURED_OUTPUT_TRUNCATED';
 
 export interface MemoryOptions {
-  /** Not honoured yet (adds an `unsupported-setting` warning): only the last messages are loaded. */
+  /**
+   * Recall older messages by meaning (needs the Memory's `embedder`): the `topK` most similar
+   * (cosine, at least `threshold`) with `messageRange` neighbours go before the recent messages.
+   * Defaults: `topK: 4`, `messageRange: 1`, `scope: 'resource'`. wasm-agent/lite leaves it out
+   * (an `unsupported-setting` warning).
+   */
   semanticRecall?:
     | boolean
     | { topK?: number; messageRange?: number | { before: number; after: number }; scope?: 'resource' | 'thread'; threshold?: number };

@@ -25,9 +25,10 @@ pub const UNSUPPORTED: &[(&str, &str)] = &[
     ("tracingContext", "Tracing is not recorded yet: no span is created under the given span."),
     ("telemetry", "Telemetry is not collected yet: the run records no spans or telemetry attributes."),
     ("reconnectable", "Chunks are not logged for reconnectStream yet: cancelling `fullStream` stops the run."),
+    #[cfg(not(feature = "recall"))]
     (
         "memory.options.semanticRecall",
-        "Semantic recall is not done yet: only the thread's last messages (lastMessages) are loaded.",
+        "This build leaves out semantic recall (wasm-agent/lite): only the thread's last messages (lastMessages) are loaded.",
     ),
 ];
 
@@ -149,6 +150,7 @@ mod tests {
             "tracingContext",
             "telemetry",
             "reconnectable",
+            #[cfg(not(feature = "recall"))]
             "memory.options.semanticRecall",
         ] {
             assert!(names.contains(&name), "{name} is missing");
@@ -171,7 +173,10 @@ mod tests {
         let given = ["memory.options.semanticRecall", "versions", "reconnectable", "maxSteps", "noSuchOption"];
         let ws = setting_warnings(&mut |n| given.contains(&n));
         let names: Vec<_> = ws.iter().map(|w| w.setting.clone().unwrap()).collect();
+        #[cfg(not(feature = "recall"))]
         assert_eq!(names, ["versions", "reconnectable", "memory.options.semanticRecall"]);
+        #[cfg(feature = "recall")]
+        assert_eq!(names, ["versions", "reconnectable"]);
         assert!(setting_warnings(&mut |_| false).is_empty());
     }
 

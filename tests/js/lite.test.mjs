@@ -139,6 +139,18 @@ test('lite refuses inputProcessors, agents (sub-agents), anthropic/ and google/ 
   ]);
 });
 
+test('lite leaves out semantic recall: semanticRecall is an unsupported-setting warning and the run keeps its last messages', T, async () => {
+  const id = uid('lite-recall');
+  const memory = new Memory({ storage: new InMemoryStore(), embedder: async () => [[1]], options: { semanticRecall: { topK: 2 } } });
+  const agent = new Agent({ id: 'lite-recall', model: modelFor(server.current, 'gpt-4o-mini', { headers: { 'x-test-id': id } }), memory });
+  const out = await agent.stream('hi', { memory: { thread: uid('th'), resource: 'u1' } });
+  await collect(out.fullStream);
+  const warnings = await out.warnings;
+  assert.deepEqual(warnings.map((w) => [w.type, w.setting]), [['unsupported-setting', 'memory.options.semanticRecall']]);
+  assert.match(warnings[0].details, /leaves out semantic recall/);
+  assert.equal((await out.getFullOutput()).rememberedMessages, undefined);
+});
+
 test("lite treats transport 'auto' as HTTP streaming, as the complete build does when no socket opens", T, async () => {
   const id = uid('lite-auto');
   const agent = new Agent({ id: 'lite-auto', model: modelFor(server.current, 'echo', { api: 'responses', headers: { 'x-test-id': id } }) });

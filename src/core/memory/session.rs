@@ -20,11 +20,13 @@ pub struct MemoryConfig {
     pub read_only: bool,
     pub filter_incomplete_tool_calls: bool,
     pub working_memory: Option<WorkingMemory>,
+    /// `semanticRecall` (SPEC §21.3); `None`: off.
+    pub semantic_recall: Option<super::vectors::RecallConfig>,
 }
 
 impl Default for MemoryConfig {
     fn default() -> Self {
-        MemoryConfig { last_messages: 10, read_only: false, filter_incomplete_tool_calls: true, working_memory: None }
+        MemoryConfig { last_messages: 10, read_only: false, filter_incomplete_tool_calls: true, working_memory: None, semantic_recall: None }
     }
 }
 
@@ -47,6 +49,8 @@ pub struct MemoryRun {
     pub config: MemoryConfig,
     /// Save after each step (`savePerStep`) rather than at the end.
     pub save_per_step: bool,
+    /// The `Memory`'s embedder and indexing queue, when it has an `embedder`.
+    pub indexer: Option<Rc<super::recall::Indexer>>,
 }
 
 /// The memory state of a run in progress.
@@ -65,6 +69,10 @@ pub struct Session {
     /// The stored parts of the steps before a resume (SPEC §19.5): the resumed run's message
     /// keeps them in front of its own steps.
     pub prior_parts: Vec<Value>,
+    /// Older messages semantic recall found, oldest first; they go before `history`.
+    pub recalled: Vec<StoredMessage>,
+    /// What this run saved, for the indexer (with an embedder only).
+    pub saved: Vec<StoredMessage>,
 }
 
 impl MemoryRun {
@@ -99,7 +107,7 @@ impl MemoryRun {
                 (t, true)
             }
         };
-        Ok(Session { thread, created, last_time: 0.0, assistant_id, assistant_at: None, history: Vec::new(), deleted: false, prior_parts: Vec::new() })
+        Ok(Session { thread, created, last_time: 0.0, assistant_id, assistant_at: None, history: Vec::new(), deleted: false, prior_parts: Vec::new(), recalled: Vec::new(), saved: Vec::new() })
     }
 
     /// Loads the last `lastMessages` messages into the session (see `Session::history`). The
@@ -171,6 +179,7 @@ impl MemoryRun {
             return Ok(folded);
         }
         self.store.save_messages(&msgs).await?;
+        self.note_saved(session, &msgs);
         self.touch(session, now_ms).await?;
         Ok(folded)
     }
@@ -197,6 +206,7 @@ impl MemoryRun {
         let Some(mut msg) = assistant_message(session.assistant_id.clone(), &session.thread, at, steps, partial) else { return Ok(()) };
         msg.parts.splice(0..0, session.prior_parts.iter().cloned());
         self.store.save_messages(std::slice::from_ref(&msg)).await?;
+        self.note_saved(session, std::slice::from_ref(&msg));
         self.touch(session, now_ms).await
     }
 
@@ -212,6 +222,7 @@ impl MemoryRun {
         parts.extend(assistant_parts(steps, None).0);
         let msg = waiting_message(session.assistant_id.clone(), &session.thread, at, parts, waits, run_id);
         self.store.save_messages(std::slice::from_ref(&msg)).await?;
+        self.note_saved(session, std::slice::from_ref(&msg));
         self.touch(session, now_ms).await
     }
 
@@ -237,7 +248,20 @@ impl MemoryRun {
             });
         }
         self.store.save_messages(&msgs).await?;
+        self.note_saved(session, &msgs);
         self.touch(session, now_ms).await
+    }
+
+    /// Keeps what was saved for the indexer (the latest save of each message).
+    fn note_saved(&self, session: &mut Session, msgs: &[StoredMessage]) {
+        // Indexed whenever the `Memory` has an embedder, so a later call with recall finds them.
+        if self.indexer.is_none() {
+            return;
+        }
+        for m in msgs {
+            session.saved.retain(|s| s.id != m.id);
+            session.saved.push(m.clone());
+        }
     }
 
     async fn touch(&self, session: &mut Session, now_ms: f64) -> Result<(), AgentError> {
@@ -267,9 +291,17 @@ fn answer_stored_call(history: &mut [StoredMessage], r: &ToolResultPart) -> Opti
 }
 
 impl Session {
-    /// The loaded history as prompt messages.
+    /// The recalled messages and the loaded history as prompt messages.
     pub fn history_messages(&self, filter_incomplete: bool) -> Vec<ModelMessage> {
-        stored_to_model(&self.history, filter_incomplete)
+        if self.recalled.is_empty() {
+            return stored_to_model(&self.history, filter_incomplete);
+        }
+        stored_to_model(&self.remembered(), filter_incomplete)
+    }
+
+    /// What memory put before the input: the recalled messages, then the history.
+    pub fn remembered(&self) -> Vec<StoredMessage> {
+        self.recalled.iter().chain(&self.history).cloned().collect()
     }
 
     /// A creation time after every message this run has seen or written.
@@ -353,6 +385,10 @@ pub fn parse_memory_options(v: &Value, base: &MemoryConfig, field: &str) -> Resu
             c.working_memory = enabled.then_some(WorkingMemory { template, resource_scope });
         }
         Some(other) => return Err(AgentError::invalid(join(field, "workingMemory"), format!("expected an object like {{ enabled: true }}, got {}", kind(other)))),
+    }
+    #[cfg(feature = "recall")]
+    if let Some(r) = v.get("semanticRecall") {
+        c.semantic_recall = super::vectors::parse_recall(r, &join(field, "semanticRecall"))?;
     }
     Ok(c)
 }

@@ -5,6 +5,7 @@
 
 use std::rc::Rc;
 
+use super::vectors::{VectorHit, VectorQuery, VectorRecord, VectorTarget};
 use super::watch::MemoryEvent;
 use super::{MessageQuery, Resource, Store, StoredMessage, Thread};
 use crate::core::background::{TaskFilter, TaskRecord, TaskStatus};
@@ -75,6 +76,15 @@ impl Store for WatchedStore {
     }
     fn list_tasks<'a>(&'a self, filter: &'a TaskFilter) -> LocalFuture<'a, Result<Vec<TaskRecord>, AgentError>> {
         self.inner.list_tasks(filter)
+    }
+    fn save_vectors<'a>(&'a self, records: &'a [VectorRecord]) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.inner.save_vectors(records)
+    }
+    fn query_vectors<'a>(&'a self, query: &'a VectorQuery) -> LocalFuture<'a, Result<Vec<VectorHit>, AgentError>> {
+        self.inner.query_vectors(query)
+    }
+    fn delete_vectors<'a>(&'a self, target: &'a VectorTarget) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.inner.delete_vectors(target)
     }
     fn runs(&self) -> Option<&dyn crate::core::runs::RunStore> {
         self.inner.runs()

@@ -128,6 +128,7 @@ fn memory_cfg(store: &Rc<InMemoryStore>) -> RunConfig {
         metadata: None,
         config: MemoryConfig::default(),
         save_per_step: false,
+        indexer: None,
     });
     cfg
 }

@@ -153,6 +153,16 @@ pub async fn run(
         // failure still stores the input as given.
         stopped = steps_io::process_input(&pipe, &mut messages, &mut input, &cfg.input_ids, session.as_mut(), env, sink).await.err();
     }
+    #[cfg(feature = "recall")]
+    if let (Some(mem), Some(s), None) = (&cfg.memory, session.as_mut(), &stopped) {
+        match abort.race(memory::recall_for(mem, s, &input)).await {
+            Some(recalled) => outcome.remembered = recalled,
+            None => {
+                Stop::Aborted.record(&mut outcome, abort);
+                return finish(outcome, sink);
+            }
+        }
+    }
     if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
         // The input's own ids (user UI messages) go by position: only while processInput kept the count.
         let ids = if input.len() == given { &cfg.input_ids[..] } else { &[] };
@@ -172,7 +182,7 @@ pub async fn run(
         let ids = if input.len() == given { &cfg.input_ids[..] } else { &[] };
         let mut capture = ScoringCapture::new(&messages[..prefix_len.min(messages.len())], &input, ids);
         if let Some(s) = &session {
-            capture.remembered = s.history.clone();
+            capture.remembered = s.remembered();
             capture.thread = Some(s.thread.clone());
         }
         capture
@@ -308,7 +318,18 @@ pub async fn run(
         let data = capture.to_json(&outcome.message_id, &outcome.steps, env.now_ms(), &mut || env.new_id());
         outcome.scoring = Some(data);
     }
-    finish(outcome, sink)
+    let outcome = finish(outcome, sink);
+    index_saved(&cfg, session.as_mut());
+    outcome
+}
+
+/// Hands what the run saved to the indexer, after `finish` was emitted: the embedding runs on
+/// the event loop and never delays the reply.
+fn index_saved(cfg: &RunConfig, session: Option<&mut Session>) {
+    let (Some(mem), Some(s)) = (&cfg.memory, session) else { return };
+    if let Some(ix) = &mem.indexer {
+        ix.saved(&std::mem::take(&mut s.saved));
+    }
 }
 
 /// A resumed run: no `start` chunk and no input (it was stored when the run began); the step it
@@ -345,7 +366,9 @@ async fn resume_run(cfg: RunConfig, mut r: suspend::Resume, env: &dyn Env, sink:
             outcome.write_failed(e);
         }
     }
-    finish(outcome, sink)
+    let outcome = finish(outcome, sink);
+    index_saved(&cfg, session.as_mut());
+    outcome
 }
 
 /// A run that wrote a record and ended (not suspended) removes it: with no chunk log, a finished

@@ -9,6 +9,8 @@ use crate::core::step::StepResult;
 #[derive(Debug, Default)]
 pub struct RunOutcome {
     pub message_id: String,
+    /// `rememberedMessages`: what semantic recall added (stored form); `None` when it is off.
+    pub remembered: Option<Vec<serde_json::Value>>,
     pub steps: Vec<StepResult>,
     /// The step that was streaming when the run failed or was aborted, as far as it got.
     pub partial: Option<StepResult>,
@@ -123,6 +125,9 @@ impl RunOutcome {
         });
         if !reasoning.is_empty() {
             out["reasoningText"] = Value::String(reasoning);
+        }
+        if let Some(r) = &self.remembered {
+            out["rememberedMessages"] = Value::Array(r.clone());
         }
         if let Some(errors) = &self.delegation_hook_errors {
             out["delegationHookErrors"] = Value::Array(errors.clone());

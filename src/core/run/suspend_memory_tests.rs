@@ -6,7 +6,7 @@ use crate::core::memory::{MemoryConfig, MemoryRun, MessageQuery, StoredMessage};
 
 fn mem(store: &Rc<InMemoryStore>, filter_incomplete: bool) -> MemoryRun {
     let config = MemoryConfig { filter_incomplete_tool_calls: filter_incomplete, ..Default::default() };
-    MemoryRun { store: store.clone(), thread_id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, config, save_per_step: false }
+    MemoryRun { store: store.clone(), thread_id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, config, save_per_step: false, indexer: None }
 }
 
 fn stored(store: &InMemoryStore) -> Vec<StoredMessage> {
