@@ -96,6 +96,14 @@ let searchIndex = null; // the thread search's message texts (threads.js)
 let summaryRun = null; // { controller } while a summary streams
 let highlighter = null; // highlight.js, loaded once a code block is shown
 let highlighterLoading = null;
+// Run ids of this tab's own replies: their chunks come back through memory.watch too (with the
+// agent in a SharedWorker they may arrive after the reply's stream ended), and are not mirrored.
+const ownRuns = new Set();
+function noteOwnRun(runId) {
+  if (!runId || ownRuns.has(runId)) return;
+  ownRuns.add(runId);
+  if (ownRuns.size > 64) ownRuns.delete(ownRuns.values().next().value);
+}
 let mirror = null; // { runId, view, turn } while another tab's reply on the shown thread streams
 
 // Other tabs of this page share the IndexedDB database: tell them when a thread changed.
@@ -1228,7 +1236,11 @@ async function send(textValue, { again = false, parts = null } = {}) {
     if (script) options.modelSettings = { headers: { 'x-script': script } };
     const message = files.length ? [{ role: 'user', content: [...(content ? [{ type: 'text', text: content }] : []), ...files] }] : content;
     const out = await runAgent.stream(prompt ?? message, options);
-    for await (const chunk of out.fullStream) drawChunk(view, chunk, turn);
+    noteOwnRun(out.runId);
+    for await (const chunk of out.fullStream) {
+      noteOwnRun(chunk.runId);
+      drawChunk(view, chunk, turn);
+    }
   } catch (err) {
     if (controller.signal.aborted) {
       if (!turn.aborted) view.stopped();
@@ -1373,6 +1385,7 @@ function onMemoryEvent(event) {
   // This tab's own reply is drawn from its stream; other threads are not on screen.
   if (about !== threadId || running?.threadId === about) return;
   if (event.type === 'chunk') {
+    if (ownRuns.has(event.runId)) return;
     if (mirror && mirror.runId !== event.runId) endMirror();
     if (!mirror) {
       const view = replyView();
