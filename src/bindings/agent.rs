@@ -563,6 +563,7 @@ impl Agent {
             scoring: scoring.is_some(),
             runs: Some(super::resume::runs_cfg(inner, call, &opts)),
             resume: None,
+            tracing: None,
         };
         let approvals = Rc::new(Approvals::default());
         let live = super::resume::LiveRun::new(approvals.clone(), abort.clone());

@@ -84,6 +84,8 @@ pub struct RunConfig {
     pub runs: Option<suspend::RunsCfg>,
     /// Resume from a stored snapshot instead of starting (SPEC §19.3).
     pub resume: Option<suspend::Resume>,
+    /// The run's spans (SPEC §16), when it is traced.
+    pub tracing: Option<Rc<super::tracing::Tracer>>,
 }
 
 /// The manager a run hands background calls to, and the agent they belong to.
@@ -103,8 +105,40 @@ pub trait Sink {
 }
 
 /// Runs the loop to its end. Every chunk, including the final `finish`, `error` or `abort`,
-/// goes to `sink`; the outcome carries the aggregates.
+/// goes to `sink`; the outcome carries the aggregates. A traced run's spans follow its chunks
+/// and end with it (SPEC §16.2).
 pub async fn run(
+    cfg: RunConfig,
+    env: &dyn Env,
+    sink: &dyn Sink,
+    hooks: &dyn Hooks,
+    approvals: &Approvals,
+    abort: &AbortFlag,
+) -> RunOutcome {
+    #[cfg(feature = "tracing")]
+    if let Some(tracer) = cfg.tracing.clone() {
+        tracer.start_run(run_facts(&cfg), env);
+        let traced = super::tracing::TracingSink { inner: sink, tracer: &tracer, env };
+        let outcome = run_untraced(cfg, env, &traced, hooks, approvals, abort).await;
+        tracer.end_run(&outcome, env);
+        return outcome;
+    }
+    run_untraced(cfg, env, sink, hooks, approvals, abort).await
+}
+
+/// What the root and generation spans say about the run.
+#[cfg(feature = "tracing")]
+fn run_facts(cfg: &RunConfig) -> super::tracing::tracer::RunFacts<'_> {
+    super::tracing::tracer::RunFacts {
+        tools: cfg.tools.iter().map(|t| (t.name.as_str(), t.description.as_deref())).collect(),
+        max_steps: cfg.max_steps,
+        thread_id: cfg.memory.as_ref().map(|m| m.thread_id.as_str()),
+        parameters: cfg.request.settings.sampling_json(),
+        messages: messages_json(&cfg.request.messages),
+    }
+}
+
+async fn run_untraced(
     mut cfg: RunConfig,
     env: &dyn Env,
     sink: &dyn Sink,

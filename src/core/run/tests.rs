@@ -225,6 +225,7 @@ fn config(max_retries: u32, include_raw: bool) -> RunConfig {
         scoring: false,
         runs: None,
         resume: None,
+        tracing: None,
     }
 }
 
