@@ -20,12 +20,16 @@ pub mod report;
 pub mod run;
 pub mod scorers;
 pub mod share;
+#[cfg(feature = "tracing")]
+pub mod span_handle;
 pub mod stop;
 pub mod structured;
 pub mod suspend;
 pub mod resume;
 pub mod tool_types;
 pub mod tools;
+#[cfg(feature = "tracing")]
+pub mod tracing;
 pub mod ui_messages;
 pub mod unsupported;
 

@@ -63,6 +63,12 @@ const OTHER_KEYS: &[&str] = &[
     "delegation",
     "scorers",
     "returnScorerData",
+    #[cfg(feature = "tracing")]
+    "tracingOptions",
+    #[cfg(feature = "tracing")]
+    "tracingContext",
+    #[cfg(feature = "tracing")]
+    "telemetry",
 ];
 
 /// Every key of `stream()` options this version knows: the ones it reads and the reference's
@@ -137,6 +143,9 @@ pub(crate) struct CallSetup {
     /// The call's `scorers` record (replaces the agent's), checked; `returnScorerData`.
     pub scorers: Option<JsValue>,
     pub return_scorer_data: bool,
+    /// `tracingOptions`, `tracingContext`, `telemetry` (SPEC §16–17).
+    #[cfg(feature = "tracing")]
+    pub trace: super::tracing::TraceOptions,
 }
 
 /// `generateTitle`: with which model (the run's when `None`) and instructions.
@@ -248,7 +257,11 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
     if return_scorer_data {
         return Err(error_to_js(&crate::core::features::not_built("options.returnScorerData", "scorers", "scorers")));
     }
+    #[cfg(feature = "tracing")]
+    let trace = super::tracing::parse_trace_options(&opt)?;
     Ok(CallSetup {
+        #[cfg(feature = "tracing")]
+        trace,
         scorers,
         return_scorer_data,
         processors,

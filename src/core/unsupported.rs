@@ -20,9 +20,13 @@ pub const UNSUPPORTED: &[(&str, &str)] = &[
         "versions",
         "There is no version store here (the reference needs its editor package): the agents defined in code run.",
     ),
-    ("tracingOptions", "Tracing is not recorded yet: no trace is created and `traceId` stays undefined."),
-    ("tracingContext", "Tracing is not recorded yet: no span is created under the given span."),
-    ("telemetry", "Telemetry is not collected yet: the run records no spans or telemetry attributes."),
+    // Honoured with the `tracing` feature (SPEC §16–17); wasm-agent/lite has none.
+    #[cfg(not(feature = "tracing"))]
+    ("tracingOptions", "This build has no tracing (wasm-agent/lite): no trace is created and `traceId` stays undefined."),
+    #[cfg(not(feature = "tracing"))]
+    ("tracingContext", "This build has no tracing (wasm-agent/lite): no span is created under the given span."),
+    #[cfg(not(feature = "tracing"))]
+    ("telemetry", "This build has no tracing (wasm-agent/lite): the run records no spans or telemetry attributes."),
     (
         "autoResumeSuspendedTools",
         "Tools cannot suspend yet, so nothing is resumed: a new message is answered as a fresh turn.",
@@ -130,6 +134,12 @@ mod tests {
         "delegation.includeSubAgentToolResultsInModelContext",
         "scorers",
         "returnScorerData",
+        #[cfg(feature = "tracing")]
+        "tracingOptions",
+        #[cfg(feature = "tracing")]
+        "tracingContext",
+        #[cfg(feature = "tracing")]
+        "telemetry",
     ];
 
     #[test]
@@ -147,8 +157,11 @@ mod tests {
         for name in [
             "isTaskComplete",
             "versions",
+            #[cfg(not(feature = "tracing"))]
             "tracingOptions",
+            #[cfg(not(feature = "tracing"))]
             "tracingContext",
+            #[cfg(not(feature = "tracing"))]
             "telemetry",
             "autoResumeSuspendedTools",
             "reconnectable",
@@ -187,9 +200,9 @@ mod tests {
         assert!(lines[0].starts_with("wasm-agent: the stream option 'isTaskComplete' is not supported"), "{}", lines[0]);
         assert!(lines[1].contains("'versions'") && lines[1].contains("editor package"), "{}", lines[1]);
         assert!(console_lines(&first, &mut seen).is_empty(), "the same names again: nothing");
-        let next = setting_warnings(&mut |n| n == "versions" || n == "telemetry");
+        let next = setting_warnings(&mut |n| n == "versions" || n == "reconnectable");
         let lines = console_lines(&next, &mut seen);
         assert_eq!(lines.len(), 1);
-        assert!(lines[0].contains("'telemetry'"));
+        assert!(lines[0].contains("'reconnectable'"));
     }
 }

@@ -1,5 +1,5 @@
 //! What may leave a run in a span (SPEC §16.6): values under sensitive keys become
-//! `[REDACTED]` (also inside strings that hold JSON), key headers are dropped, and the run's own
+//! `[REDACTED]` (also inside strings that hold JSON, and key headers), and the run's own
 //! secrets (its API key, key header values) are cut out of every string.
 
 use serde_json::{Map, Value};
@@ -9,9 +9,10 @@ pub const REDACTED: &str = "[REDACTED]";
 /// Key names (lower-cased, separators removed) whose values never leave the run.
 const SENSITIVE: &[&str] = &[
     "password", "token", "secret", "key", "apikey", "auth", "authorization", "bearer", "bearertoken", "jwt", "credential",
-    "clientsecret", "privatekey", "refresh", "ssn",
+    "clientsecret", "privatekey", "refresh", "ssn", // and the key headers (`x-api-key`, `x-goog-api-key`):
+    "xapikey", "xgoogapikey",
 ];
-/// Header names that are removed outright where a headers object is copied.
+/// The headers that carry a provider key.
 const KEY_HEADERS: &[&str] = &["authorization", "x-api-key", "api-key", "x-goog-api-key"];
 
 /// `api-key`, `Api Key`, `api_key` → `apikey`.
@@ -42,7 +43,6 @@ pub fn redact(v: &mut Value, secrets: &[String]) {
 }
 
 pub fn redact_map(m: &mut Map<String, Value>, secrets: &[String]) {
-    m.retain(|k, _| !is_key_header(k));
     for (k, v) in m.iter_mut() {
         if is_sensitive(k) {
             *v = Value::String(REDACTED.into());

@@ -259,6 +259,7 @@ fn redaction_covers_keys_json_strings_headers_secrets_and_key_queries() {
         v,
         json!({
             "Api Key": "[REDACTED]", "api_key": "[REDACTED]", "password": "[REDACTED]", "token": "[REDACTED]", "name": "kept",
+            "Authorization": "[REDACTED]", "x-goog-api-key": "[REDACTED]",
             "nested": [{ "refresh": "[REDACTED]", "note": "key [REDACTED] here" }],
             "body": "{\"clientSecret\":\"[REDACTED]\",\"ok\":1}",
             "url": "https://g.example/v1/m?alt=sse&key=[REDACTED]&x=1",

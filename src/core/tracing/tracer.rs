@@ -68,6 +68,8 @@ struct State {
     steps_started: u32,
     tripwire: Option<Value>,
     last_step: Option<(String, Option<String>, Option<String>)>,
+    /// Tool descriptions by name.
+    descriptions: Vec<(String, String)>,
     ended: bool,
 }
 
@@ -116,6 +118,11 @@ impl Tracer {
 
     pub fn root_id(&self) -> &str {
         &self.run.root_id
+    }
+
+    /// Where the run's events go (a run nested under one of this run's spans shares it).
+    pub fn exporter(&self) -> Rc<dyn SpanExporter> {
+        self.run.exporter.clone()
     }
 
     fn span(&self, env: &dyn Env, kind: &str, name: String, parent: Option<String>) -> Span {
@@ -229,6 +236,7 @@ impl Tracer {
         self.open(root, &mut out);
         // The generation starts with the first step (a run that fails before has none).
         let mut st = self.state.borrow_mut();
+        st.descriptions = facts.tools.iter().filter_map(|(n, d)| Some((n.to_string(), (*d)?.to_string()))).collect();
         st.generation = Some(gen.id.clone());
         st.pending = Some(gen);
         drop(st);
@@ -263,7 +271,12 @@ impl Tracer {
                 let mut s = self.span(env, "tool_call", format!("tool: '{}'", call.tool_name), parent);
                 s.entity = Some(("tool".into(), call.tool_name.clone(), call.tool_name.clone()));
                 s.input = Some(call.args.clone());
-                s.attributes = attrs(vec![("toolType", "tool".into()), ("toolCallId", call.tool_call_id.clone().into())]);
+                let description = self.state.borrow().descriptions.iter().find(|(n, _)| *n == call.tool_name).map(|(_, d)| d.clone());
+                s.attributes = attrs(vec![
+                    ("toolType", "tool".into()),
+                    ("toolDescription", description.map_or(Value::Null, Value::String)),
+                    ("toolCallId", call.tool_call_id.clone().into()),
+                ]);
                 let id = self.open(s, &mut out);
                 self.state.borrow_mut().tools.push((call.tool_call_id.clone(), id));
             }
