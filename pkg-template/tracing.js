@@ -1,6 +1,7 @@
 // Tracing exporters and the reference's `Observability` shape (SPEC §16). The spans are made in
 // the wasm; `OtlpExporter` buffers the ended ones and posts them as OTLP/HTTP JSON (the body is
 // built in the wasm, `__otlpBody`), one post per trace when its root span ends.
+// @ts-ignore: `__otlpBody` is a hidden export (not in wasm_agent.d.ts)
 import { __otlpBody } from './wasm_agent.js';
 
 /**
@@ -8,6 +9,7 @@ import { __otlpBody } from './wasm_agent.js';
  * where `observability` is (the `default` config, else the first).
  */
 export class Observability {
+  /** @param {{ configs?: Record<string, object> }} config */
   constructor(config = {}) {
     if (config === null || typeof config !== 'object') throw new TypeError('new Observability(config): expected { configs: { default: { exporters } } }');
     const configs = config.configs ?? {};
@@ -92,6 +94,7 @@ export class OtlpExporter {
 
   #post(spans) {
     const controller = new AbortController();
+    /** @type {any} */
     const timer = setTimeout(() => controller.abort(new Error(`no answer in ${this.#timeoutMs} ms`)), this.#timeoutMs);
     const post = (async () => {
       const body = __otlpBody(spans, this.#serviceName ?? 'wasm-agent');

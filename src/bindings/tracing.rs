@@ -13,6 +13,86 @@ use crate::core::env::Env as _;
 use super::convert::{error_to_js, from_json, js_kind, read, to_json, type_error};
 use crate::core::tracing::{padded_id, set_path, at_path, EventKind, Sampling, Span, SpanExporter, TraceRun, Tracer};
 
+#[wasm_bindgen(typescript_custom_section)]
+const TS_TRACING: &'static str = r#"
+/** What a span handle makes or changes (SPEC §16.4). */
+export interface SpanOptions {
+  type?: string;
+  name?: string;
+  input?: unknown;
+  output?: unknown;
+  attributes?: Record<string, unknown>;
+  metadata?: Record<string, unknown>;
+}
+
+/** A span as an exporter gets it (SPEC §16.1). */
+export interface ExportedSpan {
+  id: string;
+  traceId: string;
+  parentSpanId?: string;
+  externalParentSpanId?: string;
+  name: string;
+  type: 'agent_run' | 'model_generation' | 'model_step' | 'tool_call' | 'generic' | (string & {});
+  entityType?: string;
+  entityId?: string;
+  entityName?: string;
+  startTime: Date;
+  endTime?: Date;
+  attributes: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  tags?: string[];
+  input?: unknown;
+  output?: unknown;
+  errorInfo?: { name: string; message: string; code?: string };
+  requestContext?: Record<string, unknown>;
+  isEvent: boolean;
+  isRootSpan: boolean;
+}
+
+export interface TracingEvent {
+  type: 'span_started' | 'span_updated' | 'span_ended';
+  exportedSpan: ExportedSpan;
+}
+
+/** Where a run's spans go: any object with `exportTracingEvent` (may return a promise). */
+export interface TracingExporter {
+  name?: string;
+  exportTracingEvent(event: TracingEvent): void | Promise<void>;
+  onScoreEvent?(event: unknown): void | Promise<void>;
+  flush?(): Promise<void>;
+  shutdown?(): Promise<void>;
+}
+
+/** `observability` of `new Agent` / `new Mastra` (or an `Observability`). */
+export interface ObservabilityConfig {
+  serviceName?: string;
+  exporters: TracingExporter[];
+  sampling?: { type: 'always' | 'never' } | { type: 'ratio'; probability: number };
+}
+
+export interface AgentConfig {
+  /** Traces the agent's runs into these exporters (SPEC §16); the agent's own wins over its Mastra's. */
+  observability?: ObservabilityConfig | { configs: Record<string, ObservabilityConfig> };
+}
+
+export interface MastraConfig {
+  /** The exporters of its agents that have no `observability` of their own. */
+  observability?: ObservabilityConfig | { configs: Record<string, ObservabilityConfig> };
+}
+
+export interface FullOutput {
+  /** The run's trace id (32 hex) when it is traced. */
+  traceId?: string;
+  /** The run's `agent_run` span id (16 hex) when it is traced. */
+  spanId?: string;
+}
+
+export interface ToolExecutionContext {
+  /** `{ currentSpan }` on the call's `tool_call` span when the run is traced, else `{}`. */
+  tracingContext: { currentSpan?: SpanHandle };
+}
+"#;
+
 /// One exporter and whether its failure was told already.
 struct Exporter {
     object: JsValue,
