@@ -115,15 +115,25 @@ pub async fn run(
     approvals: &Approvals,
     abort: &AbortFlag,
 ) -> RunOutcome {
+    // One await of the loop, traced or not (the sink is the only difference).
     #[cfg(feature = "tracing")]
-    if let Some(tracer) = cfg.tracing.clone() {
-        tracer.start_run(run_facts(&cfg), env);
-        let traced = super::tracing::TracingSink { inner: sink, tracer: &tracer, env };
-        let outcome = run_untraced(cfg, env, &traced, hooks, approvals, abort).await;
-        tracer.end_run(&outcome, env);
-        return outcome;
+    let tracer = cfg.tracing.clone();
+    #[cfg(feature = "tracing")]
+    let traced = tracer.as_deref().map(|t| {
+        t.start_run(run_facts(&cfg), env);
+        super::tracing::TracingSink { inner: sink, tracer: t, env }
+    });
+    #[cfg(feature = "tracing")]
+    let sink: &dyn Sink = match &traced {
+        Some(s) => s,
+        None => sink,
+    };
+    let outcome = run_untraced(cfg, env, sink, hooks, approvals, abort).await;
+    #[cfg(feature = "tracing")]
+    if let Some(t) = &tracer {
+        t.end_run(&outcome, env);
     }
-    run_untraced(cfg, env, sink, hooks, approvals, abort).await
+    outcome
 }
 
 /// What the root and generation spans say about the run.
