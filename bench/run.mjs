@@ -30,6 +30,7 @@ import { startModelServer } from '../tests/server/model-server.mjs';
 import { memoryBenchmark } from './memory.mjs';
 import { structuredBenchmark } from './structured.mjs';
 import { tracingBenchmark } from './tracing.mjs';
+import { mainThreadBenchmark } from './main-thread.mjs';
 import { median, table } from './report.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -52,7 +53,7 @@ function parseArgs(argv) {
   for (let i = 0; i < argv.length; i++) {
     let [key, value] = argv[i].split(/=(.*)/s, 2);
     if (key === '--help' || key === '-h') {
-      process.stdout.write('usage: node bench/run.mjs [--n N] [--runs R] [--json path]\n       node bench/run.mjs --mem [--sizes N,N…] [--runs R] [--json path]\n       node bench/run.mjs --structured [--sizes N,N…] [--runs R] [--json path]\n       node bench/run.mjs --tracing [--sizes N,N…] [--runs R] [--json path]\n');
+      process.stdout.write('usage: node bench/run.mjs [--n N] [--runs R] [--json path]\n       node bench/run.mjs --mem [--sizes N,N…] [--runs R] [--json path]\n       node bench/run.mjs --structured [--sizes N,N…] [--runs R] [--json path]\n       node bench/run.mjs --tracing [--sizes N,N…] [--runs R] [--json path]\n       node bench/run.mjs --main-thread [--n N] [--runs R] [--json path]\n');
       process.exit(0);
     }
     if (key === '--mem') {
@@ -65,6 +66,10 @@ function parseArgs(argv) {
     }
     if (key === '--tracing') {
       opts.tracing = true;
+      continue;
+    }
+    if (key === '--main-thread') {
+      opts.mainThread = true;
       continue;
     }
     if (!['--n', '--runs', '--json', '--sizes'].includes(key)) throw new UsageError(`unknown option ${argv[i]}`);
@@ -80,10 +85,10 @@ function parseArgs(argv) {
       opts[key.slice(2)] = number;
     }
   }
-  if (Number(opts.mem) + Number(opts.structured) + Number(opts.tracing) > 1) throw new UsageError('--mem, --structured and --tracing are separate benchmarks');
+  if (Number(opts.mem) + Number(opts.structured) + Number(opts.tracing) + Number(opts.mainThread) > 1) throw new UsageError('--mem, --structured, --tracing and --main-thread are separate benchmarks');
   opts.sizes ??= opts.structured ? [100, 400] : opts.tracing ? [2_000, 20_000] : [200_000, 2_000_000];
-  opts.runs ??= opts.mem ? 1 : opts.structured ? 3 : opts.tracing ? 5 : 7;
-  opts.json ??= path.join(HERE, 'results', opts.mem ? 'memory.json' : opts.structured ? 'structured.json' : opts.tracing ? 'tracing.json' : 'latest.json');
+  opts.runs ??= opts.mem ? 1 : opts.structured || opts.mainThread ? 3 : opts.tracing ? 5 : 7;
+  opts.json ??= path.join(HERE, 'results', opts.mem ? 'memory.json' : opts.structured ? 'structured.json' : opts.tracing ? 'tracing.json' : opts.mainThread ? 'main-thread.json' : 'latest.json');
   return opts;
 }
 
@@ -152,6 +157,10 @@ async function main() {
     throw new Error('pkg/ is missing or incomplete: run `./x build` first (or use `./x bench`)');
   }
 
+  if (opts.mainThread) {
+    if (await mainThreadBenchmark({ ...opts, writeReport })) process.exitCode = 1;
+    return;
+  }
   if (opts.mem || opts.structured || opts.tracing) {
     const bench = opts.mem ? memoryBenchmark : opts.structured ? structuredBenchmark : tracingBenchmark;
     const failed = await bench({ ...opts, runChild, startModelServer, writeReport });

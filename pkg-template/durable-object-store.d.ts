@@ -1,4 +1,4 @@
-import type { RunRecord, RunStatus, StorageAdapter, StorageMessage, StorageResource, StorageThread } from './wasm_agent.js';
+import type { RunRecord, RunStatus, ScoreFilter, ScoreRow, StorageAdapter, StorageMessage, StorageResource, StorageThread, VectorRecord } from './wasm_agent.js';
 
 /** The part of a Durable Object's `state.storage` (`DurableObjectStorage`) this store uses. */
 export interface DurableObjectStorageLike {
@@ -38,4 +38,13 @@ export declare class DurableObjectStore implements StorageAdapter {
   updateRun(args: { runId: string; patch: Partial<RunRecord>; expectedStatus?: RunStatus }): Promise<RunRecord | null>;
   listRuns(args?: { agentId?: string; threadId?: string; resourceId?: string; status?: RunStatus | RunStatus[] }): Promise<RunRecord[]>;
   deleteRun(args: { runId: string }): Promise<void>;
+  /** A scorer's row (SPEC §14.2) under `score:<createdAt>:<id>`; `id` and `createdAt` are added when absent. */
+  saveScore(row: Record<string, unknown>): Promise<{ score: ScoreRow }>;
+  /** Stored scores in time order, matching every filter given. */
+  listScores(filter?: ScoreFilter): Promise<ScoreRow[]>;
+  /** Semantic recall's vectors (SPEC §21.3), under `vec:<threadId>:<messageId>` as Float32Arrays. */
+  saveVectors(args: { records: VectorRecord[] }): Promise<void>;
+  /** Cosine top-K within the thread or the resource's threads, best first. */
+  queryVectors(args: { vector: number[]; topK: number; resourceId?: string; threadId?: string; threshold?: number }): Promise<{ id: string; score: number }[]>;
+  deleteVectors(args: { threadId: string } | { ids: string[] }): Promise<void>;
 }

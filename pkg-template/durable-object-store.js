@@ -15,6 +15,10 @@
 //   msgid:<messageId>                          → that message's msg: key
 //   resource:<resourceId>                      → the resource
 //   run:<runId>                                → a suspended run's record (SPEC §19.4)
+//   score:<createdAt>:<scoreId>                → a scorer's row (SPEC §14.2), in time order
+//   vec:<threadId>:<messageId>                 → a message's vector record (SPEC §21.3), its
+//                                                 vector a Float32Array
+//   vecid:<messageId>                          → that record's vec: key
 // `listMessages({ last: n })` is one reverse `list` with `limit: n`: it reads n records, not
 // the whole thread. Each message is one value: Cloudflare caps a value at 128 KiB on
 // key-value-backed objects (2 MB on SQLite-backed ones), which a large inline file can exceed.
@@ -30,6 +34,20 @@ const messageKey = (m) => `${messagesPrefix(m.threadId)}${m.createdAt}:${enc(m.i
 const messageIdKey = (id) => `msgid:${enc(id)}`;
 const resourceKey = (resourceId) => `resource:${enc(resourceId)}`;
 const runKey = (runId) => `run:${enc(runId)}`;
+const scoreKey = (row) => `score:${row.createdAt}:${enc(row.id)}`;
+
+/** A v4 UUID (crypto.randomUUID is in every Workers runtime and in Node). */
+const newId = () => crypto.randomUUID();
+const vectorsPrefix = (threadId) => `vec:${enc(threadId)}:`;
+const vectorKey = (r) => `${vectorsPrefix(r.threadId)}${enc(r.id)}`;
+const vectorIdKey = (id) => `vecid:${enc(id)}`;
+
+/** The dot product (records are stored normalised, so it is their cosine with a unit query). */
+function dot(a, b) {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
+  return s;
+}
 
 /** Splits a list into runs of at most `BATCH`. */
 function batches(items) {
@@ -158,7 +176,76 @@ export class DurableObjectStore {
       const indexKeys = ids.map(messageIdKey);
       const found = await this.storage.get(indexKeys);
       const keys = [...found.values(), ...found.keys()];
+      // Their vectors go with them.
+      const vectorIds = ids.map(vectorIdKey);
+      const vectors = await this.storage.get(vectorIds);
+      keys.push(...vectors.values(), ...vectors.keys());
       await Promise.all(batches(keys).map((run) => this.storage.delete(run)));
+    }
+  }
+
+  /**
+   * Creates or replaces each vector record by message id (semantic recall).
+   * @param {{ records: { id: string, threadId: string, resourceId: string, vector: number[] }[] }} args
+   */
+  async saveVectors({ records }) {
+    const byId = new Map(records.map((r) => [r.id, r]));
+    for (const chunk of batches([...byId.values()])) {
+      const oldKeys = await this.storage.get(chunk.map((r) => vectorIdKey(r.id)));
+      const stale = [];
+      const entries = {};
+      for (const r of chunk) {
+        const key = vectorKey(r);
+        const old = oldKeys.get(vectorIdKey(r.id));
+        if (old !== undefined && old !== key) stale.push(old);
+        entries[key] = { id: r.id, threadId: r.threadId, resourceId: r.resourceId, vector: Float32Array.from(r.vector) };
+        entries[vectorIdKey(r.id)] = key;
+      }
+      const writes = [];
+      if (stale.length) writes.push(this.storage.delete(stale));
+      for (const run of batches(Object.entries(entries))) writes.push(this.storage.put(Object.fromEntries(run)));
+      await Promise.all(writes);
+    }
+  }
+
+  /**
+   * The `topK` records most similar to `vector` (cosine), best first, within the thread or the
+   * resource's threads, at least `threshold` similar.
+   * @param {{ vector: number[], topK: number, resourceId?: string, threadId?: string, threshold?: number }} args
+   */
+  async queryVectors({ vector, topK, resourceId, threadId, threshold }) {
+    const norm = Math.sqrt(dot(vector, vector)) || 1;
+    const query = Float32Array.from(vector, (x) => x / norm);
+    const threadIds = threadId != null ? [threadId] : resourceId != null ? [...(await this.storage.list({ prefix: resourceThreadsPrefix(resourceId) })).values()] : null;
+    const prefixes = threadIds === null ? ['vec:'] : threadIds.map(vectorsPrefix);
+    const hits = [];
+    for (const prefix of prefixes) {
+      for (const r of (await this.storage.list({ prefix })).values()) {
+        if (resourceId != null && r.resourceId !== resourceId) continue;
+        if (r.vector.length !== query.length) continue;
+        const score = dot(query, r.vector);
+        if (threshold == null || score >= threshold) hits.push({ id: r.id, score });
+      }
+    }
+    return hits.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1)).slice(0, topK);
+  }
+
+  /** Deletes a thread's vectors or the given ones. @param {{ threadId: string } | { ids: string[] }} args */
+  async deleteVectors(args) {
+    if (args.threadId != null) {
+      for (;;) {
+        const page = await this.storage.list({ prefix: vectorsPrefix(args.threadId), limit: BATCH / 2 });
+        if (page.size === 0) break;
+        const keys = [];
+        for (const [key, r] of page) keys.push(key, vectorIdKey(r.id));
+        await this.storage.delete(keys);
+      }
+      return;
+    }
+    for (const ids of batches([...new Set(args.ids ?? [])])) {
+      const found = await this.storage.get(ids.map(vectorIdKey));
+      const keys = [...found.values(), ...found.keys()];
+      if (keys.length) await Promise.all(batches(keys).map((run) => this.storage.delete(run)));
     }
   }
 
@@ -211,5 +298,26 @@ export class DurableObjectStore {
   /** @param {{ runId: string }} args */
   async deleteRun({ runId }) {
     await this.storage.delete(runKey(runId));
+  }
+
+  /** Stores a scorer's row (the agent's scorers call it, SPEC §14.2): `id` and `createdAt` are added when absent. */
+  async saveScore(row) {
+    const now = new Date().toISOString();
+    const score = { ...row, id: row?.id ?? newId(), createdAt: row?.createdAt ?? now, updatedAt: now };
+    await this.storage.put(scoreKey(score), score);
+    return { score };
+  }
+
+  /** Stored scores in time order, matching every filter given. */
+  async listScores({ runId, scorerId, entityId, entityType, source } = {}) {
+    const rows = [...(await this.storage.list({ prefix: 'score:' })).values()];
+    return rows.filter(
+      (r) =>
+        (runId === undefined || r.runId === runId) &&
+        (scorerId === undefined || r.scorerId === scorerId) &&
+        (entityId === undefined || r.entityId === entityId) &&
+        (entityType === undefined || r.entityType === entityType) &&
+        (source === undefined || r.source === source),
+    );
   }
 }

@@ -8,18 +8,22 @@
 export type {
   AISdkStreamOptions, AISdkUIMessageChunk, AgentConfig, BackgroundTask, BackgroundTaskStatus, BackgroundTasksConfig,
   ChunkType, FilePart, FinishReason, FromJSONSchema, FullOutput, ImagePart, InferToolInput, LanguageModelLike,
-  ListMessagesArgs, MastraConfig, MemoryInit, MemoryOptions, MessageInput, ModelConfig, ModelMessage, ModelSettings,
+  ListMessagesArgs, MastraConfig, MemoryEvent, MemoryInit, MemoryOptions, MessageInput, ModelConfig, ModelMessage, ModelSettings,
   ResponseInfo, StepResult, StopCondition, StorageAdapter, StorageErrorCode, StorageMessage, StorageResource, StorageThread,
   StreamOptions, StructuredOutputErrorCode, SuspendedRun, RunRecord, RunStatus, SystemInstructions, TextPart, Tool, ToolCallPart, ToolCallPayload, ToolChoice, ToolDefinition,
   ToolExecutionContext, ToolInputSchema, ToolResultPart, ToolResultPayload, ToolWriter, UIMessage, Usage, Warning,
   Processor, ProcessorArgs, ProcessorOutputArgs, SystemMessage, TripwirePayload,
   DelegationStartContext, DelegationCompleteContext,
-  ScorerLike, ScoringSampling, ScorerEntry, ScoreResult, ScoringData,
+  ScorerLike, ScoringSampling, ScorerEntry, ScoreResult, ScoringData, ScoreRow, ScoreFilter,
+  CompletionScorerResult, CompletionRunResult, IsTaskCompleteConfig,
+  WorkflowSchema, StepContext, StepDefinition, AgentStepOptions, StepCondition, MapSource, WorkflowConfig, WorkflowRunOptions,
+  WorkflowRunStatus, WorkflowStepRecord, WorkflowResult, WorkflowStreamEvent, WorkflowResumeOptions, WorkflowRunQuery, WorkflowRunListEntry, WorkflowRunRecord,
+  Embedder, VectorRecord,
   SpanOptions, ExportedSpan, TracingEvent, TracingExporter, ObservabilityConfig,
 } from './wasm_agent.js';
 export { SpanHandle } from './wasm_agent.js';
 import type { ObservabilityConfig, TracingEvent, TracingExporter } from './wasm_agent.js';
-export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, toAISdkMessages, toAISdkV5Messages, Mastra, BatchPartsProcessor, TokenLimiterProcessor } from './wasm_agent.js';
+export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, toAISdkMessages, toAISdkV5Messages, Mastra, BatchPartsProcessor, TokenLimiterProcessor, createStep, createWorkflow, Step, Workflow, Run, WorkflowRunOutput } from './wasm_agent.js';
 export { TokenLimiterProcessor as TokenLimiter } from './wasm_agent.js';
 /** A request context (a `Map`, as the reference's `RequestContext`); each delegated run gets its own copy. */
 export declare class RequestContext extends Map<string, unknown> {}
@@ -229,6 +233,10 @@ declare module './wasm_agent.js' {
     /** Iterates `fullStream`. */
     [Symbol.asyncIterator](): AsyncIterator<ChunkType>;
   }
+  interface WorkflowRunOutput {
+    /** Iterates `fullStream`. */
+    [Symbol.asyncIterator](): AsyncIterator<WorkflowStreamEvent>;
+  }
   interface Memory {
     /** The thread's messages as UI messages, ready to render. */
     listMessages(args: { threadId: string; last?: number; before?: string; format: 'ui' }): Promise<UIMessage[]>;
@@ -253,3 +261,9 @@ export declare class OtlpExporter implements TracingExporter {
   flush(): Promise<void>;
   shutdown(): Promise<void>;
 }
+/**
+ * Serves `agents` to pages that `connectAgent` from `wasm-agent/client` (SPEC §21.1). `target`:
+ * a `MessagePort`, or by default this worker's global scope (a dedicated Worker's `self`, or
+ * every port a SharedWorker is connected by). `close()` stops serving and aborts running runs.
+ */
+export declare function serveAgents(agents: Record<string, import('./wasm_agent.js').Agent>, target?: MessagePort | { postMessage(message: unknown): void; addEventListener(type: 'message', listener: (e: MessageEvent) => void): void }): { close(): void };

@@ -14,7 +14,8 @@ use serde_json::json;
 use wasm_agent::core::env::LocalFuture;
 use wasm_agent::core::error::AgentError;
 use wasm_agent::core::memory::{iso_time, InMemoryStore, MessageQuery, Resource, Store, StoredMessage, Thread};
-use wasm_agent::platform::idb::IdbStore;
+use wasm_agent::core::memory::vectors::{VectorHit, VectorQuery, VectorRecord, VectorTarget};
+use wasm_agent::platform::idb::{IdbStore, SCHEMA_VERSION};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
@@ -150,6 +151,101 @@ behaviour! {
     resources_are_upserted => suite_resources,
     unknown_parts_and_metadata_survive_a_round_trip => suite_round_trip,
     run_records_are_saved_claimed_once_listed_and_deleted => suite_runs,
+    vectors_are_searched_by_cosine_in_scope_and_deleted_with_their_thread => suite_vectors,
+}
+
+/// Semantic recall's vectors (SPEC §21.3): upsert, top-K by cosine within a thread or resource,
+/// threshold, and deletion with messages, threads, or by id.
+async fn suite_vectors(s: &dyn Store) {
+    let rec = |id: &str, thread: &str, resource: &str, v: [f32; 3]| VectorRecord { id: id.into(), thread_id: thread.into(), resource_id: resource.into(), vector: v.to_vec() };
+    let q = |v: [f32; 3], k: usize, thread: Option<&str>, resource: Option<&str>, threshold: Option<f32>| VectorQuery {
+        vector: v.to_vec(),
+        top_k: k,
+        thread_id: thread.map(str::to_owned),
+        resource_id: resource.map(str::to_owned),
+        threshold,
+    };
+    let hits = |h: Vec<VectorHit>| h.into_iter().map(|h| h.id).collect::<Vec<_>>();
+    s.save_thread(&thread("t1", "u1", 1)).await.unwrap();
+    s.save_messages(&[msg("a", "t1", 1, "x"), msg("b", "t1", 2, "y")]).await.unwrap();
+    s.save_vectors(&[rec("a", "t1", "u1", [3.0, 0.0, 0.0]), rec("b", "t1", "u1", [1.0, 1.0, 0.0]), rec("c", "t2", "u1", [0.0, 2.0, 0.0]), rec("d", "t3", "u2", [1.0, 0.0, 0.0])])
+        .await
+        .unwrap();
+    // Replacing a record by id.
+    s.save_vectors(&[rec("c", "t2", "u1", [0.0, 0.0, 5.0])]).await.unwrap();
+    let all = s.query_vectors(&q([1.0, 0.0, 0.0], 10, None, None, None)).await.unwrap();
+    assert_eq!(hits(all.clone()), ["a", "d", "b", "c"]);
+    assert!((all[0].score - 1.0).abs() < 1e-5 && (all[2].score - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-5, "{all:?}");
+    assert_eq!(hits(s.query_vectors(&q([1.0, 0.0, 0.0], 2, None, Some("u1"), None)).await.unwrap()), ["a", "b"]);
+    assert_eq!(hits(s.query_vectors(&q([0.0, 0.0, 1.0], 5, Some("t2"), None, None)).await.unwrap()), ["c"]);
+    assert_eq!(hits(s.query_vectors(&q([1.0, 0.0, 0.0], 5, None, Some("u1"), Some(0.9))).await.unwrap()), ["a"]);
+    s.delete_messages(&["b".to_string()]).await.unwrap();
+    s.delete_thread("t1").await.unwrap();
+    assert_eq!(hits(s.query_vectors(&q([1.0, 0.0, 0.0], 10, None, None, None)).await.unwrap()), ["d", "c"]);
+    s.delete_vectors(&VectorTarget::Ids(vec!["d".into()])).await.unwrap();
+    s.delete_vectors(&VectorTarget::Thread("t2".into())).await.unwrap();
+    assert!(s.query_vectors(&q([1.0, 0.0, 0.0], 10, None, None, None)).await.unwrap().is_empty());
+}
+
+#[wasm_bindgen_test]
+async fn a_version_3_database_upgrades_to_4_keeping_its_records_and_gains_vectors() {
+    let name = unique_name("upgrade-3-4");
+    // The version 3 schema as the previous release made it, with a thread, a message and a run.
+    js(
+        "name",
+        "
+        const db = await new Promise((res, rej) => {
+          const r = indexedDB.open(name, 3);
+          r.onupgradeneeded = () => {
+            const d = r.result;
+            d.createObjectStore('threads', { keyPath: 'id' }).createIndex('byResource', 'resourceId');
+            d.createObjectStore('messages', { keyPath: 'id' }).createIndex('byThreadTime', ['threadId', 'createdAt', 'id']);
+            d.createObjectStore('resources', { keyPath: 'id' });
+            d.createObjectStore('tasks', { keyPath: 'id' });
+            const runs = d.createObjectStore('runs', { keyPath: 'runId' });
+            runs.createIndex('threadId', 'threadId');
+            runs.createIndex('agentStatus', ['agentId', 'status']);
+            d.createObjectStore('runChunks', { keyPath: ['runId', 'seq'] });
+            const tx = r.transaction;
+            tx.objectStore('threads').put({ id: 'old', resourceId: 'u', createdAt: 'a', updatedAt: 'b' });
+            tx.objectStore('messages').put({ id: 'm1', threadId: 'old', resourceId: 'u', role: 'user', createdAt: '2026-01-01T00:00:00.000Z', type: 'v2', content: { format: 2, parts: [{ type: 'text', text: 'kept' }] } });
+            tx.objectStore('runs').put({ runId: 'r1', agentId: 'a', threadId: null, resourceId: null, status: 'suspended', createdAt: 1, updatedAt: 1, waiting: [], snapshot: null, lastSeq: 0 });
+          };
+          r.onsuccess = () => res(r.result);
+          r.onerror = () => rej(r.error);
+        });
+        db.close();",
+        &[name.as_str().into()],
+    )
+    .await
+    .unwrap();
+    let store = IdbStore::new(&name);
+    assert_eq!(store.get_thread_by_id("old").await.unwrap().map(|t| t.id).as_deref(), Some("old"), "kept across the upgrade");
+    let msgs = list(&store, query("old", None, None)).await;
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0].parts, vec![json!({ "type": "text", "text": "kept" })]);
+    assert!(store.runs().unwrap().get_run("r1").await.unwrap().is_some(), "run records kept");
+    let r = VectorRecord { id: "m1".into(), thread_id: "old".into(), resource_id: "u".into(), vector: vec![0.0, 2.0] };
+    store.save_vectors(&[r]).await.expect("version 4 keeps vectors");
+    let q = VectorQuery { vector: vec![0.0, 1.0], top_k: 1, thread_id: None, resource_id: Some("u".into()), threshold: None };
+    assert_eq!(store.query_vectors(&q).await.unwrap().into_iter().map(|h| h.id).collect::<Vec<_>>(), ["m1"]);
+    // Stored as a Float32Array, normalised.
+    let seen = js(
+        "name",
+        "
+        const db = await new Promise((res, rej) => { const r = indexedDB.open(name); r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
+        const req = db.transaction('vectors').objectStore('vectors').get('m1');
+        const v = await new Promise((res) => { req.onsuccess = () => res(req.result); });
+        db.close();
+        return JSON.stringify({ float32: v.vector instanceof Float32Array, vector: [...v.vector], threadId: v.threadId, resourceId: v.resourceId });",
+        &[name.as_str().into()],
+    )
+    .await
+    .unwrap();
+    let seen: serde_json::Value = serde_json::from_str(&seen.as_string().unwrap()).unwrap();
+    assert_eq!(seen, json!({ "float32": true, "vector": [0, 1], "threadId": "old", "resourceId": "u" }));
+    drop(store);
+    IdbStore::delete_database(&name).await.unwrap();
 }
 
 /// Run records (SPEC §19.4): create, compare-and-set, list by filter, delete.
@@ -469,14 +565,14 @@ async fn operations_started_together_share_one_open() {
     assert_eq!(store.list_threads("u").await.unwrap().len(), 8);
     // One connection: an upgrade from "another tab" is not blocked by stray ones.
     let conn =
-        js("name, version", OPEN_RAW, &[name.as_str().into(), 3.into()]).await.expect("the upgrade is not blocked");
+        js("name, version", OPEN_RAW, &[name.as_str().into(), (SCHEMA_VERSION + 1).into()]).await.expect("the upgrade is not blocked");
     js("db", "db.close();", &[conn]).await.unwrap();
     drop(store);
     IdbStore::delete_database(&name).await.unwrap();
 }
 
 #[wasm_bindgen_test]
-async fn the_schema_is_version_3_and_records_are_plain_objects() {
+async fn the_schema_is_version_4_and_records_are_plain_objects() {
     let name = unique_name("schema");
     let store = IdbStore::new(&name);
     store.save_thread(&thread("t1", "u", 3)).await.unwrap();
@@ -486,7 +582,7 @@ async fn the_schema_is_version_3_and_records_are_plain_objects() {
         "name",
         "
         const db = await new Promise((res, rej) => { const r = indexedDB.open(name); r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
-        const tx = db.transaction(['threads', 'messages', 'resources', 'tasks', 'runs', 'runChunks']);
+        const tx = db.transaction(['threads', 'messages', 'resources', 'tasks', 'runs', 'runChunks', 'vectors']);
         const get = (req) => new Promise((res) => { req.onsuccess = () => res(req.result); });
         const messages = tx.objectStore('messages');
         const out = {
@@ -500,6 +596,8 @@ async fn the_schema_is_version_3_and_records_are_plain_objects() {
           runKey: tx.objectStore('runs').keyPath,
           runIndexes: [...tx.objectStore('runs').indexNames].map((n) => [n, tx.objectStore('runs').index(n).keyPath]),
           chunkKey: tx.objectStore('runChunks').keyPath,
+          vectorKey: tx.objectStore('vectors').keyPath,
+          vectorIndexes: [...tx.objectStore('vectors').indexNames].map((n) => [n, tx.objectStore('vectors').index(n).keyPath]),
           message: await get(messages.get('m1')),
         };
         db.close();
@@ -509,8 +607,10 @@ async fn the_schema_is_version_3_and_records_are_plain_objects() {
     .await
     .unwrap();
     let seen: serde_json::Value = serde_json::from_str(&seen.as_string().unwrap()).unwrap();
-    assert_eq!(seen["version"], 3);
-    assert_eq!(seen["stores"], json!(["messages", "resources", "runChunks", "runs", "tasks", "threads"]));
+    assert_eq!(seen["version"], 4);
+    assert_eq!(seen["stores"], json!(["messages", "resources", "runChunks", "runs", "tasks", "threads", "vectors"]));
+    assert_eq!(seen["vectorKey"], "id");
+    assert_eq!(seen["vectorIndexes"], json!([["byResource", "resourceId"], ["byThread", "threadId"]]));
     assert_eq!(seen["runKey"], "runId");
     assert_eq!(seen["runIndexes"], json!([["agentStatus", ["agentId", "status"]], ["threadId", "threadId"]]));
     assert_eq!(seen["chunkKey"], json!(["runId", "seq"]));
@@ -576,9 +676,9 @@ async fn a_version_2_database_upgrades_to_3_keeping_its_records_and_gains_runs()
 #[wasm_bindgen_test]
 async fn a_database_upgraded_by_a_newer_version_is_a_storage_error() {
     let name = unique_name("newer");
-    let db = js("name, version", OPEN_RAW, &[name.as_str().into(), 4.into()]).await.unwrap();
+    let db = js("name, version", OPEN_RAW, &[name.as_str().into(), (SCHEMA_VERSION + 1).into()]).await.unwrap();
     js("db", "db.close();", &[db]).await.unwrap();
-    let err = IdbStore::new(&name).list_threads("u").await.expect_err("version 4 is newer than this code");
+    let err = IdbStore::new(&name).list_threads("u").await.expect_err("a version newer than this code");
     assert_eq!(storage_code(&err), "version", "VersionError is told apart");
     let message = storage_message(err);
     assert!(
@@ -593,13 +693,13 @@ async fn an_open_store_steps_aside_for_another_tabs_upgrade() {
     let name = unique_name("versionchange");
     let store = IdbStore::new(&name);
     store.save_thread(&thread("t1", "u", 1)).await.unwrap();
-    // Another tab upgrades to version 4: not blocked, because the store closes on versionchange.
-    let db = js("name, version", OPEN_RAW, &[name.as_str().into(), 4.into()])
+    // Another tab upgrades to a newer version: not blocked, because the store closes on versionchange.
+    let db = js("name, version", OPEN_RAW, &[name.as_str().into(), (SCHEMA_VERSION + 1).into()])
         .await
         .expect("the upgrade must not be blocked");
     js("db", "db.close();", &[db]).await.unwrap();
     // The store reopens on next use and finds a version it does not know.
-    let message = storage_message(store.get_thread_by_id("t1").await.expect_err("version 4"));
+    let message = storage_message(store.get_thread_by_id("t1").await.expect_err("a newer version"));
     assert!(message.contains("VersionError"), "{message}");
     drop(store);
     IdbStore::delete_database(&name).await.unwrap();

@@ -14,6 +14,8 @@ import { decorate, deleteFrom, forgetThreadMeta, initMessageActions, replyMeta, 
 import { initComposerAttachments, inputPartsOf, renderParts } from './attachments.js';
 import { buildThreadList, createSearchIndex } from './threads.js';
 import { summarise } from './summary.js';
+import { buildDemoAgent, isOfflineDemoModel as isDemoModel, serverMemoryOptions } from './demo-agent.js';
+import { connectAgent } from '/pkg/client.js';
 
 const $ = (id) => document.getElementById(id);
 const messagesEl = $('messages');
@@ -35,6 +37,7 @@ const setModels = $('set-models');
 const setUrl = $('set-url');
 const setKey = $('set-key');
 const setRemember = $('set-remember');
+const setWorker = $('set-worker');
 const setForget = $('set-forget');
 const setHint = $('set-hint');
 const setError = $('set-error');
@@ -47,10 +50,28 @@ const RESOURCE = 'demo-user';
 const THREAD_KEY = 'wasm-agent-demo:thread';
 /** Earlier messages the agent loads into each prompt. */
 const LAST_MESSAGES = 40;
-/** `?approve=1`: the clock tool asks before it runs (shows the Approve / Decline buttons). */
-const APPROVE_MODE = new URLSearchParams(location.search).get('approve') === '1';
 /** What a declined call tells the model. */
 const DECLINE_REASON = 'Declined in the demo';
+/** localStorage key of the "Run the agent in a SharedWorker" setting ('1' / '0'). */
+const WORKER_KEY = 'wasm-agent-demo:worker';
+
+/** Whether the agent runs in a SharedWorker: `?worker=0|1`, else the setting, on by default where supported. */
+function workerMode() {
+  if (typeof SharedWorker !== 'function') return false;
+  const forced = new URLSearchParams(location.search).get('worker');
+  if (forced === '0' || forced === '1') return forced === '1';
+  try {
+    return globalThis.localStorage?.getItem(WORKER_KEY) !== '0';
+  } catch {
+    return true;
+  }
+}
+
+/** The demo's SharedWorker, started on first use (its URL carries the page's switches). */
+function agentWorker() {
+  worker ??= new SharedWorker(`/agent-worker.js${location.search}`, { type: 'module', name: 'wasm-agent-demo' });
+  return worker;
+}
 
 let agent = null;
 let memory = null;
@@ -59,8 +80,7 @@ let config = null; // /config.json: the server's model
 let settings = { provider: SERVER, model: '', baseUrl: '' }; // what the Agent was built from
 let active = null; // the model in use: { kind: 'server' | 'direct', model, badge, label, title, memoryOptions }
 let settingsNote = ''; // why saved settings could not be used (shown in the Settings dialog)
-let clockTool = null;
-let researchTool = null; // the offline demo's background tool
+let worker = null; // the SharedWorker the agent runs in (agent-worker.js), when it does
 let running = null; // { controller, threadId } while a reply streams
 let threadId = null; // the conversation on screen
 let threads = []; // the stored threads, most recently updated first
@@ -76,6 +96,7 @@ let searchIndex = null; // the thread search's message texts (threads.js)
 let summaryRun = null; // { controller } while a summary streams
 let highlighter = null; // highlight.js, loaded once a code block is shown
 let highlighterLoading = null;
+let mirror = null; // { runId, view, turn } while another tab's reply on the shown thread streams
 
 // Other tabs of this page share the IndexedDB database: tell them when a thread changed.
 const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel('wasm-agent-demo') : null;
@@ -293,11 +314,12 @@ function toolCard(name) {
         const cancel = el('button', 'cancel-task', 'Cancel');
         cancel.type = 'button';
         cancel.title = 'Cancel this background task';
-        cancel.addEventListener('click', () => {
+        cancel.addEventListener('click', async () => {
           cancel.disabled = true;
           let going = false;
           try {
-            going = onCancel();
+            // (A promise when the agent runs in the worker.)
+            going = await onCancel();
           } catch (err) {
             console.warn('wasm-agent demo: could not cancel the task', err);
           }
@@ -799,6 +821,8 @@ async function showThread(id, { keepScroll = false } = {}) {
   let previous = null;
   for (const message of messages) previous = renderStored(message, previous);
   if (!failure) drawFailure(id, messages, previous);
+  // Another tab's reply still streaming: it stays below what is stored.
+  if (mirror?.turn.threadId === id) messagesEl.append(mirror.view.item);
   const first = messages.find((m) => m.role === 'user');
   if (first && !previews.has(id)) previews.set(id, firstWords(textOf(first)));
   if (failure) addNotice(`Could not load this conversation: ${failure.message ?? failure}`, 'error');
@@ -897,6 +921,7 @@ async function switchThread(id) {
   threadId = id;
   storeThreadId(id);
   staleWhileRunning = false;
+  mirror = null;
   drawThreads();
   await showThread(id);
   input.focus();
@@ -909,6 +934,7 @@ function newChat() {
   storeThreadId(threadId);
   renderSeq++; // a history load in flight is no longer wanted
   staleWhileRunning = false;
+  mirror = null;
   clearMessages();
   messagesEl.dataset.thread = threadId;
   drawThreads();
@@ -1014,6 +1040,132 @@ function drawFailure(id, messages, lastView) {
  * failed run stored it, in memory: then the agent is run on the stored conversation, with no
  * second copy of the message).
  */
+/**
+ * Draws one chunk of a reply into its view. `turn` is the reply's state, updated here:
+ * { agent (null for a reply mirrored from another tab), threadId, replyId, failed, aborted,
+ * finished, usage }.
+ */
+function drawChunk(view, chunk, turn) {
+  const payload = chunk.payload ?? {};
+  const callId = payload.toolCallId;
+  const toolName = payload.toolName;
+  switch (chunk.type) {
+    case 'start':
+      if (!turn.replyId && payload.messageId) {
+        turn.replyId = payload.messageId;
+        view.item.dataset.messageId = turn.replyId;
+      }
+      break;
+    case 'step-start':
+      view.step();
+      break;
+    case 'reasoning-delta':
+      view.reasoning(payload.text ?? '');
+      break;
+    case 'reasoning-end':
+      view.endThinking();
+      break;
+    case 'text-delta':
+      view.text(payload.text ?? '');
+      break;
+    case 'tool-call-input-streaming-start':
+      view.toolStart(callId, toolName);
+      break;
+    case 'tool-call-delta':
+      view.toolArgsDelta(callId, toolName, payload.argsTextDelta);
+      break;
+    case 'tool-call':
+      view.toolCall(callId, toolName, payload.args);
+      break;
+    case 'tool-output':
+      view.toolOutput(callId, toolName, payload.output);
+      break;
+    case 'tool-result':
+      if (payload.isError) view.toolError(callId, toolName, payload.result);
+      else view.toolResult(callId, toolName, payload.result);
+      break;
+    case 'tool-error':
+      view.toolError(callId, toolName, payload.error?.message ?? payload.error ?? 'The tool failed.');
+      break;
+    case 'tool-call-approval': {
+      const { runId } = chunk;
+      const runAgent = turn.agent;
+      // A reply mirrored from another tab is approved in that tab.
+      if (!runAgent) {
+        view.toolCall(callId, toolName, payload.args);
+        break;
+      }
+      announce(`The ${toolName} tool waits for your approval.`);
+      view.toolApproval(
+        callId,
+        toolName,
+        payload.args,
+        () => runAgent.approveToolCall({ runId, toolCallId: callId }),
+        () => runAgent.declineToolCall({ runId, toolCallId: callId, reason: DECLINE_REASON }),
+      );
+      break;
+    }
+    case 'tool-output-denied':
+      view.toolDenied(callId, toolName, payload.approval?.reason);
+      break;
+    case 'background-task-started': {
+      const taskId = payload.taskId;
+      view.taskStarted(callId, toolName, taskId, turn.agent ? () => turn.agent.cancelBackgroundTask(taskId) : null);
+      break;
+    }
+    case 'background-task-running':
+      view.taskRunning(callId, toolName, payload);
+      break;
+    case 'background-task-output':
+      view.taskOutput(callId, toolName, payload.payload?.payload?.output);
+      break;
+    case 'background-task-progress':
+      view.taskProgress(payload.taskIds, payload.elapsedMs);
+      break;
+    case 'background-task-completed':
+      view.taskEnded(callId, toolName, 'done', { result: payload.result, completedAt: payload.completedAt });
+      break;
+    case 'background-task-failed':
+      view.taskEnded(callId, toolName, 'failed', { message: payload.error?.message, completedAt: payload.completedAt });
+      break;
+    case 'background-task-cancelled':
+      view.taskEnded(callId, toolName, 'cancelled', { completedAt: payload.completedAt });
+      break;
+    case 'data-thread-title': {
+      const { threadId: titled, title } = chunk.data ?? {};
+      if (titled && title) {
+        const thread = threads.find((t) => t.id === titled);
+        if (thread) thread.title = title;
+        else threads.unshift({ id: titled, title, updatedAt: new Date().toISOString() });
+        drawThreads();
+      }
+      break;
+    }
+    case 'error':
+      turn.failed = true;
+      view.error(explainError(payload.error?.message ?? 'The model call failed.'));
+      break;
+    case 'abort':
+      turn.aborted = true;
+      view.stopped();
+      break;
+    case 'finish': {
+      // A run that fails ends with `error`; an `error` before `finish` did not stop the
+      // reply (a title or storage failure): it stays shown, and so does the usage.
+      // With untilIdle, each follow-up turn ends with a `finish` of its own: the footer
+      // shows the usage of all turns of the reply.
+      turn.finished = true;
+      view.endThinking();
+      turn.usage = addUsage(turn.usage, payload.totalUsage);
+      if (!turn.aborted) view.footer(formatUsage(turn.usage), 'usage');
+      if (turn.agent) saveReplyMeta(turn.replyId, { usage: turn.usage, thoughtMs: view.thoughtMs, threadId: turn.threadId });
+      break;
+    }
+    default:
+      break;
+  }
+}
+
 async function send(textValue, { again = false, parts = null } = {}) {
   const content = textValue.trim();
   const fromComposer = parts === null && !again;
@@ -1055,15 +1207,16 @@ async function send(textValue, { again = false, parts = null } = {}) {
 
   const view = replyView();
   view.item.dataset.at = new Date().toISOString();
-  let replyId = ''; // the id memory stores the reply under (its first `start` chunk's messageId)
   const controller = new AbortController();
   const runAgent = agent; // the agent of this turn (Settings cannot rebuild it while it runs)
   running = { controller, threadId: id };
   setRunning(true);
-  let failed = false;
-  let aborted = false;
-  let finished = false;
-  let usage = null; // the token usage of every turn of this reply
+  // Another tab's reply on this thread, if one was streaming, is drawn from memory afterwards.
+  mirror?.view.done();
+  mirror = null;
+  // replyId: the id memory stores the reply under (its first `start` chunk's messageId);
+  // usage: the token usage of every turn of this reply.
+  const turn = { agent: runAgent, threadId: id, replyId: '', failed: false, aborted: false, finished: false, usage: null };
 
   try {
     // Only the new message: the agent loads the earlier ones from memory and saves both sides.
@@ -1075,138 +1228,27 @@ async function send(textValue, { again = false, parts = null } = {}) {
     if (script) options.modelSettings = { headers: { 'x-script': script } };
     const message = files.length ? [{ role: 'user', content: [...(content ? [{ type: 'text', text: content }] : []), ...files] }] : content;
     const out = await runAgent.stream(prompt ?? message, options);
-    for await (const chunk of out.fullStream) {
-      const payload = chunk.payload ?? {};
-      const callId = payload.toolCallId;
-      const toolName = payload.toolName;
-      switch (chunk.type) {
-        case 'start':
-          if (!replyId && payload.messageId) {
-            replyId = payload.messageId;
-            view.item.dataset.messageId = replyId;
-          }
-          break;
-        case 'step-start':
-          view.step();
-          break;
-        case 'reasoning-delta':
-          view.reasoning(payload.text ?? '');
-          break;
-        case 'reasoning-end':
-          view.endThinking();
-          break;
-        case 'text-delta':
-          view.text(payload.text ?? '');
-          break;
-        case 'tool-call-input-streaming-start':
-          view.toolStart(callId, toolName);
-          break;
-        case 'tool-call-delta':
-          view.toolArgsDelta(callId, toolName, payload.argsTextDelta);
-          break;
-        case 'tool-call':
-          view.toolCall(callId, toolName, payload.args);
-          break;
-        case 'tool-output':
-          view.toolOutput(callId, toolName, payload.output);
-          break;
-        case 'tool-result':
-          if (payload.isError) view.toolError(callId, toolName, payload.result);
-          else view.toolResult(callId, toolName, payload.result);
-          break;
-        case 'tool-error':
-          view.toolError(callId, toolName, payload.error?.message ?? payload.error ?? 'The tool failed.');
-          break;
-        case 'tool-call-approval': {
-          const runId = chunk.runId;
-          announce(`The ${toolName} tool waits for your approval.`);
-          view.toolApproval(
-            callId,
-            toolName,
-            payload.args,
-            () => runAgent.approveToolCall({ runId, toolCallId: callId }),
-            () => runAgent.declineToolCall({ runId, toolCallId: callId, reason: DECLINE_REASON }),
-          );
-          break;
-        }
-        case 'tool-output-denied':
-          view.toolDenied(callId, toolName, payload.approval?.reason);
-          break;
-        case 'background-task-started': {
-          const taskId = payload.taskId;
-          view.taskStarted(callId, toolName, taskId, () => runAgent.cancelBackgroundTask(taskId));
-          break;
-        }
-        case 'background-task-running':
-          view.taskRunning(callId, toolName, payload);
-          break;
-        case 'background-task-output':
-          view.taskOutput(callId, toolName, payload.payload?.payload?.output);
-          break;
-        case 'background-task-progress':
-          view.taskProgress(payload.taskIds, payload.elapsedMs);
-          break;
-        case 'background-task-completed':
-          view.taskEnded(callId, toolName, 'done', { result: payload.result, completedAt: payload.completedAt });
-          break;
-        case 'background-task-failed':
-          view.taskEnded(callId, toolName, 'failed', { message: payload.error?.message, completedAt: payload.completedAt });
-          break;
-        case 'background-task-cancelled':
-          view.taskEnded(callId, toolName, 'cancelled', { completedAt: payload.completedAt });
-          break;
-        case 'data-thread-title': {
-          const { threadId: titled, title } = chunk.data ?? {};
-          if (titled && title) {
-            const thread = threads.find((t) => t.id === titled);
-            if (thread) thread.title = title;
-            else threads.unshift({ id: titled, title, updatedAt: new Date().toISOString() });
-            drawThreads();
-          }
-          break;
-        }
-        case 'error':
-          failed = true;
-          view.error(explainError(payload.error?.message ?? 'The model call failed.'));
-          break;
-        case 'abort':
-          aborted = true;
-          view.stopped();
-          break;
-        case 'finish': {
-          // A run that fails ends with `error`; an `error` before `finish` did not stop the
-          // reply (a title or storage failure): it stays shown, and so does the usage.
-          // With untilIdle, each follow-up turn ends with a `finish` of its own: the footer
-          // shows the usage of all turns of the reply.
-          finished = true;
-          view.endThinking();
-          usage = addUsage(usage, payload.totalUsage);
-          if (!aborted) view.footer(formatUsage(usage), 'usage');
-          saveReplyMeta(replyId, { usage, thoughtMs: view.thoughtMs, threadId: id });
-          break;
-        }
-        default:
-          break;
-      }
-    }
+    for await (const chunk of out.fullStream) drawChunk(view, chunk, turn);
   } catch (err) {
     if (controller.signal.aborted) {
-      if (!aborted) view.stopped();
-      aborted = true;
+      if (!turn.aborted) view.stopped();
+      turn.aborted = true;
     } else {
-      failed = true;
+      turn.failed = true;
       view.error(explainError(err?.message ?? String(err)));
     }
   } finally {
     running = null;
     setRunning(false);
-    if (controller.signal.aborted && !aborted) view.stopped();
-    if (!finished && !failed && !controller.signal.aborted && !view.textContent) {
-      failed = true;
+    if (controller.signal.aborted && !turn.aborted) view.stopped();
+    const { finished } = turn;
+    if (!finished && !turn.failed && !controller.signal.aborted && !view.textContent) {
+      turn.failed = true;
       view.error('The stream ended without a reply.');
     }
     view.done();
     const stopped = controller.signal.aborted;
+    const { failed } = turn;
     if (failed && !finished && !stopped) {
       // The send failed: Retry sends it again; the failure is kept, so a reload shows it too.
       view.errorActions(failureActions(id, content, view.item));
@@ -1315,6 +1357,37 @@ document.addEventListener('keydown', (event) => {
   }
 });
 
+// A reply streaming in another tab on the thread shown here streams here too (memory.watch,
+// SPEC §21.2: the package carries the chunks and the saves between tabs on one database).
+
+function endMirror() {
+  if (!mirror) return;
+  mirror.view.done();
+  decorate(mirror.view.item);
+  mirror = null;
+  showThread(threadId, { keepScroll: true });
+}
+
+function onMemoryEvent(event) {
+  const about = event.threadId ?? event.thread?.id;
+  // This tab's own reply is drawn from its stream; other threads are not on screen.
+  if (about !== threadId || running?.threadId === about) return;
+  if (event.type === 'chunk') {
+    if (mirror && mirror.runId !== event.runId) endMirror();
+    if (!mirror) {
+      const view = replyView();
+      const turn = { agent: null, threadId: about, replyId: '', failed: false, aborted: false, finished: false, usage: null };
+      mirror = { runId: event.runId, view, turn };
+      follow();
+    }
+    drawChunk(mirror.view, event.chunk, mirror.turn);
+    if (['finish', 'error', 'abort'].includes(event.chunk.type)) endMirror();
+  } else if (event.type === 'messages-saved' && !(mirror && event.messages.every((m) => m.role !== 'user'))) {
+    // Drawn from memory; a reply still streaming stays below (its own save is drawn when it ends).
+    showThread(about, { keepScroll: true });
+  }
+}
+
 channel?.addEventListener('message', (event) => {
   const { type, threadId: changed } = event.data ?? {};
   if (!memory || (type !== 'changed' && type !== 'deleted')) return;
@@ -1330,7 +1403,7 @@ channel?.addEventListener('message', (event) => {
 
 /** Whether the server's model is the offline demo model (the friendly `demo` script of the model server). */
 function isOfflineDemoModel() {
-  return config?.mode === 'offline' && /^openai\/demo(?::\d+)?$/.test(config.model?.id ?? '');
+  return isDemoModel(config);
 }
 
 /** Whether the offline demo model is in use. */
@@ -1365,70 +1438,6 @@ function offlineScriptFor(content) {
   const writing = /\bask the writer\b(?:\s+(?:about|for|to))?\s*(.*)/is.exec(content);
   if (writing) return `supervisor:writer:${asciiJson(writing[1].trim() || 'something nice').slice(1, -1)}`;
   return /\btime\b/i.test(content) ? 'call:clock:{}' : null;
-}
-
-/** The demo's one tool: the current date and time, read in the page. */
-function makeClockTool(createTool) {
-  return createTool({
-    id: 'clock',
-    description: "The current date and time. Give an IANA time zone such as Europe/Paris, or none for the user's own.",
-    inputSchema: {
-      type: 'object',
-      properties: { timeZone: { type: 'string', description: 'An IANA time zone, e.g. Asia/Tokyo' } },
-    },
-    requireApproval: APPROVE_MODE,
-    async execute(input, context) {
-      const zone = input?.timeZone || Intl.DateTimeFormat().resolvedOptions().timeZone;
-      await context?.writer?.write(`Reading the clock (${zone})`);
-      // An unknown zone throws a RangeError: the card shows it and the model is told.
-      return new Intl.DateTimeFormat(undefined, { dateStyle: 'full', timeStyle: 'long', timeZone: zone }).format(new Date());
-    },
-  });
-}
-
-/** Waits `ms`; rejects when `signal` aborts. */
-function sleep(ms, signal) {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        reject(signal.reason ?? new Error('aborted'));
-      },
-      { once: true },
-    );
-  });
-}
-
-/** How long each of the research tool's three steps takes (`?research=<ms>` changes it). */
-const RESEARCH_STEP_MS = Math.max(0, Number(new URLSearchParams(location.search).get('research')) || 1_000);
-
-/**
- * The offline demo's background tool: "researches" a topic in three steps (each a progress line
- * of its card), then returns a short note. It runs as a background task, so the reply says it
- * started and goes on; the agent answers its result in a follow-up turn of the same reply.
- */
-function makeResearchTool(createTool) {
-  return createTool({
-    id: 'research',
-    description: 'Research a topic in depth. It runs in the background: the result arrives in a later turn.',
-    inputSchema: {
-      type: 'object',
-      properties: { topic: { type: 'string', description: 'What to research, e.g. solana' } },
-      required: ['topic'],
-    },
-    background: { enabled: true, timeoutMs: 60_000 },
-    async execute({ topic }, context) {
-      const steps = [`Looking for sources about ${topic}`, 'Reading 3 sources', 'Writing up the findings'];
-      for (const line of steps) {
-        await context?.writer?.write(line);
-        await sleep(RESEARCH_STEP_MS, context?.abortSignal);
-      }
-      return `${topic}: 3 sources read and summarised (offline demo: nothing was really looked up).`;
-    },
-  });
 }
 
 /**
@@ -1472,35 +1481,12 @@ function describe(choice, key = loadKey(choice.provider).key) {
   };
 }
 
-/** The Agent of `next` (a `describe()` result): the offline demo model also gets the research tool. */
-function buildAgent(next) {
-  const demo = next.kind === 'server' && isOfflineDemoModel();
-  // A sub-agent the model may hand writing to: its run streams inside the call's card.
-  const writer = new pkg.Agent({
-    id: 'writer',
-    name: 'Writer',
-    description: 'Writes a short paragraph on a topic it is given and hands it back.',
-    instructions: 'You write one short, vivid paragraph on the topic you are given.',
-    model: next.model,
-    // Offline, the demo model writes at a readable pace.
-    ...(demo ? { defaultOptions: { modelSettings: { headers: { 'x-script': 'demo:40' } } } } : {}),
-  });
-  return new pkg.Agent({
-    id: 'demo',
-    name: 'Demo',
-    instructions: 'You are a helpful, concise assistant. Format replies with Markdown when it helps.',
-    model: next.model,
-    tools: demo ? { clock: clockTool, research: researchTool } : { clock: clockTool },
-    agents: { writer },
-    memory,
-    backgroundTasks: { enabled: true },
-  });
-}
-
 /** Builds the Agent for `choice`; throws (nothing changed) when the package refuses the config. */
 function useSettings(choice, key) {
   const next = describe(choice, key);
-  agent = buildAgent(next);
+  // The server's model runs in the SharedWorker when the setting is on; a provider picked here
+  // runs in the page (its key stays in this tab).
+  agent = next.kind === 'server' && workerMode() ? connectAgent(agentWorker(), 'demo') : buildDemoAgent(pkg, { model: next.model, demo: next.kind === 'server' && isOfflineDemoModel(), memory });
   active = next;
   settings = { ...choice };
   const mode = $('mode');
@@ -1564,6 +1550,8 @@ function openSettings() {
   }
   setProvider.value = settings.provider;
   fillSettingsFields(settings.provider, settings);
+  setWorker.disabled = typeof SharedWorker !== 'function';
+  setWorker.checked = workerMode();
   if (settingsNote) {
     setError.textContent = settingsNote;
     setError.hidden = false;
@@ -1601,9 +1589,20 @@ settingsForm.addEventListener('submit', (event) => {
     setKey.focus();
     return;
   }
+  const workerBefore = workerMode();
+  try {
+    if (!setWorker.disabled) globalThis.localStorage?.setItem(WORKER_KEY, setWorker.checked ? '1' : '0');
+  } catch {
+    // (localStorage refused: the setting lasts until the next reload only through the agent built now.)
+  }
   try {
     useSettings(choice, key);
   } catch (err) {
+    try {
+      globalThis.localStorage?.setItem(WORKER_KEY, workerBefore ? '1' : '0');
+    } catch {
+      // see above
+    }
     // The package refused the config (e.g. no key): nothing changed.
     setError.textContent = err?.message ?? String(err);
     setError.hidden = false;
@@ -1657,13 +1656,9 @@ async function start() {
     addNotice(`Could not load the wasm-agent package from /pkg/ (${err.message}). Run ./x build.`, 'error');
     return;
   }
-  const { Memory, InMemoryStore, createTool } = pkg;
+  const { Memory, InMemoryStore } = pkg;
 
-  // Titles: the provider's model writes them; the offline model only when /?title=<script>
-  // names a script for it (else the list shows each thread's first words).
-  const titles = config.titles;
-  const generateTitle = titles === true ? true : titles?.model ? { model: titles.model } : false;
-  const options = { lastMessages: LAST_MESSAGES, generateTitle };
+  const options = serverMemoryOptions(config, LAST_MESSAGES);
   try {
     memory = new Memory({ options }); // IndexedDB, database "wasm-agent"
     await memory.listThreads({ resourceId: RESOURCE });
@@ -1676,13 +1671,6 @@ async function start() {
       addNotice(`Could not create the memory: ${err2.message}`, 'error');
       return;
     }
-  }
-  try {
-    clockTool = makeClockTool(createTool);
-    researchTool = makeResearchTool(createTool);
-  } catch (err) {
-    addNotice(`Could not create the demo tools: ${err.message}`, 'error');
-    return;
   }
 
   // The saved settings, unless the address picks an offline script (`?model=`) for this visit.
@@ -1729,6 +1717,7 @@ async function start() {
     resend,
   });
   searchIndex = createSearchIndex(memory, textOf);
+  memory.watch?.({ resourceId: RESOURCE }, onMemoryEvent);
   threadSearch.addEventListener('input', searchThreads);
   summariseButton.addEventListener('click', summariseThread);
 

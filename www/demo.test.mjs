@@ -233,6 +233,30 @@ describe('demo page, conversations kept in memory (IndexedDB)', () => {
     await context.close();
   });
 
+  it('a reply streaming in one tab streams in the other tab on the same conversation (memory.watch)', T, async () => {
+    const context = await newContext();
+    const a = await openPage(`${url}?model=demo:120`, context);
+    const b = await openPage(`${url}?model=demo:120`, context);
+    await recordReplyText(b);
+    const said = 'Tell me about the mirror';
+    await a.fill('#input', said);
+    await a.press('#input', 'Enter');
+    // B shows the user message and a part of the reply while A is still streaming it.
+    await b.waitForFunction(() => (document.querySelector('#messages .msg.assistant .text')?.textContent ?? '').length > 0, null, { timeout: WAIT });
+    assert.equal(await a.locator('.msg.assistant:not([data-done="1"])').count(), 1, 'A is still streaming');
+    assert.equal((await shownMessages(b))[0].text, said);
+    await waitForMessages(a, 2);
+    await waitForMessages(b, 2);
+    const [shownA, shownB] = [await shownMessages(a), await shownMessages(b)];
+    assert.deepEqual(shownB, shownA);
+    const snapshots = await b.evaluate(() => window.__snapshots);
+    assert.ok(snapshots.length >= 3, `B's reply text changed ${snapshots.length} time(s): it was not streamed`);
+    for (const { text } of snapshots) assert.ok(shownA[1].text.startsWith(text), `${JSON.stringify(text)} is not a prefix of A's reply`);
+    assert.deepEqual(a.errors, []);
+    assert.deepEqual(b.errors, []);
+    await context.close();
+  });
+
   it('a stopped reply is shown marked stopped after a reload', T, async () => {
     const page = await openPage(`${url}?model=demo:150`);
     await page.fill('#input', 'Tell me something long, then stop');
@@ -358,7 +382,8 @@ describe('demo page, provider through the proxy', () => {
     assert.equal(config.mode, 'provider');
     assert.deepEqual(config.model, { id: 'openai/demo', url: `${url}proxy/v1`, apiKey: 'proxied' });
 
-    const page = await openPage(url);
+    // In the page (?worker=0), where Playwright sees every request the agent makes.
+    const page = await openPage(`${url}?worker=0`);
     const sent = [];
     page.on('request', (req) => sent.push(JSON.stringify(req.headers()) + (req.postData() ?? '')));
     assert.equal(await page.textContent('#mode'), 'provider');
@@ -378,6 +403,20 @@ describe('demo page, provider through the proxy', () => {
     await page.screenshot({ path: path.join(RESULTS, 'demo-provider.png') });
     assert.deepEqual(page.errors, []);
     await page.context().close();
+
+    // The agent in the SharedWorker (the default) streams through the proxy the same way.
+    const inWorker = await openPage(url);
+    const fromPage = [];
+    inWorker.on('request', (req) => fromPage.push(JSON.stringify(req.headers()) + (req.postData() ?? '')));
+    const again = await sendAndWait(inWorker, 'hello again');
+    assert.match(await again.locator('.text').textContent(), /offline demo model for wasm-agent/);
+    const requests = upstream.requests.filter((r) => r.path.endsWith('/responses'));
+    const asked = requests.filter((r) => JSON.stringify(r.body).includes('hello again'));
+    assert.ok(asked.length >= 1, 'the worker\'s request reached the provider');
+    assert.ok(asked.every((r) => r.headers.authorization === `Bearer ${SECRET}`));
+    assert.ok(fromPage.every((s) => !s.includes(SECRET)), 'the page sent the key');
+    assert.deepEqual(inWorker.errors, []);
+    await inWorker.context().close();
   });
 
   it('Stop closes the upstream request too', T, async () => {

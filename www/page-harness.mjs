@@ -24,6 +24,8 @@ const KEY_VARS = ['OPENAI', 'GROQ', 'DEEPSEEK', 'MISTRAL', 'XAI', 'OPENROUTER', 
   `${p}_BASE_URL`,
 ]);
 export const SECRET = 'sk-demo-test-secret-0123456789';
+/** WASM_AGENT_DEMO_WORKER=0: the demo's agent runs in the page in every test, not in its SharedWorker. */
+export const IN_PAGE = process.env.WASM_AGENT_DEMO_WORKER === '0';
 
 /** The environment of a child: no provider keys of the developer's, plus `extra`. */
 export function childEnv(extra = {}) {
@@ -112,6 +114,8 @@ export async function serve(env) {
 export async function newContext(options = {}) {
   const context = await browser.newContext({ viewport: { width: 900, height: 720 }, ...options });
   context.setDefaultTimeout(WAIT);
+  // WASM_AGENT_DEMO_WORKER=0 runs every test with the agent in the page (Settings switch off).
+  if (IN_PAGE) await context.addInitScript(() => localStorage.setItem('wasm-agent-demo:worker', '0'));
   return context;
 }
 

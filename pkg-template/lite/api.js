@@ -14,3 +14,10 @@ Object.defineProperty(AgentStreamOutput.prototype, Symbol.asyncIterator, {
 });
 
 export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, Mastra } from './wasm_agent.js';
+
+// The lite build leaves workflows out (the cargo feature `workflows`): these say so.
+const noWorkflows = (name) => () => {
+  throw new Error(`${name}: this build of wasm-agent leaves out workflows (wasm-agent/lite); import 'wasm-agent' for them`);
+};
+export const createStep = noWorkflows('createStep');
+export const createWorkflow = noWorkflows('createWorkflow');

@@ -4,3 +4,7 @@
 // google/ models) throw a TypeError saying so.
 export type * from '../index.js';
 export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, Mastra } from '../index.js';
+/** Throws: wasm-agent/lite leaves out workflows; import 'wasm-agent' for them. */
+export declare function createStep(...args: unknown[]): never;
+/** Throws: wasm-agent/lite leaves out workflows; import 'wasm-agent' for them. */
+export declare function createWorkflow(...args: unknown[]): never;

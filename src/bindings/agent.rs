@@ -56,6 +56,8 @@ pub(super) struct Inner {
     pub(super) default_options: JsValue,
     pub(super) tools: Vec<JsTool>,
     pub(super) memory: Option<Rc<MemoryInner>>,
+    /// `memory` as given (the `Memory` object), for `serveAgents` (`__memory`).
+    memory_js: JsValue,
     /// Runs background tasks when `backgroundTasks` is enabled.
     pub(super) manager: RefCell<Option<Rc<Manager>>>,
     /// Whether the agent's own config set `backgroundTasks` (a container's then does not apply).
@@ -211,6 +213,7 @@ impl Agent {
                 default_options,
                 tools,
                 memory,
+                memory_js,
                 manager,
                 own_background,
                 idle_wrappers,
@@ -233,6 +236,24 @@ impl Agent {
     #[wasm_bindgen(js_name = __agentRef, skip_typescript)]
     pub fn agent_ref(&self) -> u32 {
         self.inner.ref_id
+    }
+
+    /// The `Memory` of the config (or `undefined`), for `serveAgents` in a worker.
+    #[doc(hidden)]
+    #[wasm_bindgen(js_name = __memory, skip_typescript)]
+    pub fn memory_object(&self) -> JsValue {
+        self.inner.memory_js.clone()
+    }
+
+    /// `defaultOptions.clientTools` as given (or `undefined`), for `serveAgents`: the page
+    /// answers those it offers.
+    #[doc(hidden)]
+    #[wasm_bindgen(js_name = __clientTools, skip_typescript)]
+    pub fn client_tools(&self) -> JsValue {
+        if !self.inner.default_options.is_object() {
+            return JsValue::UNDEFINED;
+        }
+        Reflect::get(&self.inner.default_options, &"clientTools".into()).unwrap_or(JsValue::UNDEFINED)
     }
 
     /// Joins a container's scorers and storage (`new Mastra({ agents, scorers, storage })`).
@@ -604,6 +625,13 @@ impl Agent {
             #[cfg(not(feature = "tracing"))]
             delegation: JsDelegator::delegation(inner.agents.as_ref(), &call.delegation, &call.request_context, (&inner.config.id, &inner.config.name), None),
             scoring: scoring.is_some(),
+            #[cfg(feature = "scorers")]
+            completion: call.completion.as_ref().map(|c| {
+                let run = super::completion::RunOf { run_id: &run_id, agent_id: &inner.config.id, agent_name: &inner.config.name, request_context: &call.request_context };
+                c.check(run)
+            }),
+            #[cfg(not(feature = "scorers"))]
+            completion: None,
             runs: Some(super::resume::runs_cfg(inner, call, &opts)),
             resume: None,
             #[cfg(feature = "tracing")]
@@ -626,7 +654,27 @@ impl Agent {
         let trace = tracer.map(|t| (t.trace_id().to_string(), t.root_id().to_string()));
         #[cfg(not(feature = "tracing"))]
         let trace = None;
-        Ok(Turn { cfg, host, approvals, views, run_id, abort, done, scoring, trace })
+        #[cfg(feature = "watch")]
+        let tap = match (&inner.memory, &call.memory) {
+            (Some(m), Some(run)) => Some(super::watch::ChunkTap {
+                hub: m.hub.clone(),
+                key: crate::core::memory::watch::EventKey::new(Some(&run.thread_id), Some(&run.resource_id)),
+            }),
+            _ => None,
+        };
+        Ok(Turn {
+            cfg,
+            host,
+            approvals,
+            views,
+            run_id,
+            abort,
+            done,
+            scoring,
+            trace,
+            #[cfg(feature = "watch")]
+            tap,
+        })
     }
 
     /// The tracer of a turn, when the call is traced (SPEC §16).
@@ -715,10 +763,17 @@ fn warn_once_until_idle() {
 /// Marks the tasks a stopped page or isolate left running as interrupted (in the background).
 fn recover_tasks(m: &Rc<Manager>, memory: Option<&Rc<MemoryInner>>, agent_id: &str) {
     let Some(mem) = memory else { return };
-    let (m, store, agent_id) = (m.clone(), mem.store.clone(), agent_id.to_string());
-    wasm_bindgen_futures::spawn_local(async move {
-        let _ = m.recover(store, &agent_id).await;
-    });
+    // With `memory.watch` built in, the agent also follows the tasks other tabs on the same
+    // memory run (SPEC §21.2); that starts with this same recovery.
+    #[cfg(feature = "watch")]
+    super::tabs::follow_other_tabs(m, mem, agent_id);
+    #[cfg(not(feature = "watch"))]
+    {
+        let (m, store, agent_id) = (m.clone(), mem.store.clone(), agent_id.to_string());
+        wasm_bindgen_futures::spawn_local(async move {
+            let _ = m.recover(store, &agent_id).await;
+        });
+    }
 }
 
 /// `api: 'chat' | 'responses'` picks the wire protocol of an OpenAI-compatible provider.

@@ -35,6 +35,10 @@ impl TaskRuntime for JsRuntime {
     fn new_id(&self) -> String {
         JsEnv.new_id()
     }
+    #[cfg(feature = "watch")]
+    fn claim(&self, task_id: &str) -> LocalFuture<'static, bool> {
+        super::tabs::claim(task_id)
+    }
 
     fn hold(&self, task_id: &str) -> Box<dyn FnOnce()> {
         let Some(locks) = web_locks() else { return Box::new(|| {}) };
@@ -71,10 +75,10 @@ impl TaskRuntime for JsRuntime {
     }
 }
 
-const LOCK_PREFIX: &str = "wasm-agent-task:";
+pub(super) const LOCK_PREFIX: &str = "wasm-agent-task:";
 
 /// `navigator.locks` where the runtime has Web Locks (browsers, workers).
-fn web_locks() -> Option<JsValue> {
+pub(super) fn web_locks() -> Option<JsValue> {
     let nav = Reflect::get(&js_sys::global(), &"navigator".into()).ok().filter(|n| n.is_object())?;
     Reflect::get(&nav, &"locks".into()).ok().filter(|l| l.is_object())
 }

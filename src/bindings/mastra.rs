@@ -26,6 +26,8 @@ pub struct Mastra {
     agents: Vec<(String, JsValue)>,
     /// `scorers` as given (checked), or undefined.
     scorers: JsValue,
+    /// `workflows` by key (SPEC §20.5).
+    workflows: Vec<(String, JsValue)>,
     _manager: Option<Rc<Manager>>,
 }
 
@@ -92,7 +94,8 @@ impl Mastra {
                 agents.push((name, agent));
             }
         }
-        Ok(Mastra { agents, scorers, _manager: manager })
+        let workflows = read_workflows(&get("workflows")?)?;
+        Ok(Mastra { agents, scorers, workflows, _manager: manager })
     }
 
     /// The scorer registered under `key` in `scorers`, or the one whose id is `key`.
@@ -117,6 +120,18 @@ impl Mastra {
         Err(type_error("mastra.getScorer(key)", &format!("no scorer '{key}'; registered scorers: {}", names.join(", "))))
     }
 
+    /// The workflow registered under `key` in `workflows`.
+    #[wasm_bindgen(js_name = getWorkflow, unchecked_return_type = "Workflow")]
+    pub fn get_workflow(&self, #[wasm_bindgen(unchecked_param_type = "string")] key: JsValue) -> Result<JsValue, JsValue> {
+        self.find_workflow(&key, "mastra.getWorkflow(key)", |name, _| name)
+    }
+
+    /// The registered workflow whose id is `id`.
+    #[wasm_bindgen(js_name = getWorkflowById, unchecked_return_type = "Workflow")]
+    pub fn get_workflow_by_id(&self, #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue) -> Result<JsValue, JsValue> {
+        self.find_workflow(&id, "mastra.getWorkflowById(id)", |_, id| id)
+    }
+
     /// The agent registered under `id` (its key in `agents`, or its own id).
     #[wasm_bindgen(js_name = getAgent, unchecked_return_type = "Agent")]
     pub fn get_agent(&self, #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue) -> Result<JsValue, JsValue> {
@@ -135,5 +150,47 @@ impl Mastra {
                 Err(type_error("mastra.getAgent(id)", &format!("no agent '{id}'; known agents: {}", known.join(", "))))
             }
         }
+    }
+}
+
+impl Mastra {
+    /// The workflow whose key (or id) `pick` gives equal to `want`; a `TypeError` naming `field` else.
+    fn find_workflow(&self, want: &JsValue, field: &str, pick: impl Fn(String, String) -> String) -> Result<JsValue, JsValue> {
+        let Some(want) = want.as_string() else {
+            return Err(type_error(field, &format!("expected a string, got {}", js_kind(want))));
+        };
+        for (name, wf) in &self.workflows {
+            let id = Reflect::get(wf, &"id".into()).ok().and_then(|v| v.as_string()).unwrap_or_default();
+            if pick(name.clone(), id) == want {
+                return Ok(wf.clone());
+            }
+        }
+        let known: Vec<&str> = self.workflows.iter().map(|(n, _)| n.as_str()).collect();
+        Err(type_error(field, &format!("no workflow '{want}'; registered workflows: {}", known.join(", "))))
+    }
+}
+
+/// `workflows`: an object of workflows made by `createWorkflow` (a build without workflows
+/// refuses the field).
+fn read_workflows(v: &JsValue) -> Result<Vec<(String, JsValue)>, JsValue> {
+    const F: &str = "new Mastra(config).workflows";
+    if v.is_undefined() || v.is_null() {
+        return Ok(Vec::new());
+    }
+    #[cfg(not(feature = "workflows"))]
+    return Err(error_to_js(&crate::core::features::not_built(F, "workflows", "workflows")));
+    #[cfg(feature = "workflows")]
+    {
+        let keys = object_keys(v).map_err(|_| type_error(F, "expected an object of workflows by name"))?;
+        let mut out = Vec::new();
+        for k in keys.iter() {
+            let name = k.as_string().unwrap_or_default();
+            let wf = read(v, &name, F)?;
+            if super::workflow::lookup_workflow(&wf).is_none() {
+                return Err(type_error(&format!("{F}.{name}"), &format!("expected a workflow made by createWorkflow(…), got {}", js_kind(&wf))));
+            }
+            out.push((name, wf));
+        }
+        Ok(out)
     }
 }

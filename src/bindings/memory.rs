@@ -19,6 +19,7 @@ use crate::core::background::{TaskFilter, TaskRecord, TaskStatus};
 use crate::core::runs::{RunFilter, RunRecord, RunStatus, RunStore};
 use crate::core::env::LocalFuture;
 use crate::core::error::AgentError;
+use crate::core::memory::vectors::{VectorHit, VectorQuery, VectorRecord, VectorTarget};
 use crate::core::memory::{
     parse_memory_options, stored_to_ui, InMemoryStore as CoreInMemoryStore, MemoryConfig, MessageQuery, Resource, StoredMessage, Store, Thread,
 };
@@ -42,6 +43,9 @@ fn lookup_store(obj: &JsValue) -> Option<Rc<dyn Store>> {
 pub struct JsInMemoryStore {
     _store: Rc<dyn Store>,
     id: u32,
+    /// The scores the agents' scorers save here (SPEC §14.2).
+    #[cfg(feature = "scorers")]
+    scores: crate::core::scoring::ScoreRows,
 }
 
 #[wasm_bindgen(js_class = InMemoryStore)]
@@ -50,13 +54,50 @@ impl JsInMemoryStore {
     pub fn new() -> JsInMemoryStore {
         let store: Rc<dyn Store> = Rc::new(CoreInMemoryStore::new());
         let id = register_store(&store);
-        JsInMemoryStore { _store: store, id }
+        JsInMemoryStore {
+            _store: store,
+            id,
+            #[cfg(feature = "scorers")]
+            scores: Default::default(),
+        }
     }
 
     #[doc(hidden)]
     #[wasm_bindgen(js_name = __storeId, skip_typescript)]
     pub fn store_id(&self) -> u32 {
         self.id
+    }
+}
+
+#[cfg(feature = "scorers")]
+#[wasm_bindgen(js_class = InMemoryStore)]
+impl JsInMemoryStore {
+    /// Stores a scorer's row (an agent's scorers call it after a run, SPEC §14.2); `id` and
+    /// `createdAt` are added when absent.
+    #[wasm_bindgen(js_name = saveScore, unchecked_return_type = "Promise<{ score: ScoreRow }>")]
+    pub fn save_score(&self, #[wasm_bindgen(unchecked_param_type = "Record<string, unknown>")] row: JsValue) -> Promise {
+        let saved = if row.is_object() {
+            to_json(&row, "saveScore(row)").map(|row| {
+                let now = crate::core::memory::iso_time(js_sys::Date::now());
+                self.scores.save(row, &mut || crate::core::env::Env::new_id(&crate::platform::JsEnv), &now)
+            })
+        } else {
+            Err(AgentError::invalid("saveScore(row)", format!("expected an object, got {}", js_kind(&row))))
+        };
+        match saved {
+            Ok(score) => Promise::resolve(&from_json(&serde_json::json!({ "score": score }))),
+            Err(e) => Promise::reject(&error_to_js(&e)),
+        }
+    }
+
+    /// The stored scores matching every filter given, oldest first.
+    #[wasm_bindgen(js_name = listScores, unchecked_return_type = "Promise<ScoreRow[]>")]
+    pub fn list_scores(&self, #[wasm_bindgen(unchecked_param_type = "ScoreFilter")] filter: Option<JsValue>) -> Promise {
+        let filter = filter.as_ref().map(|f| to_json(f, "listScores(filter)")).transpose();
+        match filter {
+            Ok(f) => Promise::resolve(&from_json(&Value::Array(self.scores.list(&f.unwrap_or(Value::Null))))),
+            Err(e) => Promise::reject(&error_to_js(&e)),
+        }
     }
 }
 
@@ -72,6 +113,7 @@ impl Default for JsInMemoryStore {
 pub struct JsIndexedDbStore {
     _store: Rc<dyn Store>,
     id: u32,
+    name: String,
 }
 
 #[wasm_bindgen(js_class = IndexedDBStore)]
@@ -87,13 +129,20 @@ impl JsIndexedDbStore {
         };
         let store: Rc<dyn Store> = Rc::new(crate::platform::idb::IdbStore::new(&name));
         let id = register_store(&store);
-        Ok(JsIndexedDbStore { _store: store, id })
+        Ok(JsIndexedDbStore { _store: store, id, name })
     }
 
     #[doc(hidden)]
     #[wasm_bindgen(js_name = __storeId, skip_typescript)]
     pub fn store_id(&self) -> u32 {
         self.id
+    }
+
+    /// The database's name: `memory.watch` events cross tabs on a channel named after it.
+    #[doc(hidden)]
+    #[wasm_bindgen(js_name = __dbName, skip_typescript)]
+    pub fn db_name(&self) -> String {
+        self.name.clone()
     }
 }
 
@@ -187,7 +236,10 @@ impl Store for JsStore {
         Box::pin(async move { self.call("saveThread", serde_json::json!({ "thread": thread.to_json() })).await.map(drop) })
     }
     fn delete_thread<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
-        Box::pin(async move { self.call("deleteThread", serde_json::json!({ "threadId": id })).await.map(drop) })
+        Box::pin(async move {
+            self.call("deleteThread", serde_json::json!({ "threadId": id })).await?;
+            self.delete_vectors(&VectorTarget::Thread(id.to_string())).await
+        })
     }
     fn list_threads<'a>(&'a self, resource_id: &'a str) -> LocalFuture<'a, Result<Vec<Thread>, AgentError>> {
         Box::pin(async move {
@@ -222,7 +274,10 @@ impl Store for JsStore {
         })
     }
     fn delete_messages<'a>(&'a self, ids: &'a [String]) -> LocalFuture<'a, Result<(), AgentError>> {
-        Box::pin(async move { self.call("deleteMessages", serde_json::json!({ "messageIds": ids })).await.map(drop) })
+        Box::pin(async move {
+            self.call("deleteMessages", serde_json::json!({ "messageIds": ids })).await?;
+            self.delete_vectors(&VectorTarget::Ids(ids.to_vec())).await
+        })
     }
     fn get_resource<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<Resource>, AgentError>> {
         Box::pin(async move {
@@ -254,6 +309,49 @@ impl Store for JsStore {
                 return Ok(());
             }
             self.call(method, arg).await.map(drop)
+        })
+    }
+
+    #[cfg(feature = "recall")]
+    /// `saveVectors({ records })` (optional, with `queryVectors`).
+    fn save_vectors<'a>(&'a self, records: &'a [VectorRecord]) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move {
+            if !self.has("saveVectors") {
+                return Err(AgentError::storage("the storage object has no saveVectors/queryVectors, so semantic recall cannot index messages"));
+            }
+            let list: Vec<Value> = records.iter().map(VectorRecord::to_json).collect();
+            self.call("saveVectors", serde_json::json!({ "records": list })).await.map(drop)
+        })
+    }
+
+    #[cfg(feature = "recall")]
+    /// `queryVectors({ vector, topK, resourceId?, threadId?, threshold? })` → `{ id, score }[]`.
+    fn query_vectors<'a>(&'a self, q: &'a VectorQuery) -> LocalFuture<'a, Result<Vec<VectorHit>, AgentError>> {
+        Box::pin(async move {
+            if !self.has("queryVectors") {
+                return Err(AgentError::storage("the storage object has no queryVectors, so semantic recall finds nothing"));
+            }
+            let v = self.call_json("queryVectors", q.to_json()).await?;
+            let mut hits = Self::list_of(v, "queryVectors", |h, what| {
+                let id = h.get("id").and_then(Value::as_str).ok_or_else(|| AgentError::storage(format!("{what} returned a hit without a string id")))?;
+                let score = h.get("score").and_then(Value::as_f64).ok_or_else(|| AgentError::storage(format!("{what} returned hit '{id}' without a numeric score")))?;
+                Ok(VectorHit { id: id.to_string(), score: score as f32 })
+            })?;
+            // Hold adapters to the contract: best first, no more than asked for.
+            crate::core::memory::sort_stable(&mut hits, &|a, b| b.score.total_cmp(&a.score));
+            hits.truncate(q.top_k);
+            Ok(hits)
+        })
+    }
+
+    #[cfg(feature = "recall")]
+    /// `deleteVectors({ threadId } | { ids })`; nothing without the method.
+    fn delete_vectors<'a>(&'a self, target: &'a VectorTarget) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move {
+            if !self.has("deleteVectors") {
+                return Ok(());
+            }
+            self.call("deleteVectors", target.to_json()).await.map(drop)
         })
     }
 
@@ -361,6 +459,23 @@ pub struct MemoryInner {
     pub options_json: Value,
     /// `storage` as given, for its optional `saveScore` (SPEC §14.2).
     pub storage: JsValue,
+    /// The `embedder`'s indexing queue (semantic recall, SPEC §21.3).
+    pub indexer: Option<Rc<crate::core::memory::recall::Indexer>>,
+    /// `memory.watch` (SPEC §21.2): `store` reports its writes here.
+    #[cfg(feature = "watch")]
+    pub hub: Rc<super::watch::Hub>,
+}
+
+/// The IndexedDB database behind `storage` (given, or the default where there is IndexedDB).
+#[cfg(feature = "watch")]
+fn database_of(storage: &JsValue) -> Option<String> {
+    if storage.is_undefined() || storage.is_null() {
+        let has_idb = Reflect::get(&js_sys::global(), &"indexedDB".into()).map(|v| v.is_object()).unwrap_or(false);
+        return has_idb.then(|| DEFAULT_DB.to_string());
+    }
+    let f = Reflect::get(storage, &"__dbName".into()).ok()?.dyn_into::<Function>().ok()?;
+    lookup_store(storage)?;
+    f.call0(storage).ok()?.as_string()
 }
 
 /// The `Memory` behind a JavaScript `Memory` object (for `new Agent({ memory })`).
@@ -413,7 +528,27 @@ impl Memory {
         let options =
             options_json.parse(|t| parse_memory_options(t, &MemoryConfig::default(), O)).map_err(|e| error_to_js(&e))?;
         let options_json = options_json.tree;
-        let inner = Rc::new(MemoryInner { store, options, options_json, storage });
+        let indexer = indexer_of(&get("embedder")?, &store, &options)?;
+        #[cfg(feature = "watch")]
+        let (store, hub) = {
+            let hub = super::watch::Hub::new(database_of(&storage));
+            let to = Rc::downgrade(&hub);
+            let report = Rc::new(move |e| {
+                if let Some(hub) = to.upgrade() {
+                    hub.report(e);
+                }
+            });
+            (Rc::new(crate::core::memory::watched::WatchedStore::new(store, report)) as Rc<dyn Store>, hub)
+        };
+        let inner = Rc::new(MemoryInner {
+            store,
+            options,
+            options_json,
+            storage,
+            #[cfg(feature = "watch")]
+            hub,
+            indexer,
+        });
         let id = MEMORIES.with(|m| m.add(&inner));
         Ok(Memory { inner, id })
     }
@@ -522,6 +657,25 @@ impl Memory {
         }))
     }
 
+    /// `watch({ threadId } | { resourceId }, listener)`: calls `listener` with every event of
+    /// that thread or resource (messages saved, thread updated or deleted, task updated, and
+    /// the live chunks of its runs), from this instance and from other tabs on the same
+    /// IndexedDB database, in order. Returns `unwatch()`.
+    #[wasm_bindgen(unchecked_return_type = "() => void")]
+    pub fn watch(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "{ threadId: string } | { resourceId: string }")] scope: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "(event: MemoryEvent) => void")] listener: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        #[cfg(not(feature = "watch"))]
+        {
+            let _ = (scope, listener);
+            Err(error_to_js(&crate::core::features::not_built("memory.watch", "memory.watch", "watch")))
+        }
+        #[cfg(feature = "watch")]
+        self.inner.hub.watch(&scope, &listener)
+    }
+
     /// `deleteThread(threadId)`: the thread and its messages.
     #[wasm_bindgen(js_name = deleteThread, unchecked_return_type = "Promise<void>")]
     pub fn delete_thread(&self, #[wasm_bindgen(unchecked_param_type = "string | { threadId: string }")] arg: JsValue) -> Result<Promise, JsValue> {
@@ -532,6 +686,25 @@ impl Memory {
             Ok(JsValue::UNDEFINED)
         }))
     }
+}
+
+/// The indexer for `embedder`; semantic recall without one is a TypeError.
+#[cfg(feature = "recall")]
+fn indexer_of(embedder: &JsValue, store: &Rc<dyn Store>, options: &MemoryConfig) -> Result<Option<Rc<crate::core::memory::recall::Indexer>>, JsValue> {
+    if embedder.is_undefined() || embedder.is_null() {
+        if options.semantic_recall.is_some() {
+            return Err(type_error("new Memory(config).embedder", "is required with options.semanticRecall: pass 'openai/text-embedding-3-small', an AI SDK EmbeddingModel or a function (texts) => Promise<number[][]>"));
+        }
+        return Ok(None);
+    }
+    let e = super::embedders::embedder_from(embedder)?;
+    Ok(Some(super::embedders::indexer(e, store.clone())))
+}
+
+/// A build without semantic recall ignores the embedder (`semanticRecall` warns instead).
+#[cfg(not(feature = "recall"))]
+fn indexer_of(_: &JsValue, _: &Rc<dyn Store>, _: &MemoryConfig) -> Result<Option<Rc<crate::core::memory::recall::Indexer>>, JsValue> {
+    Ok(None)
 }
 
 impl Memory {

@@ -8,6 +8,8 @@ pub mod ai_sdk;
 pub mod chunk_js;
 pub mod convert;
 pub mod delegation;
+#[cfg(feature = "recall")]
+pub mod embedders;
 pub mod host;
 pub mod mastra;
 pub mod options;
@@ -19,6 +21,8 @@ pub mod registry;
 pub mod report;
 pub mod run;
 pub mod scorers;
+#[cfg(feature = "scorers")]
+pub mod completion;
 pub mod share;
 #[cfg(feature = "tracing")]
 pub mod span_handle;
@@ -32,6 +36,20 @@ pub mod tools;
 pub mod tracing;
 pub mod ui_messages;
 pub mod unsupported;
+#[cfg(feature = "watch")]
+pub mod tabs;
+#[cfg(feature = "watch")]
+pub mod watch;
+#[cfg(feature = "workflows")]
+pub mod workflow;
+#[cfg(feature = "workflows")]
+pub mod workflow_host;
+#[cfg(feature = "workflows")]
+pub mod workflow_resume;
+#[cfg(feature = "workflows")]
+pub mod workflow_run;
+#[cfg(feature = "workflows")]
+mod workflow_types;
 
 use wasm_bindgen::prelude::*;
 
@@ -203,6 +221,15 @@ export interface StorageMessage {
   content: { format: 2; parts: { type: string; [k: string]: unknown }[]; metadata?: { interrupted?: boolean; [k: string]: unknown } };
 }
 
+/** What `memory.watch` hands its listener (SPEC §21.2). */
+export type MemoryEvent =
+  | { type: 'messages-saved'; threadId: string; messages: StorageMessage[] }
+  | { type: 'thread-updated'; thread: StorageThread }
+  | { type: 'thread-deleted'; threadId: string }
+  | { type: 'task-updated'; task: BackgroundTask }
+  /** A chunk of a run streaming on the thread, in any tab (transient ones included; never stored). */
+  | { type: 'chunk'; threadId: string; runId: string; chunk: ChunkType };
+
 export interface StorageResource { id: string; workingMemory?: string; metadata?: Record<string, unknown> }
 
 /**
@@ -237,7 +264,34 @@ export interface StorageAdapter {
   updateRun?(args: { runId: string; patch: Partial<RunRecord>; expectedStatus?: RunStatus }): Promise<RunRecord | null> | RunRecord | null;
   listRuns?(args: { agentId?: string; threadId?: string; resourceId?: string; status?: RunStatus | RunStatus[] }): Promise<RunRecord[]> | RunRecord[];
   deleteRun?(args: { runId: string }): Promise<unknown> | unknown;
+  /**
+   * Optional: semantic recall's vectors (SPEC §21.3). Records arrive normalised (length 1), so
+   * cosine similarity is the dot product; `queryVectors` answers best first.
+   */
+  saveVectors?(args: { records: VectorRecord[] }): Promise<unknown> | unknown;
+  queryVectors?(args: { vector: number[]; topK: number; resourceId?: string; threadId?: string; threshold?: number }): Promise<{ id: string; score: number }[]> | { id: string; score: number }[];
+  /** Called by deleteThread too. */
+  deleteVectors?(args: { threadId: string } | { ids: string[] }): Promise<unknown> | unknown;
 }
+
+/** One message's vector (its id is the message id). */
+export interface VectorRecord {
+  id: string;
+  threadId: string;
+  resourceId: string;
+  vector: number[];
+}
+
+/**
+ * What embeds texts for semantic recall: a `'provider/model'` string with an embeddings endpoint
+ * (OpenAI and compatible, Google, Mistral), the object form with `dimensions`, an AI SDK
+ * `EmbeddingModel` (`doEmbed({ values })`), or a function.
+ */
+export type Embedder =
+  | string
+  | { id: string; url?: string; apiKey?: string; headers?: Record<string, string>; dimensions?: number }
+  | { doEmbed(args: { values: string[] }): PromiseLike<{ embeddings: ArrayLike<number>[] }>; maxEmbeddingsPerCall?: number; [k: string]: unknown }
+  | ((texts: string[]) => PromiseLike<ArrayLike<number>[]>);
 
 export type RunStatus = 'running' | 'suspended' | 'resuming' | 'completed' | 'failed' | 'aborted';
 
@@ -269,6 +323,8 @@ export interface ListMessagesArgs {
 export interface MemoryInit {
   /** Default: an IndexedDBStore where `indexedDB` exists, else an InMemoryStore. */
   storage?: InMemoryStore | IndexedDBStore | StorageAdapter;
+  /** Embeds messages for `semanticRecall` (required with it); what is saved is indexed after each reply. */
+  embedder?: Embedder;
   options?: MemoryOptions;
 }
 
@@ -362,6 +418,12 @@ export interface StreamOptions {
    * false: the stream stays open and a decision here continues it in place.
    */
   closeOnSuspend?: boolean;
+  /**
+   * With memory: the model may resume a suspended call of this agent on the thread by calling
+   * the same tool with `resumeData` and `suspendedToolCallId` (listed in the system prompt);
+   * the earlier run then ends completed. Approvals are never resumed this way.
+   */
+  autoResumeSuspendedTools?: boolean;
   instructions?: SystemInstructions;
   system?: SystemInstructions;
   /** Messages sent to the model before the input, never stored. */
@@ -397,6 +459,8 @@ export interface StepResult {
 }
 
 export interface FullOutput {
+  /** With `semanticRecall`: the older messages recalled into the prompt, in time order. */
+  rememberedMessages?: StorageMessage[];
   runId: string;
   text: string;
   reasoningText?: string;

@@ -58,6 +58,7 @@ const OTHER_KEYS: &[&str] = &[
     "abortSignal",
     "untilIdle",
     "closeOnSuspend",
+    "autoResumeSuspendedTools",
     "structuredOutput",
     "output",
     "delegation",
@@ -69,6 +70,7 @@ const OTHER_KEYS: &[&str] = &[
     "tracingContext",
     #[cfg(feature = "tracing")]
     "telemetry",
+    "isTaskComplete",
 ];
 
 /// Every key of `stream()` options this version knows: the ones it reads and the reference's
@@ -134,6 +136,8 @@ pub(crate) struct CallSetup {
     pub max_steps: u32,
     /// `closeOnSuspend` (SPEC §19.2): the stream ends when the run suspends.
     pub close_on_suspend: bool,
+    /// `autoResumeSuspendedTools` (SPEC §19.7).
+    pub auto_resume: bool,
     /// `structuredOutput` (or the deprecated `output`).
     pub structured: Option<Rc<crate::core::run::structured::StructuredOutput>>,
     /// The call's `inputProcessors` / `outputProcessors` / `maxProcessorRetries` (each replaces the agent's).
@@ -146,6 +150,9 @@ pub(crate) struct CallSetup {
     /// `tracingOptions`, `tracingContext`, `telemetry` (SPEC §16–17).
     #[cfg(feature = "tracing")]
     pub trace: super::tracing::TraceOptions,
+    /// `isTaskComplete` (SPEC §15).
+    #[cfg(feature = "scorers")]
+    pub completion: Option<Rc<super::completion::CompletionSetup>>,
 }
 
 /// `generateTitle`: with which model (the run's when `None`) and instructions.
@@ -237,6 +244,12 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
         None if close_js.is_undefined() || close_js.is_null() => false,
         None => return Err(type_error("options.closeOnSuspend", &format!("expected a boolean, got {}", js_kind(&close_js)))),
     };
+    let auto_js = opt("autoResumeSuspendedTools")?;
+    let auto_resume = match auto_js.as_bool() {
+        Some(b) => b,
+        None if auto_js.is_undefined() || auto_js.is_null() => false,
+        None => return Err(type_error("options.autoResumeSuspendedTools", &format!("expected a boolean, got {}", js_kind(&auto_js)))),
+    };
     let memory_options = memory.as_ref().and(agent.memory).map(|m| &m.options_json);
     let setting_warnings = super::unsupported::warnings_of(options, agent.options, memory_options)?;
     let provider = agent.provider;
@@ -259,9 +272,13 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
     }
     #[cfg(feature = "tracing")]
     let trace = super::tracing::parse_trace_options(&opt)?;
+    #[cfg(feature = "scorers")]
+    let completion = super::completion::parse(&opt("isTaskComplete")?, "options.isTaskComplete")?;
     Ok(CallSetup {
         #[cfg(feature = "tracing")]
         trace,
+        #[cfg(feature = "scorers")]
+        completion,
         scorers,
         return_scorer_data,
         processors,
@@ -280,6 +297,7 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
         max_retries,
         max_steps,
         close_on_suspend,
+        auto_resume,
         structured: structured.map(Rc::new),
         delegation,
     })
@@ -333,7 +351,10 @@ fn memory_run(v: &JsValue, save_per_step: &JsValue, mem: Option<&MemoryInner>) -
     };
     let config = parse_memory_options(data.get("options").unwrap_or(&Value::Null), &mem.options, "options.memory.options")
         .map_err(|e| error_to_js(&e))?;
-    Ok(Some(MemoryRun { store: mem.store.clone(), thread_id, resource_id, title, metadata, config, save_per_step }))
+    if config.semantic_recall.is_some() && mem.indexer.is_none() {
+        return Err(type_error("options.memory.options.semanticRecall", "needs an embedder: create the memory with new Memory({ embedder: 'openai/text-embedding-3-small' }) (or an AI SDK EmbeddingModel, or a function)"));
+    }
+    Ok(Some(MemoryRun { store: mem.store.clone(), thread_id, resource_id, title, metadata, config, save_per_step, indexer: mem.indexer.clone() }))
 }
 
 /// `generateTitle` (the call's memory options over the Memory's): `true` uses the run's model,

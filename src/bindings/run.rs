@@ -33,16 +33,24 @@ struct JsSink {
     views: super::resume::Views,
     on_chunk: Option<Function>,
     on_step_finish: Option<Function>,
+    /// The memory's watchers of this run's thread (SPEC §21.2).
+    #[cfg(feature = "watch")]
+    tap: Option<super::watch::ChunkTap>,
 }
 
 impl Sink for JsSink {
     fn emit(&self, chunk: Chunk) {
-        let js = self.on_chunk.as_ref().map(|f| {
+        let mut js = self.on_chunk.as_ref().map(|f| {
             let js = self.shared.chunk_js(&chunk);
             // A throwing onChunk must not break the run; its result is not awaited.
             super::report::call_observer("onChunk", f, &js);
             js
         });
+        #[cfg(feature = "watch")]
+        if let Some(tap) = self.tap.as_ref().filter(|t| t.wants()) {
+            let js = js.get_or_insert_with(|| self.shared.chunk_js(&chunk));
+            tap.chunk(js);
+        }
         // Decisions' second views (SPEC §19.3), usually none: cloned out of the borrow, since
         // delivering may run a reader's code.
         if !self.views.borrow().is_empty() {
@@ -109,6 +117,9 @@ pub struct Turn {
     pub scoring: Option<super::scorers::ScoreJob>,
     /// The run's trace id and root span id, when it is traced (SPEC §16.4).
     pub trace: Option<(String, String)>,
+    /// Watchers of the run's memory thread (SPEC §21.2).
+    #[cfg(feature = "watch")]
+    pub tap: Option<super::watch::ChunkTap>,
 }
 
 /// What an `untilIdle` stream needs besides its first turn.
@@ -127,7 +138,14 @@ pub(crate) fn spawn_run(first: Turn, shared: Rc<Shared>, call: Rc<CallSetup>, id
     let listener = listen_abort(&call.signal, &outer);
     wasm_bindgen_futures::spawn_local(async move {
         let cb = &call.js;
-        let sink = JsSink { shared: shared.clone(), views: first.views.clone(), on_chunk: cb.on_chunk.clone(), on_step_finish: cb.on_step_finish.clone() };
+        let sink = JsSink {
+            shared: shared.clone(),
+            views: first.views.clone(),
+            on_chunk: cb.on_chunk.clone(),
+            on_step_finish: cb.on_step_finish.clone(),
+            #[cfg(feature = "watch")]
+            tap: first.tap,
+        };
         let run_id = first.run_id.clone();
         let first_failed;
         // With untilIdle the loop's state starts with the first turn: a task that ends while it

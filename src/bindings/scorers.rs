@@ -40,6 +40,28 @@ export interface ScoreResult {
   spanId?: string;
   source: 'LIVE';
 }
+/** A score as a store keeps it (`saveScore`): the scorer's row with its `id` and times. */
+export interface ScoreRow {
+  id: string;
+  scorerId: string;
+  entityId: string;
+  entityType: string;
+  runId: string;
+  score: number;
+  reason?: string;
+  source: string;
+  createdAt: string;
+  updatedAt: string;
+  [key: string]: unknown;
+}
+/** What `listScores` filters on (every one given must match). */
+export interface ScoreFilter {
+  runId?: string;
+  scorerId?: string;
+  entityId?: string;
+  entityType?: string;
+  source?: string;
+}
 /** What a scorer gets of a run (`returnScorerData: true` puts it in the full output). */
 export interface ScoringData {
   input: {

@@ -140,7 +140,19 @@ pub fn create_tool(#[wasm_bindgen(unchecked_param_type = "Tool")] tool: JsValue)
         return Err(type_error("createTool(tool).id", &format!("expected a non-empty string, got {}", js_kind(&id))));
     };
     parse_tool(&name, &tool, "createTool(tool)", true)?;
+    MADE_TOOLS.with(|m| m.add(tool.unchecked_ref()));
     Ok(tool)
+}
+
+thread_local! {
+    /// The objects `createTool` returned, so `createStep(tool)` tells a tool (`execute(input,
+    /// context)`) from a step definition (`execute(ctx)`).
+    static MADE_TOOLS: js_sys::WeakSet = js_sys::WeakSet::new();
+}
+
+/// Whether `v` came from `createTool`.
+pub fn is_made_tool(v: &JsValue) -> bool {
+    v.is_object() && MADE_TOOLS.with(|m| m.has(v.unchecked_ref()))
 }
 
 /// Reads a `Record<name, tool>`.

@@ -35,8 +35,6 @@ export interface StreamOptions {
   };
   /** @deprecated Use `structuredOutput: { schema }`, which this means. */
   output?: ToolInputSchema;
-  /** Not honoured yet (adds an `unsupported-setting` warning): the run ends as without it. */
-  isTaskComplete?: { scorers?: unknown[]; strategy?: 'all' | 'any'; [k: string]: unknown };
   /** Not honoured (adds an `unsupported-setting` warning): there is no version store; the agents in code run. */
   versions?: {
     agents?: Record<string, { versionId: string } | { status: 'draft' | 'published' }>;
@@ -69,8 +67,6 @@ export interface StreamOptions {
     /** Not used: spans go to the `observability` exporters (a warning says so). */
     tracer?: unknown;
   };
-  /** Not honoured yet (adds an `unsupported-setting` warning): tools cannot suspend. */
-  autoResumeSuspendedTools?: boolean;
   /** Not honoured yet (adds an `unsupported-setting` warning): chunks are not logged for reconnecting. */
   reconnectable?: boolean | { retainMs?: number };
 }
@@ -82,7 +78,12 @@ export type StructuredOutputErrorCode =
   | 'STRUCTURED_OUTPUT_TRUNCATED';
 
 export interface MemoryOptions {
-  /** Not honoured yet (adds an `unsupported-setting` warning): only the last messages are loaded. */
+  /**
+   * Recall older messages by meaning (needs the Memory's `embedder`): the `topK` most similar
+   * (cosine, at least `threshold`) with `messageRange` neighbours go before the recent messages.
+   * Defaults: `topK: 4`, `messageRange: 1`, `scope: 'resource'`. wasm-agent/lite leaves it out
+   * (an `unsupported-setting` warning).
+   */
   semanticRecall?:
     | boolean
     | { topK?: number; messageRange?: number | { before: number; after: number }; scope?: 'resource' | 'thread'; threshold?: number };

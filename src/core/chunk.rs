@@ -51,6 +51,8 @@ pub enum Chunk {
     Object { object: std::rc::Rc<Value> },
     /// Structured output's final value (`metadata: { fallback: true }` for the fallback value).
     ObjectResult { object: Value, metadata: Option<Value> },
+    /// A completion check's verdict (`isTaskComplete`, SPEC §15).
+    IsTaskComplete { payload: Box<Value> },
 }
 
 /// What `tool-call-approval` says the resume data looks like (a JSON Schema, as text).
@@ -97,6 +99,7 @@ impl Chunk {
             Chunk::Raw(_) => "raw",
             Chunk::Object { .. } => "object",
             Chunk::ObjectResult { .. } => "object-result",
+            Chunk::IsTaskComplete { .. } => "is-task-complete",
         }
     }
 
@@ -166,6 +169,7 @@ impl Chunk {
             }
             Chunk::Data { data, .. } => data.clone(),
             Chunk::Background { payload, .. } => payload.clone(),
+            Chunk::IsTaskComplete { payload } => (**payload).clone(),
             Chunk::StepFinish { step, is_continued, total_usage } => json!({
                 "messageId": step.message_id,
                 "stepResult": {

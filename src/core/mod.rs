@@ -7,6 +7,7 @@ pub mod ai_sdk_agents;
 pub mod backlog;
 pub mod base64;
 pub mod chunk;
+pub mod completion;
 pub mod env;
 pub mod error;
 pub mod features;
@@ -32,3 +33,5 @@ pub mod transport;
 pub mod unsupported;
 pub mod until_idle;
 pub mod wire;
+#[cfg(feature = "workflows")]
+pub mod workflow;

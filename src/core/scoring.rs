@@ -78,6 +78,46 @@ impl ScoringCapture {
     }
 }
 
+/// The scores a built-in store keeps (`saveScore` / `listScores` of `InMemoryStore`): rows as the
+/// scorers gave them, with an `id` and `createdAt` added when absent, in the order saved.
+#[derive(Default)]
+pub struct ScoreRows(std::cell::RefCell<Vec<Value>>);
+
+/// The fields `listScores` filters on.
+const FILTERS: &[&str] = &["runId", "scorerId", "entityId", "entityType", "source"];
+
+impl ScoreRows {
+    /// Stores `row` (an object) and gives it back as stored. A row with the id of a stored one
+    /// replaces it.
+    pub fn save(&self, row: Value, new_id: &mut dyn FnMut() -> String, now: &str) -> Value {
+        let mut row = match row {
+            Value::Object(o) => o,
+            _ => serde_json::Map::new(),
+        };
+        if !row.get("id").is_some_and(Value::is_string) {
+            row.insert("id".into(), new_id().into());
+        }
+        if !row.get("createdAt").is_some_and(Value::is_string) {
+            row.insert("createdAt".into(), now.into());
+        }
+        row.insert("updatedAt".into(), now.into());
+        let row = Value::Object(row);
+        let mut rows = self.0.borrow_mut();
+        match rows.iter_mut().find(|r| r["id"] == row["id"]) {
+            Some(old) => *old = row.clone(),
+            None => rows.push(row.clone()),
+        }
+        row
+    }
+
+    /// The rows matching every filter `filter` gives (`runId`, `scorerId`, `entityId`,
+    /// `entityType`, `source`), oldest first.
+    pub fn list(&self, filter: &Value) -> Vec<Value> {
+        let wanted: Vec<(&str, &Value)> = FILTERS.iter().filter_map(|k| filter.get(*k).filter(|v| !v.is_null()).map(|v| (*k, v))).collect();
+        self.0.borrow().iter().filter(|r| wanted.iter().all(|(k, v)| r.get(*k) == Some(*v))).cloned().collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,6 +139,29 @@ mod tests {
             tool_results: Vec::new(),
             data_parts: Vec::new(),
         }
+    }
+
+    #[test]
+    fn score_rows_get_an_id_and_a_time_and_list_by_every_filter_given() {
+        let rows = ScoreRows::default();
+        let mut n = 0;
+        let mut id = || {
+            n += 1;
+            format!("s{n}")
+        };
+        let a = rows.save(json!({ "scorerId": "x", "runId": "r1", "score": 1 }), &mut id, "2026-01-01T00:00:00.000Z");
+        assert_eq!((a["id"].as_str(), a["createdAt"].as_str()), (Some("s1"), Some("2026-01-01T00:00:00.000Z")));
+        rows.save(json!({ "scorerId": "y", "runId": "r1", "score": 0.5, "id": "own" }), &mut id, "2026-01-01T00:00:01.000Z");
+        rows.save(json!({ "scorerId": "x", "runId": "r2", "score": 0 }), &mut id, "2026-01-01T00:00:02.000Z");
+        let ids = |f: Value| rows.list(&f).iter().map(|r| r["id"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+        assert_eq!(ids(json!({})), ["s1", "own", "s2"]);
+        assert_eq!(ids(json!({ "runId": "r1" })), ["s1", "own"]);
+        assert_eq!(ids(json!({ "runId": "r1", "scorerId": "x" })), ["s1"]);
+        assert_eq!(ids(json!({ "scorerId": null })), ["s1", "own", "s2"], "null filters nothing");
+        // The same id again replaces the row, keeping its place.
+        rows.save(json!({ "scorerId": "y", "runId": "r1", "score": 1, "id": "own" }), &mut id, "2026-01-01T00:00:03.000Z");
+        assert_eq!(ids(json!({})), ["s1", "own", "s2"]);
+        assert_eq!(rows.list(&json!({ "scorerId": "y" }))[0]["score"], 1);
     }
 
     #[test]

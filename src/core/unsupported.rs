@@ -12,9 +12,10 @@ use super::model::Warning;
 /// Each option by its dotted name in `stream()` options, and what happens instead (one sentence).
 /// A nested name (`memory.options.semanticRecall`) is one whose parent is honoured.
 pub const UNSUPPORTED: &[(&str, &str)] = &[
+    #[cfg(not(feature = "scorers"))]
     (
         "isTaskComplete",
-        "The completion check does not run yet: the run ends as it would without it (stopWhen, maxSteps).",
+        "This build leaves out scorers (wasm-agent/lite), so no completion check runs: the run ends as it would without it.",
     ),
     (
         "versions",
@@ -27,14 +28,11 @@ pub const UNSUPPORTED: &[(&str, &str)] = &[
     ("tracingContext", "This build has no tracing (wasm-agent/lite): no span is created under the given span."),
     #[cfg(not(feature = "tracing"))]
     ("telemetry", "This build has no tracing (wasm-agent/lite): the run records no spans or telemetry attributes."),
-    (
-        "autoResumeSuspendedTools",
-        "Tools cannot suspend yet, so nothing is resumed: a new message is answered as a fresh turn.",
-    ),
     ("reconnectable", "Chunks are not logged for reconnectStream yet: cancelling `fullStream` stops the run."),
+    #[cfg(not(feature = "recall"))]
     (
         "memory.options.semanticRecall",
-        "Semantic recall is not done yet: only the thread's last messages (lastMessages) are loaded.",
+        "This build leaves out semantic recall (wasm-agent/lite): only the thread's last messages (lastMessages) are loaded.",
     ),
 ];
 
@@ -140,6 +138,8 @@ mod tests {
         "tracingContext",
         #[cfg(feature = "tracing")]
         "telemetry",
+        #[cfg(feature = "scorers")]
+        "isTaskComplete",
     ];
 
     #[test]
@@ -155,7 +155,6 @@ mod tests {
         }
         let names: Vec<&str> = UNSUPPORTED.iter().map(|(n, _)| *n).collect();
         for name in [
-            "isTaskComplete",
             "versions",
             #[cfg(not(feature = "tracing"))]
             "tracingOptions",
@@ -163,8 +162,8 @@ mod tests {
             "tracingContext",
             #[cfg(not(feature = "tracing"))]
             "telemetry",
-            "autoResumeSuspendedTools",
             "reconnectable",
+            #[cfg(not(feature = "recall"))]
             "memory.options.semanticRecall",
         ] {
             assert!(names.contains(&name), "{name} is missing");
@@ -184,25 +183,28 @@ mod tests {
 
     #[test]
     fn only_the_options_given_warn_in_table_order() {
-        let given = ["versions", "isTaskComplete", "memory.options.semanticRecall", "maxSteps", "noSuchOption"];
+        let given = ["memory.options.semanticRecall", "versions", "reconnectable", "maxSteps", "noSuchOption"];
         let ws = setting_warnings(&mut |n| given.contains(&n));
         let names: Vec<_> = ws.iter().map(|w| w.setting.clone().unwrap()).collect();
-        assert_eq!(names, ["isTaskComplete", "versions", "memory.options.semanticRecall"]);
+        #[cfg(not(feature = "recall"))]
+        assert_eq!(names, ["versions", "reconnectable", "memory.options.semanticRecall"]);
+        #[cfg(feature = "recall")]
+        assert_eq!(names, ["versions", "reconnectable"]);
         assert!(setting_warnings(&mut |_| false).is_empty());
     }
 
     #[test]
     fn console_lines_come_once_per_setting_name() {
         let mut seen = Vec::new();
-        let first = setting_warnings(&mut |n| n == "versions" || n == "isTaskComplete");
+        let first = setting_warnings(&mut |n| n == "versions");
         let lines = console_lines(&first, &mut seen);
-        assert_eq!(lines.len(), 2);
-        assert!(lines[0].starts_with("wasm-agent: the stream option 'isTaskComplete' is not supported"), "{}", lines[0]);
-        assert!(lines[1].contains("'versions'") && lines[1].contains("editor package"), "{}", lines[1]);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].starts_with("wasm-agent: the stream option 'versions' is not supported"), "{}", lines[0]);
+        assert!(lines[0].contains("editor package"), "{}", lines[0]);
         assert!(console_lines(&first, &mut seen).is_empty(), "the same names again: nothing");
         let next = setting_warnings(&mut |n| n == "versions" || n == "reconnectable");
         let lines = console_lines(&next, &mut seen);
         assert_eq!(lines.len(), 1);
-        assert!(lines[0].contains("'reconnectable'"));
+        assert!(lines[0].contains("'reconnectable'"), "{}", lines[0]);
     }
 }

@@ -42,6 +42,8 @@ pub enum Event {
     TurnEnded { failed: bool },
     TaskStarted { task_id: String },
     TaskEnded(Finished),
+    /// A task ended that another tab answers (SPEC §21.2): no longer waited for, not answered.
+    TaskAnsweredElsewhere { task_id: String },
     /// A chunk went into the outer stream (restarts the idle timer between turns).
     Chunk,
     /// Time passed (the idle timer's deadline may have come).
@@ -110,6 +112,12 @@ impl IdleLoop {
             Event::TaskStarted { task_id } => {
                 if !self.running.contains(&task_id) && !self.ended.contains(&task_id) {
                     self.running.push(task_id);
+                }
+            }
+            Event::TaskAnsweredElsewhere { task_id } => {
+                if !self.ended.contains(&task_id) {
+                    self.running.retain(|t| *t != task_id);
+                    self.ended.push(task_id);
                 }
             }
             Event::TaskEnded(finished) => {
@@ -233,8 +241,8 @@ pub async fn with_task_chunks<F: Future>(turn: F, sub: &Subscription, sink: &dyn
         // Events first: a task that ended before the turn's next chunk is shown before it.
         match select(pin!(sub.next()), turn.as_mut()).await {
             Either::Left((e, _)) => {
-                if let (Some(l), Some(f)) = (idle.as_deref_mut(), Finished::of(&e)) {
-                    l.on(Event::TaskEnded(f), env.now_ms());
+                if let (Some(l), Some(ended)) = (idle.as_deref_mut(), ended_event(&e)) {
+                    l.on(ended, env.now_ms());
                 }
                 sink.emit(e.chunk());
             }
@@ -243,10 +251,20 @@ pub async fn with_task_chunks<F: Future>(turn: F, sub: &Subscription, sink: &dyn
     }
 }
 
-/// Tells the loop about the watched tasks that are still going.
+/// What a task event that says a task ended means to the loop; `None` for other events.
+fn ended_event(e: &TaskEvent) -> Option<Event> {
+    let f = Finished::of(e)?;
+    Some(match e.answered_elsewhere {
+        true => Event::TaskAnsweredElsewhere { task_id: f.task_id },
+        false => Event::TaskEnded(f),
+    })
+}
+
+/// Tells the loop about the watched tasks that are still going (here, or in other tabs).
 fn note_running(l: &mut IdleLoop, watch: &IdleWatch, env: &dyn Env) {
     let scope = &watch.scope;
-    for t in watch.manager.list(scope.thread_id.as_deref(), None) {
+    let thread = scope.thread_id.as_deref();
+    for t in watch.manager.list(thread, None).into_iter().chain(watch.manager.foreign(thread)) {
         let mine = t.agent_id == scope.agent_id && t.resource_id == scope.resource_id;
         if mine && !t.status.is_terminal() {
             l.on(Event::TaskStarted { task_id: t.id }, env.now_ms());
@@ -307,12 +325,9 @@ pub async fn drive(watch: &IdleWatch, mut l: IdleLoop, env: &dyn Env, sink: &dyn
                 Vec::new()
             }
             Woke::Task(e) => {
-                let finished = Finished::of(&e);
+                let ended = ended_event(&e);
                 sink.emit(e.chunk());
-                match finished {
-                    Some(f) => l.on(Event::TaskEnded(f), now),
-                    None => l.on(Event::Chunk, now),
-                }
+                l.on(ended.unwrap_or(Event::Chunk), now)
             }
         };
     }

@@ -135,3 +135,16 @@ fn a_failed_continuation_closes_and_abort_closes_at_any_time() {
     l.on(TURN_OK, 1.0);
     assert_eq!(l.on(Event::Abort, 2.0), vec![Action::Close(CloseReason::Aborted)], "between turns");
 }
+
+#[test]
+fn a_task_answered_in_another_tab_is_no_longer_waited_for_and_not_answered_here() {
+    let mut l = IdleLoop::new(IDLE);
+    l.on(started("a"), 1.0);
+    l.on(started("b"), 2.0);
+    l.on(TURN_OK, 10.0);
+    assert_eq!(l.on(Event::TaskAnsweredElsewhere { task_id: "a".into() }, 20.0), vec![Action::ArmIdleTimer { deadline_ms: 20.0 + IDLE as f64 }]);
+    assert_eq!(l.running(), ["b"]);
+    assert_eq!(continued(&l.on(ended("b"), 30.0)), ["b"], "only the task answered here");
+    assert_eq!(l.on(ended("a"), 31.0), vec![], "an end answered elsewhere is not taken up later");
+    assert_eq!(l.on(TURN_OK, 40.0), vec![Action::Close(CloseReason::Idle)]);
+}

@@ -13,6 +13,7 @@
 
 mod conn;
 mod tx;
+mod vectors;
 
 #[cfg(feature = "bench-idb")]
 mod bench;
@@ -25,12 +26,13 @@ use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{IdbCursorDirection, IdbCursorWithValue, IdbKeyRange, IdbRequest, IdbTransactionMode};
 
-use self::conn::{Connection, BY_RESOURCE, BY_THREAD_TIME, DEFAULT_OPEN_TIMEOUT_MS, MESSAGES, RESOURCES, RUNS, TASKS, THREADS};
+use self::conn::{Connection, BY_RESOURCE, BY_THREAD_TIME, DEFAULT_OPEN_TIMEOUT_MS, MESSAGES, RESOURCES, RUNS, TASKS, THREADS, VECTORS};
 use crate::core::runs::{apply_patch, RunFilter, RunRecord, RunStatus, RunStore};
 use crate::core::background::{TaskFilter, TaskRecord, TaskStatus};
 use self::tx::{error_name, storage_error, Tx};
 use crate::core::env::LocalFuture;
 use crate::core::error::{AgentError, StorageKind};
+use crate::core::memory::vectors::{VectorHit, VectorQuery, VectorRecord, VectorTarget};
 use crate::core::memory::{MessageQuery, Resource, Store, StoredMessage, Thread};
 
 pub use self::conn::SCHEMA_VERSION;
@@ -212,8 +214,10 @@ impl Store for IdbStore {
     fn delete_thread<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
         Box::pin(async move {
             let what = format!("deleting thread '{id}'");
-            self.transact(&what, &[THREADS, MESSAGES], Readwrite, &mut |tx| {
+            // The thread, its messages and their vectors in one transaction.
+            self.transact(&what, &[THREADS, MESSAGES, VECTORS], Readwrite, &mut |tx| {
                 tx.store(THREADS)?.delete(&id.into())?;
+                vectors::delete_thread_vectors(tx, id)?;
                 let messages = tx.store(MESSAGES)?;
                 let range = thread_range(id, None)?;
                 let keys = messages.index(BY_THREAD_TIME)?.get_all_keys_with_key(&range)?;
@@ -312,10 +316,11 @@ impl Store for IdbStore {
                 return Ok(());
             }
             let what = format!("deleting {} messages", ids.len());
-            self.transact(&what, &[MESSAGES], Readwrite, &mut |tx| {
-                let store = tx.store(MESSAGES)?;
+            self.transact(&what, &[MESSAGES, VECTORS], Readwrite, &mut |tx| {
+                let (store, vectors) = (tx.store(MESSAGES)?, tx.store(VECTORS)?);
                 for id in ids {
                     store.delete(&id.into())?;
+                    vectors.delete(&id.into())?;
                 }
                 Ok(JsValue::UNDEFINED)
             })
@@ -354,6 +359,21 @@ impl Store for IdbStore {
 
     fn runs(&self) -> Option<&dyn RunStore> {
         Some(self)
+    }
+
+    #[cfg(feature = "recall")]
+    fn save_vectors<'a>(&'a self, records: &'a [VectorRecord]) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(self.save_vector_records(records))
+    }
+
+    #[cfg(feature = "recall")]
+    fn query_vectors<'a>(&'a self, query: &'a VectorQuery) -> LocalFuture<'a, Result<Vec<VectorHit>, AgentError>> {
+        Box::pin(self.query_vector_records(query))
+    }
+
+    #[cfg(feature = "recall")]
+    fn delete_vectors<'a>(&'a self, target: &'a VectorTarget) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(self.delete_vector_records(target))
     }
 }
 

@@ -17,6 +17,8 @@ pub mod google;
 pub mod openai_chat;
 #[cfg(feature = "responses")]
 pub mod openai_responses;
+#[cfg(feature = "recall")]
+pub mod embeddings;
 pub mod registry;
 pub mod sse;
 

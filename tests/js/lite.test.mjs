@@ -108,6 +108,16 @@ for (const [what, field, named, feature, call] of LEFT_OUT) {
   });
 }
 
+test('lite refuses memory.watch with a TypeError naming it and the feature', T, async () => {
+  const memory = new lite.Memory({ storage: new lite.InMemoryStore() });
+  const err = await errorOf(() => memory.watch({ threadId: 't1' }, () => {}));
+  assert.equal(err.name, 'TypeError');
+  assert.equal(
+    err.message,
+    "memory.watch: this build of wasm-agent leaves out memory.watch (wasm-agent/lite, or a build without the cargo feature `watch`); import 'wasm-agent' for it",
+  );
+});
+
 test('lite refuses inputProcessors, agents (sub-agents), anthropic/ and google/ models and AI SDK model objects at new Agent', T, () => {
   const refused = (config, field) => {
     const err = errorOf(() => new Agent({ id: 'a', ...config }));
@@ -129,6 +139,18 @@ test('lite refuses inputProcessors, agents (sub-agents), anthropic/ and google/ 
   ]);
 });
 
+test('lite leaves out semantic recall: semanticRecall is an unsupported-setting warning and the run keeps its last messages', T, async () => {
+  const id = uid('lite-recall');
+  const memory = new Memory({ storage: new InMemoryStore(), embedder: async () => [[1]], options: { semanticRecall: { topK: 2 } } });
+  const agent = new Agent({ id: 'lite-recall', model: modelFor(server.current, 'gpt-4o-mini', { headers: { 'x-test-id': id } }), memory });
+  const out = await agent.stream('hi', { memory: { thread: uid('th'), resource: 'u1' } });
+  await collect(out.fullStream);
+  const warnings = await out.warnings;
+  assert.deepEqual(warnings.map((w) => [w.type, w.setting]), [['unsupported-setting', 'memory.options.semanticRecall']]);
+  assert.match(warnings[0].details, /leaves out semantic recall/);
+  assert.equal((await out.getFullOutput()).rememberedMessages, undefined);
+});
+
 test("lite treats transport 'auto' as HTTP streaming, as the complete build does when no socket opens", T, async () => {
   const id = uid('lite-auto');
   const agent = new Agent({ id: 'lite-auto', model: modelFor(server.current, 'echo', { api: 'responses', headers: { 'x-test-id': id } }) });
@@ -139,3 +161,16 @@ test("lite treats transport 'auto' as HTTP streaming, as the complete build does
 });
 
 noUnhandledRejections();
+
+test('lite runs no completion check: isTaskComplete is an unsupported-setting warning and the run ends as without it', T, async () => {
+  const id = uid('lite-itc');
+  const agent = new Agent({ id: 'lite-itc', model: modelFor(server.current, 'echo', { headers: { 'x-test-id': id } }) });
+  const never = { id: 'never', run: async () => ({ score: 0 }) };
+  const out = await agent.stream('Hello', { isTaskComplete: { scorers: [never] } });
+  const chunks = await collect(out.fullStream);
+  assert.equal(chunks.some((c) => c.type === 'is-task-complete'), false);
+  assert.equal(requestsOf(server.current, id).length, 1);
+  const warnings = await out.warnings;
+  assert.deepEqual(warnings.map((w) => [w.type, w.setting]), [['unsupported-setting', 'isTaskComplete']]);
+  assert.match(warnings[0].details, /leaves out scorers/);
+});

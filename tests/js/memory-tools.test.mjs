@@ -369,7 +369,7 @@ test('a declined tool call is stored as output-denied; the next turn tells the m
   assert.deepEqual(sent[2].slice(0, 3), sent[1], 'the denial reaches the model as it did in the run');
 });
 
-test('abort while a tool call waits for approval: the call is not stored; the next turn has no dangling tool call', T, async () => {
+test('abort while a tool call waits for approval: the call is stored denied, reason aborted (SPEC §19.2); the next turn has no dangling tool call', T, async () => {
   const srv = hook.current;
   const { memory } = BACKENDS[0].make();
   const { agent, id } = memoryAgent(srv, memory, { tools: { weather: weatherTool() } });
@@ -384,12 +384,17 @@ test('abort while a tool call waits for approval: the call is not stored; the ne
   assert.equal(seen.at(-1).type, 'abort');
   const stored = await memory.listMessages({ threadId: 'pending' });
   assert.deepEqual(textsOf(stored), ['Weather in Paris?', 'I need your OK.']);
-  assert.deepEqual(stored[1].content.parts, [{ type: 'step-start' }, { type: 'text', text: 'I need your OK.' }]);
-  assert.deepEqual(stored[1].content.metadata, { interrupted: true });
+  const [, , denied] = stored[1].content.parts;
+  assert.deepEqual(stored[1].content.parts.slice(0, 2), [{ type: 'step-start' }, { type: 'text', text: 'I need your OK.' }]);
+  assert.equal(denied.toolInvocation.state, 'output-denied');
+  assert.equal(denied.toolInvocation.result, 'The user declined this tool call: aborted');
+  assert.equal(stored[1].content.metadata, undefined, 'nothing waits any more');
   await turn(agent, 'Skip it', { memory: mem });
   const sent = sentMessages(srv, id).at(-1);
   assertNoDanglingToolCalls(sent);
-  assert.deepEqual(sent, [user('Weather in Paris?'), assistant('I need your OK.'), user('Skip it')]);
+  assert.equal(sent.length, 4, JSON.stringify(sent));
+  assert.deepEqual([sent[0], sent[3]], [user('Weather in Paris?'), user('Skip it')]);
+  assert.match(JSON.stringify(sent[2]), /declined this tool call: aborted/);
 });
 
 test('abort before the model sends anything: the user message is kept, no assistant message', T, async () => {

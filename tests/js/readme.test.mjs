@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { format } from 'node:util';
 import { z } from 'zod';
 import { Agent, T, noUnhandledRejections, useModelServer } from './helpers.mjs';
-import { createScorer } from '../../pkg/index.node.js';
+import { createScorer, createStep, createWorkflow } from '../../pkg/index.node.js';
 import { createTool } from './tools-helpers.mjs';
 import { BatchPartsProcessor } from '../../pkg/index.node.js';
 
@@ -260,6 +260,35 @@ test('README: scorers', T, async () => {
 
   const reply = 'You said: What is WebAssembly?';
   assert.deepEqual(console.lines, [reply, `concise ${1 - reply.length / 500} - ${reply.length} characters: ${1 - reply.length / 500}`]);
+});
+
+test('README: workflows (the streaming overview\'s example)', T, async () => {
+  const console = capture();
+
+  // README:workflows
+  // import { createStep, createWorkflow } from 'wasm-agent'
+  // import { z } from 'zod'
+
+  const inputSchema = z.object({ value: z.string() })
+  const outputSchema = z.object({ value: z.string() })
+  const step1 = createStep({
+    id: 'step-1',
+    inputSchema,
+    outputSchema,
+    execute: async ({ inputData, writer }) => {
+      await writer.write({ type: 'custom-event', status: 'pending' })
+      return { value: inputData.value.toUpperCase() }
+    },
+  })
+  const testWorkflow = createWorkflow({ id: 'test-workflow', inputSchema, outputSchema }).then(step1).commit()
+
+  const run = await testWorkflow.createRun()
+  const stream = await run.stream({ inputData: { value: 'initial data' } })
+  for await (const chunk of stream) console.log(chunk.type)
+  console.log(stream.status, (await stream.result).result)
+  // END
+
+  assert.deepEqual(console.lines, ['workflow-start', 'workflow-step-start', 'workflow-step-output', 'workflow-step-result', 'workflow-finish', "success { value: 'INITIAL DATA' }"]);
 });
 
 noUnhandledRejections();

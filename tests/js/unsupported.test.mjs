@@ -33,9 +33,7 @@ const toldAbout = (name) => told.filter((l) => l.includes(`'${name}'`));
 /** Each unsupported option with a value a Mastra user would write. */
 const SENTIMENT = { type: 'object', properties: { sentiment: { type: 'string' } } };
 const UNSUPPORTED = {
-  isTaskComplete: { scorers: [], strategy: 'all' },
   versions: { agents: { helper: { status: 'published' } } },
-  autoResumeSuspendedTools: true,
   reconnectable: { retainMs: 1000 },
 };
 
@@ -59,10 +57,7 @@ async function warningsOf(agent, options) {
 const settingsOf = (ws) => ws.map((w) => w.setting);
 
 test('each unsupported option warns into warnings, getFullOutput() and the first step-start; console.warn once per name', T, async () => {
-  const cases = [
-    ...Object.entries(UNSUPPORTED).map(([name, value]) => [name, { [name]: value }]),
-    ['memory.options.semanticRecall', { memory: { thread: uid('th'), resource: 'u1', options: { semanticRecall: { topK: 3 } } } }],
-  ];
+  const cases = Object.entries(UNSUPPORTED).map(([name, value]) => [name, { [name]: value }]);
   for (const [name, options] of cases) {
     const { warnings, full, stepStart } = await warningsOf(agentOn(), options);
     assert.equal(warnings.length, 1, `${name}: ${JSON.stringify(warnings)}`);
@@ -87,11 +82,10 @@ test('each unsupported option warns into warnings, getFullOutput() and the first
 
 test('several unsupported options in one call: one warning each, in one list, listed once', T, async () => {
   const { warnings, stepStart, chunks } = await warningsOf(agentOn(), {
-    isTaskComplete: UNSUPPORTED.isTaskComplete,
-    versions: UNSUPPORTED.versions,
     reconnectable: UNSUPPORTED.reconnectable,
+    versions: UNSUPPORTED.versions,
   });
-  assert.deepEqual(settingsOf(warnings), ['isTaskComplete', 'versions', 'reconnectable']);
+  assert.deepEqual(settingsOf(warnings), ['versions', 'reconnectable']);
   assert.deepEqual(stepStart, warnings);
   assert.equal(chunks.filter((c) => c.type === 'step-start').length, 1);
 });
@@ -113,16 +107,14 @@ test('an unsupported option given only in the agent\'s defaultOptions warns too;
   assert.deepEqual(off.warnings, []);
 });
 
-test('semanticRecall in the Memory\'s own options warns for the runs that use that memory; the call\'s memory.options wins', T, async () => {
-  const memory = new Memory({ storage: new InMemoryStore(), options: { semanticRecall: { topK: 2 }, lastMessages: 4 } });
+test('semanticRecall is honoured (SPEC §21.3): in the Memory\'s own options or the call\'s, it does not warn', T, async () => {
+  const embedder = async (texts) => texts.map(() => [1, 0]);
+  const memory = new Memory({ storage: new InMemoryStore(), embedder, options: { semanticRecall: { topK: 2 }, lastMessages: 4 } });
   const agent = agentOn({ memory });
   const withThread = await warningsOf(agent, { memory: { thread: uid('th'), resource: 'u1' } });
-  assert.deepEqual(settingsOf(withThread.warnings), ['memory.options.semanticRecall']);
-  assert.deepEqual(withThread.stepStart, withThread.warnings);
-  const noThread = await warningsOf(agent, {});
-  assert.deepEqual(noThread.warnings, [], 'a run without memory recalls nothing either way');
-  const off = await warningsOf(agent, { memory: { thread: uid('th'), resource: 'u1', options: { semanticRecall: false } } });
-  assert.deepEqual(off.warnings, []);
+  assert.deepEqual(withThread.warnings, []);
+  const call = await warningsOf(agent, { memory: { thread: uid('th'), resource: 'u1', options: { semanticRecall: { topK: 1, scope: 'thread' } } } });
+  assert.deepEqual(call.warnings, []);
 });
 
 test('honoured options do not warn', T, async () => {

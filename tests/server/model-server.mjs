@@ -28,6 +28,7 @@ import { Exchange, Halt } from './chat-stream.mjs';
 import { ResponsesResponder, chatView, isResponsesPath, responsesInputProblem } from './responses-stream.mjs';
 import { SocketStream } from './responses-socket.mjs';
 import { WebSocketServer } from 'ws';
+import { embeddingsAnswer } from './embeddings.mjs';
 import { builtinScripts, dynamicScript, fixtureNames, resetScriptState, scriptState } from './scripts.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -339,6 +340,12 @@ export async function startModelServer(opts = {}) {
       return sendJson(res, 200, { ok: true, url: `${origin}/v1` });
     }
     if (req.method === 'POST' && isModelPath(pathname)) return handleModelRequest(req, res, url);
+    if (req.method === 'POST' && /(^|\/)embeddings$|:batchEmbedContents$/.test(pathname)) {
+      const body = parseBody(await readBody(req));
+      const record = newRecord(req, url, body, body?.model ?? null, 'embeddings');
+      const answer = embeddingsAnswer(pathname, body);
+      return sendJson(res, answer.status, answer.body, record);
+    }
 
     req.resume();
     const record = newRecord(req, url, null, null, null);

@@ -15,6 +15,7 @@ import { jsonScripts } from './json-scripts.mjs';
 import { subagentScripts } from './subagent-scripts.mjs';
 import { judgeScripts } from './judge-scripts.mjs';
 import { guardScripts } from './guard-scripts.mjs';
+import { completionScripts } from './completion-scripts.mjs';
 
 // ---------------------------------------------------------------------------------------------
 // Reading the request
@@ -560,6 +561,7 @@ export function builtinScripts() {
   for (const [name, script] of guardScripts()) add(name, script);
   for (const [name, script] of backgroundScripts()) add(name, script);
   for (const [name, script] of subagentScripts()) add(name, script);
+  for (const [name, script] of completionScripts()) add(name, script);
   return scripts;
 }
 

@@ -726,6 +726,22 @@ async function scorers() {
   await agent.stream('Hi', { scorers: { a: { scorer: relevance, sampling: { type: 'ratio', rate: 'half' } } } });
   // @ts-expect-error a scorer needs its description
   createScorer({ id: 'x' });
+  // isTaskComplete (SPEC §15) and scores in InMemoryStore.
+  await agent.stream('Hi', {
+    isTaskComplete: {
+      scorers: [relevance],
+      strategy: 'any',
+      parallel: false,
+      timeout: 5000,
+      suppressFeedback: true,
+      onComplete: (r) => void [r.complete, r.scorers[0]?.passed, r.totalDuration satisfies number],
+    },
+  });
+  // @ts-expect-error strategy is 'all' or 'any'
+  await agent.stream('Hi', { isTaskComplete: { scorers: [relevance], strategy: 'most' } });
+  const store = new InMemoryStore();
+  const rows = await store.listScores({ runId: 'r1' });
+  void [rows[0]?.score satisfies number | undefined, (await store.saveScore({ scorerId: 's' })).score.id];
 }
 
 void [cancelled, weatherTool, memoryCalls, outputs, wrongNarrowing, reading, approval, aiSdk, durableObject, processors, scorers];

@@ -158,7 +158,7 @@ function workerModules() {
     { type: 'ESModule', path: path.join(EXAMPLE, 'worker.js'), contents: rewrite(readFileSync(path.join(EXAMPLE, 'worker.js'), 'utf8'), EXAMPLE) },
   ];
   // The package files the example pulls in (the workerd entry imports the rest).
-  for (const file of ['index.workerd.js', 'api.js', 'processors.js', 'guard-processors.js', 'scorers.js', 'tracing.js', 'wasm_agent.js', 'durable-object-store.js', 'wasm_agent_bg.wasm']) {
+  for (const file of ['index.workerd.js', 'api.js', 'processors.js', 'guard-processors.js', 'scorers.js', 'tracing.js', 'serve-agents.js', 'wire.js', 'wasm_agent.js', 'durable-object-store.js', 'wasm_agent_bg.wasm']) {
     const full = path.join(PKG, file);
     const type = file.endsWith('.wasm') ? 'CompiledWasm' : 'ESModule';
     modules.push({ type, path: full, contents: readFileSync(full) });
@@ -169,7 +169,7 @@ function workerModules() {
 
 before(
   async () => {
-    for (const file of ['package.json', 'index.workerd.js', 'api.js', 'processors.js', 'guard-processors.js', 'scorers.js', 'tracing.js', 'wasm_agent.js', 'wasm_agent_bg.wasm', 'durable-object-store.js']) {
+    for (const file of ['package.json', 'index.workerd.js', 'api.js', 'processors.js', 'guard-processors.js', 'scorers.js', 'tracing.js', 'serve-agents.js', 'wire.js', 'wasm_agent.js', 'wasm_agent_bg.wasm', 'durable-object-store.js']) {
       if (!existsSync(path.join(PKG, file))) throw new Error(`pkg/${file} is missing: build the package first (./x build)`);
     }
     // The model server listens before anything fetches from it.
@@ -257,6 +257,30 @@ for (const [backend, useSQLite] of [['key-value storage', false], ['SQLite stora
       },
       { timeout: TEST_TIMEOUT },
     );
+
+    test('semantic recall vectors: saveVectors, queryVectors by resource and thread, deleteVectors (SPEC §21.3)', { timeout: TEST_TIMEOUT }, async () => {
+      const thread = (id) => ({ id, resourceId: 'u-vec', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z' });
+      const rec = (id, threadId, vector) => ({ id, threadId, resourceId: 'u-vec', vector });
+      const results = await adapter('t-vec', [
+        ['saveThread', { thread: thread('tv1') }],
+        ['saveThread', { thread: thread('tv2') }],
+        ['saveVectors', { records: [rec('va', 'tv1', [1, 0]), rec('vb', 'tv1', [0.6, 0.8]), rec('vc', 'tv2', [0, 1])] }],
+        ['queryVectors', { vector: [2, 0], topK: 2, resourceId: 'u-vec' }],
+        ['queryVectors', { vector: [0, 1], topK: 5, threadId: 'tv2' }],
+        ['queryVectors', { vector: [1, 0], topK: 5, resourceId: 'u-vec', threshold: 0.5 }],
+        ['deleteVectors', { threadId: 'tv1' }],
+        ['queryVectors', { vector: [1, 0], topK: 5, resourceId: 'u-vec' }],
+        ['deleteVectors', { ids: ['vc'] }],
+        ['queryVectors', { vector: [1, 0], topK: 5, resourceId: 'u-vec' }],
+      ]);
+      const ids = (hits) => hits.map((h) => h.id);
+      assert.deepEqual(ids(results[3]), ['va', 'vb']);
+      assert.ok(Math.abs(results[3][0].score - 1) < 1e-6 && Math.abs(results[3][1].score - 0.6) < 1e-6, JSON.stringify(results[3]));
+      assert.deepEqual(ids(results[4]), ['vc']);
+      assert.deepEqual(ids(results[5]), ['va', 'vb']);
+      assert.deepEqual(ids(results[7]), ['vc']);
+      assert.deepEqual(results[9], []);
+    });
 
     test('two requests on one thread: the second model request carries the first exchange', { timeout: TEST_TIMEOUT }, async () => {
       const first = server.requests.length;

@@ -34,6 +34,11 @@ pub trait TaskRuntime {
     fn hold(&self, _task_id: &str) -> Box<dyn FnOnce()> {
         Box::new(|| {})
     }
+    /// Claims the answer to `task_id`'s end for this page (SPEC §21.2: one continuation per
+    /// task across the tabs of a database); `false` when another page claimed it first.
+    fn claim(&self, _task_id: &str) -> LocalFuture<'static, bool> {
+        Box::pin(async { true })
+    }
     /// Which of `task_ids` another live page holds; where a runtime cannot tell, none.
     fn alive_elsewhere<'a>(&'a self, _task_ids: &'a [String]) -> LocalFuture<'a, Vec<String>> {
         Box::pin(async { Vec::new() })
@@ -75,6 +80,12 @@ pub struct Scope {
     pub resource_id: Option<String>,
 }
 
+impl Scope {
+    fn covers(&self, task: &TaskRecord) -> bool {
+        self.agent_id == task.agent_id && self.thread_id == task.thread_id && self.resource_id == task.resource_id
+    }
+}
+
 /// A listener's end of a channel of task events; dropping it ends the subscription.
 pub struct Subscription {
     events: RefCell<UnboundedReceiver<TaskEvent>>,
@@ -97,25 +108,27 @@ impl Subscription {
     }
 }
 
-struct Entry {
-    record: TaskRecord,
+pub(super) struct Entry {
+    pub(super) record: TaskRecord,
     dispatch: Option<Dispatch>,
     abort: AbortFlag,
 }
 
 #[derive(Default)]
-struct State {
-    tasks: Vec<Entry>,
+pub(super) struct State {
+    pub(super) tasks: Vec<Entry>,
     queue: VecDeque<String>,
     /// Who listens to which tasks.
     subscribers: Vec<(Scope, UnboundedSender<TaskEvent>)>,
+    /// Tasks of this manager's agents that other pages run (SPEC §21.2), still going.
+    pub(super) foreign: Vec<TaskRecord>,
 }
 
 /// Runs background tasks for one container (or one agent used alone).
 pub struct Manager {
     pub config: BackgroundConfig,
-    runtime: Rc<dyn TaskRuntime>,
-    state: RefCell<State>,
+    pub(super) runtime: Rc<dyn TaskRuntime>,
+    pub(super) state: RefCell<State>,
 }
 
 impl Manager {
@@ -133,9 +146,17 @@ impl Manager {
     }
 
     fn publish(&self, task: &TaskRecord, kind: TaskEventKind) {
-        let event = TaskEvent::of(task, kind);
+        self.publish_event(task, TaskEvent::of(task, kind));
+    }
+
+    /// Whether a listener here (an `untilIdle` stream) follows the task's agent, thread and resource.
+    pub fn has_listener(&self, task: &TaskRecord) -> bool {
+        self.state.borrow().subscribers.iter().any(|(scope, tx)| !tx.is_closed() && scope.covers(task))
+    }
+
+    pub(super) fn publish_event(&self, task: &TaskRecord, event: TaskEvent) {
         for (scope, tx) in &self.state.borrow().subscribers {
-            if scope.agent_id == task.agent_id && scope.thread_id == task.thread_id && scope.resource_id == task.resource_id {
+            if scope.covers(task) {
                 // Sending only queues and wakes the listener's task: no user code runs here.
                 let _ = tx.unbounded_send(event.clone());
             }
@@ -283,6 +304,11 @@ impl Manager {
         });
         // The slot is free: the next queued task starts while this one reports.
         self.start_queued();
+        // Claimed before anything is written, so a tab that hears of the end never wins it
+        // from a live one.
+        // Only claimed when a stream here would answer it, so a tab with no such stream leaves
+        // the answer to one that has.
+        let answered_elsewhere = self.has_listener(task) && !self.runtime.claim(&task.id).await;
         let ended = self.state.borrow().tasks.iter().find(|e| e.record.id == task.id).map(|e| e.record.clone());
         if let (Some(m), Some(record)) = (&memory, ended) {
             let _ = m.store.save_task(&record, Some(TaskStatus::Running)).await;
@@ -296,7 +322,9 @@ impl Manager {
             // A failed write leaves the placeholder; the terminal chunk still goes out.
             let _ = replace_placeholder(&m, &task.tool_call_id, value, is_error).await;
         }
-        self.publish(task, TaskEventKind::Ended { status, completed_at: now, result, error });
+        let mut event = TaskEvent::of(task, TaskEventKind::Ended { status, completed_at: now, result, error });
+        event.answered_elsewhere = answered_elsewhere;
+        self.publish_event(task, event);
     }
 
     /// Writes the task to the conversation's storage, in the background of the caller; a
@@ -313,11 +341,16 @@ impl Manager {
     /// page or isolate that stopped — as failed ("interrupted"), and puts that failure where
     /// their placeholders are, so no conversation waits for them. Returns how many there were.
     pub async fn recover(&self, store: Rc<dyn Store>, agent_id: &str) -> Result<usize, crate::core::error::AgentError> {
+        self.recover_tasks(store, agent_id).await.map(|t| t.len())
+    }
+
+    /// [`Manager::recover`], answering the tasks it marked failed.
+    pub async fn recover_tasks(&self, store: Rc<dyn Store>, agent_id: &str) -> Result<Vec<TaskRecord>, crate::core::error::AgentError> {
         let filter = TaskFilter { agent_id: Some(agent_id.to_string()), thread_id: None, statuses: vec![TaskStatus::Pending, TaskStatus::Running] };
         let stale = store.list_tasks(&filter).await?;
         let ids: Vec<String> = stale.iter().map(|t| t.id.clone()).collect();
         let alive = self.runtime.alive_elsewhere(&ids).await;
-        let mut n = 0;
+        let mut recovered = Vec::new();
         for mut t in stale {
             if alive.contains(&t.id) || self.state.borrow().tasks.iter().any(|e| e.record.id == t.id) {
                 continue;
@@ -332,9 +365,9 @@ impl Manager {
                 let message = format!("The background task {} was interrupted before it finished (the page or worker running it stopped).", t.id);
                 replace_placeholder(&m, &t.tool_call_id, Value::String(message), true).await?;
             }
-            n += 1;
+            recovered.push(t);
         }
-        Ok(n)
+        Ok(recovered)
     }
 
     fn start_queued(self: &Rc<Self>) {

@@ -5,6 +5,7 @@
 //! `TaskRuntime`, so native tests drive the manager with a fake clock.
 
 mod config;
+mod elsewhere;
 mod manager;
 mod placeholder;
 mod task;

@@ -130,6 +130,9 @@ pub struct TaskEvent {
     pub tool_name: String,
     pub tool_call_id: String,
     pub kind: TaskEventKind,
+    /// The task ended and another tab answers it (SPEC §21.2): an `untilIdle` stream here shows
+    /// its chunk and stops waiting for it, without a continuation of its own.
+    pub answered_elsewhere: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -144,7 +147,7 @@ pub enum TaskEventKind {
 
 impl TaskEvent {
     pub(super) fn of(task: &TaskRecord, kind: TaskEventKind) -> TaskEvent {
-        TaskEvent { task_id: task.id.clone(), tool_name: task.tool_name.clone(), tool_call_id: task.tool_call_id.clone(), kind }
+        TaskEvent { task_id: task.id.clone(), tool_name: task.tool_name.clone(), tool_call_id: task.tool_call_id.clone(), kind, answered_elsewhere: false }
     }
 
     /// The `background-task-*` chunk of the event.

@@ -24,6 +24,8 @@ struct FakeRt {
     timers: RefCell<Vec<(f64, Rc<Cell<bool>>)>>,
     spawned: RefCell<Vec<LocalFuture<'static, ()>>>,
     ids: Cell<u32>,
+    /// Another page claims every task's end (SPEC §21.2).
+    claimed_elsewhere: Cell<bool>,
 }
 
 impl TaskRuntime for FakeRt {
@@ -41,6 +43,10 @@ impl TaskRuntime for FakeRt {
     fn new_id(&self) -> String {
         self.ids.set(self.ids.get() + 1);
         self.ids.get().to_string()
+    }
+    fn claim(&self, _task_id: &str) -> LocalFuture<'static, bool> {
+        let mine = !self.claimed_elsewhere.get();
+        Box::pin(async move { mine })
     }
 }
 
@@ -436,4 +442,62 @@ mod driver {
         assert_eq!(ended_at, 3_000.0);
         assert!(chunks.iter().all(|c| c == "background-task-progress"), "{chunks:?}");
     }
+}
+
+fn foreign_task(id: &str, status: TaskStatus) -> TaskRecord {
+    TaskRecord {
+        id: id.into(),
+        tool_name: "research".into(),
+        tool_call_id: format!("call_{id}"),
+        args: json!({}),
+        agent_id: "a".into(),
+        run_id: "r0".into(),
+        thread_id: Some("t1".into()),
+        resource_id: Some("u1".into()),
+        status,
+        result: (status == TaskStatus::Completed).then(|| json!({ "found": 3 })),
+        error: None,
+        created_at: "2026-01-01T00:00:00.000Z".into(),
+        started_at: None,
+        completed_at: None,
+        attempts: 1,
+    }
+}
+
+#[test]
+fn a_task_of_another_tab_is_waited_for_and_its_end_told_to_this_tabs_listeners() {
+    let rt = Rc::new(FakeRt::default());
+    let m = Manager::new(config(), rt.clone());
+    let sub = m.subscribe(scope("a"));
+    m.note_foreign(foreign_task("x", TaskStatus::Running), true);
+    assert_eq!(m.foreign(Some("t1")).len(), 1);
+    assert!(m.foreign(Some("t2")).is_empty());
+    assert!(m.list(None, None).is_empty(), "listBackgroundTasks stays this page's");
+    m.note_foreign(foreign_task("x", TaskStatus::Completed), true);
+    assert!(m.foreign(None).is_empty());
+    let e = sub.try_next().expect("the end is published");
+    assert_eq!(e.chunk().type_name(), "background-task-completed");
+    assert!(!e.answered_elsewhere);
+    m.note_foreign(foreign_task("y", TaskStatus::Failed), false);
+    assert!(sub.try_next().unwrap().answered_elsewhere, "another tab answers it: shown only");
+}
+
+#[test]
+fn a_task_this_tab_runs_is_not_foreign_and_its_end_is_answered_by_whoever_claimed_it() {
+    let rt = Rc::new(FakeRt::default());
+    let m = Manager::new(config(), rt.clone());
+    let sub = m.subscribe(scope("a"));
+    let Dispatched::Accepted { task_id } = dispatch(&m, "c1", "a", tool(&rt, 100), LIMITS) else { panic!() };
+    rt.settle();
+    m.note_foreign(TaskRecord { id: task_id.clone(), ..foreign_task("z", TaskStatus::Running) }, true);
+    assert!(m.foreign(None).is_empty(), "its own task is not another tab's");
+    rt.claimed_elsewhere.set(true);
+    rt.advance_to(100.0);
+    let mut last = None;
+    while let Some(e) = sub.try_next() {
+        last = Some(e);
+    }
+    let last = last.unwrap();
+    assert_eq!(last.chunk().type_name(), "background-task-completed");
+    assert!(last.answered_elsewhere, "another tab claimed the answer first");
 }

@@ -2,9 +2,11 @@
 //! run's steps become stored messages; stored messages become the prompt history, and UI
 //! messages (AI SDK v5 shape) for a chat screen.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::{StoredMessage, Thread};
+use crate::core::chunk::APPROVAL_RESUME_SCHEMA;
+use crate::core::runs::{WaitKind, WaitingCall};
 use crate::core::input::part_meta;
 use crate::core::model::{with_meta, AssistantPart, ModelMessage, PartMeta, ToolResultPart, UserPart};
 use crate::core::step::StepResult;
@@ -113,6 +115,17 @@ fn answer_call(out: &mut [StoredMessage], r: &ToolResultPart) -> bool {
 /// then, when the run was cut short, what the interrupted step had already shown — its text and
 /// reasoning, never its tool calls — with `metadata.interrupted`.
 pub fn assistant_message(id: String, thread: &Thread, created_at: String, steps: &[StepResult], partial: Option<&StepResult>) -> Option<StoredMessage> {
+    let (parts, metadata) = assistant_parts(steps, partial);
+    if parts.iter().all(|p| p["type"] == "step-start") {
+        return None;
+    }
+    let mut m = stored(id, thread, "assistant", created_at, parts);
+    m.metadata = metadata;
+    Some(m)
+}
+
+/// The parts of `assistant_message`, and its metadata.
+pub fn assistant_parts(steps: &[StepResult], partial: Option<&StepResult>) -> (Vec<Value>, Option<Value>) {
     let mut parts = Vec::new();
     for step in steps {
         parts.push(json!({ "type": "step-start" }));
@@ -144,12 +157,47 @@ pub fn assistant_message(id: String, thread: &Thread, created_at: String, steps:
         push_content(&mut parts, p);
         metadata = Some(json!({ "interrupted": true }));
     }
-    if parts.iter().all(|p| p["type"] == "step-start") {
-        return None;
+    (parts, metadata)
+}
+
+/// The assistant message of a run that waits (SPEC §19.5): `parts` (its steps so far), then a
+/// tool-invocation part per waiting call, in state `approval-requested` or `suspended`, each
+/// listed under `content.metadata.pendingToolApprovals` / `suspendedTools` (the reference's
+/// names, so a reloaded thread shows what waits and for which run).
+pub fn waiting_message(id: String, thread: &Thread, created_at: String, mut parts: Vec<Value>, waits: &[WaitingCall], run_id: &str) -> StoredMessage {
+    let (mut approvals, mut suspended) = (Map::new(), Map::new());
+    for w in waits {
+        let c = &w.call;
+        let (state, kind, list) = match w.kind {
+            WaitKind::Approval => ("approval-requested", "approval", &mut approvals),
+            WaitKind::Suspension => ("suspended", "suspension", &mut suspended),
+        };
+        parts.push(invocation(state, &c.tool_call_id, &c.tool_name, &c.args, None, false));
+        let mut entry = json!({ "toolCallId": c.tool_call_id, "toolName": c.tool_name, "args": c.args, "type": kind, "runId": run_id });
+        if let Some(p) = &w.suspend_payload {
+            entry["suspendPayload"] = p.clone();
+        }
+        entry["resumeSchema"] = match (w.kind, &w.resume_schema) {
+            (WaitKind::Approval, _) => APPROVAL_RESUME_SCHEMA.into(),
+            (WaitKind::Suspension, Some(s)) => s.to_string().into(),
+            (WaitKind::Suspension, None) => Value::Null,
+        };
+        list.insert(c.tool_call_id.clone(), entry);
+    }
+    let mut metadata = Map::new();
+    for (key, list) in [("pendingToolApprovals", approvals), ("suspendedTools", suspended)] {
+        if !list.is_empty() {
+            metadata.insert(key.into(), Value::Object(list));
+        }
     }
     let mut m = stored(id, thread, "assistant", created_at, parts);
-    m.metadata = metadata;
-    Some(m)
+    m.metadata = Some(Value::Object(metadata));
+    m
+}
+
+/// A part of a call still waiting for a decision (SPEC §19.5): never sent to a model.
+fn is_waiting(state: &str) -> bool {
+    matches!(state, "approval-requested" | "suspended")
 }
 
 /// Reasoning and text parts of a step, in the order they streamed. Reasoning with no readable
@@ -261,7 +309,9 @@ fn push_assistant(out: &mut Vec<ModelMessage>, m: &StoredMessage, filter_incompl
                 let inv = &p["toolInvocation"];
                 let (id, name) = (str_of(inv, "toolCallId").to_string(), str_of(inv, "toolName").to_string());
                 let has_result = inv.get("result").is_some() && str_of(inv, "state") != "call";
-                if !has_result && filter_incomplete {
+                // A call that waits is the suspended run's, resumable on its own: a new run's
+                // prompt leaves it out whatever the filter says (a call without a result).
+                if !has_result && (filter_incomplete || is_waiting(str_of(inv, "state"))) {
                     continue;
                 }
                 if m.role == "assistant" {

@@ -10,8 +10,12 @@ mod session;
 mod store;
 mod time;
 mod ui_messages;
+pub mod watch;
+pub mod watched;
+pub mod vectors;
+pub mod recall;
 
-pub use convert::{assistant_message, input_messages, stored_to_model, stored_to_ui};
+pub use convert::{assistant_message, assistant_parts, input_messages, stored_to_model, stored_to_ui, waiting_message};
 pub use session::{parse_memory_options, MemoryConfig, MemoryRun, Session, WorkingMemory};
 pub use store::InMemoryStore;
 pub use time::iso_time;
@@ -89,6 +93,21 @@ pub trait Store {
     /// Creates (`previous: None`) or updates a background task record.
     fn save_task<'a>(&'a self, task: &'a TaskRecord, previous: Option<TaskStatus>) -> LocalFuture<'a, Result<(), AgentError>>;
     fn list_tasks<'a>(&'a self, filter: &'a TaskFilter) -> LocalFuture<'a, Result<Vec<TaskRecord>, AgentError>>;
+    /// Creates or replaces each vector record (by message id). Vectors arrive normalised.
+    fn save_vectors<'a>(&'a self, records: &'a [vectors::VectorRecord]) -> LocalFuture<'a, Result<(), AgentError>> {
+        let _ = records;
+        Box::pin(async { Err(storage_error("this storage keeps no vectors (it has no saveVectors/queryVectors), so semantic recall cannot index messages")) })
+    }
+    /// The most similar records in scope, best first (cosine).
+    fn query_vectors<'a>(&'a self, query: &'a vectors::VectorQuery) -> LocalFuture<'a, Result<Vec<vectors::VectorHit>, AgentError>> {
+        let _ = query;
+        Box::pin(async { Err(storage_error("this storage keeps no vectors (it has no saveVectors/queryVectors), so semantic recall finds nothing")) })
+    }
+    /// Deletes a thread's vectors or the given ones; nothing where the storage keeps none.
+    fn delete_vectors<'a>(&'a self, target: &'a vectors::VectorTarget) -> LocalFuture<'a, Result<(), AgentError>> {
+        let _ = target;
+        Box::pin(async { Ok(()) })
+    }
     /// The run records (SPEC §19.4), when this storage keeps them.
     fn runs(&self) -> Option<&dyn crate::core::runs::RunStore> {
         None

@@ -6,9 +6,10 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
-use super::{assistant_message, input_messages, iso_time, stored_to_model, MessageQuery, Store, StoredMessage, Thread};
+use super::{assistant_message, assistant_parts, input_messages, waiting_message, iso_time, stored_to_model, MessageQuery, Store, StoredMessage, Thread};
 use crate::core::error::AgentError;
 use crate::core::model::{ModelMessage, ToolResultPart};
+use crate::core::runs::WaitingCall;
 use crate::core::step::StepResult;
 
 /// `MemoryConfig` (the `Memory`'s options under the call's `memory.options`).
@@ -19,11 +20,13 @@ pub struct MemoryConfig {
     pub read_only: bool,
     pub filter_incomplete_tool_calls: bool,
     pub working_memory: Option<WorkingMemory>,
+    /// `semanticRecall` (SPEC §21.3); `None`: off.
+    pub semantic_recall: Option<super::vectors::RecallConfig>,
 }
 
 impl Default for MemoryConfig {
     fn default() -> Self {
-        MemoryConfig { last_messages: 10, read_only: false, filter_incomplete_tool_calls: true, working_memory: None }
+        MemoryConfig { last_messages: 10, read_only: false, filter_incomplete_tool_calls: true, working_memory: None, semantic_recall: None }
     }
 }
 
@@ -46,6 +49,8 @@ pub struct MemoryRun {
     pub config: MemoryConfig,
     /// Save after each step (`savePerStep`) rather than at the end.
     pub save_per_step: bool,
+    /// The `Memory`'s embedder and indexing queue, when it has an `embedder`.
+    pub indexer: Option<Rc<super::recall::Indexer>>,
 }
 
 /// The memory state of a run in progress.
@@ -61,6 +66,13 @@ pub struct Session {
     pub history: Vec<StoredMessage>,
     /// The thread was deleted while the run went on: nothing more is saved into it.
     deleted: bool,
+    /// The stored parts of the steps before a resume (SPEC §19.5): the resumed run's message
+    /// keeps them in front of its own steps.
+    pub prior_parts: Vec<Value>,
+    /// Older messages semantic recall found, oldest first; they go before `history`.
+    pub recalled: Vec<StoredMessage>,
+    /// What this run saved, for the indexer (with an embedder only).
+    pub saved: Vec<StoredMessage>,
 }
 
 impl MemoryRun {
@@ -95,7 +107,7 @@ impl MemoryRun {
                 (t, true)
             }
         };
-        Ok(Session { thread, created, last_time: 0.0, assistant_id, assistant_at: None, history: Vec::new(), deleted: false })
+        Ok(Session { thread, created, last_time: 0.0, assistant_id, assistant_at: None, history: Vec::new(), deleted: false, prior_parts: Vec::new(), recalled: Vec::new(), saved: Vec::new() })
     }
 
     /// Loads the last `lastMessages` messages into the session (see `Session::history`). The
@@ -167,6 +179,7 @@ impl MemoryRun {
             return Ok(folded);
         }
         self.store.save_messages(&msgs).await?;
+        self.note_saved(session, &msgs);
         self.touch(session, now_ms).await?;
         Ok(folded)
     }
@@ -190,9 +203,65 @@ impl MemoryRun {
             return Ok(());
         }
         let at = session.assistant_time(now_ms);
-        let Some(msg) = assistant_message(session.assistant_id.clone(), &session.thread, at, steps, partial) else { return Ok(()) };
+        let Some(mut msg) = assistant_message(session.assistant_id.clone(), &session.thread, at, steps, partial) else { return Ok(()) };
+        msg.parts.splice(0..0, session.prior_parts.iter().cloned());
         self.store.save_messages(std::slice::from_ref(&msg)).await?;
+        self.note_saved(session, std::slice::from_ref(&msg));
         self.touch(session, now_ms).await
+    }
+
+    /// Saves the assistant message of a run that now waits (SPEC §19.5): its steps so far with
+    /// the waiting calls as `approval-requested` / `suspended` parts. A decision later replaces
+    /// it (the same message id) with the calls' results.
+    pub async fn save_waiting(&self, session: &mut Session, steps: &[StepResult], waits: &[WaitingCall], run_id: &str, now_ms: f64) -> Result<(), AgentError> {
+        if !self.writes() || !self.still_there(session).await? {
+            return Ok(());
+        }
+        let at = session.assistant_time(now_ms);
+        let mut parts = session.prior_parts.clone();
+        parts.extend(assistant_parts(steps, None).0);
+        let msg = waiting_message(session.assistant_id.clone(), &session.thread, at, parts, waits, run_id);
+        self.store.save_messages(std::slice::from_ref(&msg)).await?;
+        self.note_saved(session, std::slice::from_ref(&msg));
+        self.touch(session, now_ms).await
+    }
+
+    /// Saves notes of the run after its reply: assistant text messages with `metadata` (the
+    /// reports of failed completion checks, SPEC §15), unless the thread was deleted meanwhile.
+    pub async fn save_notes(&self, session: &mut Session, texts: &[String], metadata: &Value, now_ms: f64, new_id: &mut dyn FnMut() -> String) -> Result<(), AgentError> {
+        if texts.is_empty() || !self.writes() || !self.still_there(session).await? {
+            return Ok(());
+        }
+        session.assistant_time(now_ms);
+        let thread = &session.thread;
+        let (thread_id, resource_id) = (thread.id.clone(), thread.resource_id.clone());
+        let mut msgs = Vec::new();
+        for text in texts {
+            msgs.push(StoredMessage {
+                id: new_id(),
+                thread_id: thread_id.clone(),
+                resource_id: resource_id.clone(),
+                role: "assistant".into(),
+                created_at: session.next_time(now_ms),
+                parts: vec![serde_json::json!({ "type": "text", "text": text })],
+                metadata: Some(metadata.clone()),
+            });
+        }
+        self.store.save_messages(&msgs).await?;
+        self.note_saved(session, &msgs);
+        self.touch(session, now_ms).await
+    }
+
+    /// Keeps what was saved for the indexer (the latest save of each message).
+    fn note_saved(&self, session: &mut Session, msgs: &[StoredMessage]) {
+        // Indexed whenever the `Memory` has an embedder, so a later call with recall finds them.
+        if self.indexer.is_none() {
+            return;
+        }
+        for m in msgs {
+            session.saved.retain(|s| s.id != m.id);
+            session.saved.push(m.clone());
+        }
     }
 
     async fn touch(&self, session: &mut Session, now_ms: f64) -> Result<(), AgentError> {
@@ -222,9 +291,17 @@ fn answer_stored_call(history: &mut [StoredMessage], r: &ToolResultPart) -> Opti
 }
 
 impl Session {
-    /// The loaded history as prompt messages.
+    /// The recalled messages and the loaded history as prompt messages.
     pub fn history_messages(&self, filter_incomplete: bool) -> Vec<ModelMessage> {
-        stored_to_model(&self.history, filter_incomplete)
+        if self.recalled.is_empty() {
+            return stored_to_model(&self.history, filter_incomplete);
+        }
+        stored_to_model(&self.remembered(), filter_incomplete)
+    }
+
+    /// What memory put before the input: the recalled messages, then the history.
+    pub fn remembered(&self) -> Vec<StoredMessage> {
+        self.recalled.iter().chain(&self.history).cloned().collect()
     }
 
     /// A creation time after every message this run has seen or written.
@@ -233,8 +310,17 @@ impl Session {
         iso_time(self.last_time)
     }
 
+    /// A resumed run's message (SPEC §19.5): the stored parts of the steps before the one it
+    /// resumes, and the time the message was first stored at.
+    pub fn resume_message(&mut self, prior_parts: Vec<Value>, stored_at: Option<String>) {
+        self.prior_parts = prior_parts;
+        if stored_at.is_some() {
+            self.assistant_at = stored_at;
+        }
+    }
+
     /// The assistant message keeps the time it got at its first save.
-    fn assistant_time(&mut self, now_ms: f64) -> String {
+    pub fn assistant_time(&mut self, now_ms: f64) -> String {
         if self.assistant_at.is_none() {
             self.assistant_at = Some(self.next_time(now_ms));
         }
@@ -299,6 +385,10 @@ pub fn parse_memory_options(v: &Value, base: &MemoryConfig, field: &str) -> Resu
             c.working_memory = enabled.then_some(WorkingMemory { template, resource_scope });
         }
         Some(other) => return Err(AgentError::invalid(join(field, "workingMemory"), format!("expected an object like {{ enabled: true }}, got {}", kind(other)))),
+    }
+    #[cfg(feature = "recall")]
+    if let Some(r) = v.get("semanticRecall") {
+        c.semantic_recall = super::vectors::parse_recall(r, &join(field, "semanticRecall"))?;
     }
     Ok(c)
 }

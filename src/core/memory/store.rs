@@ -7,6 +7,7 @@ use std::cell::RefCell;
 // code for three maps cost 6.5 KB gzip of wasm (measured on wasm-agent/lite).
 use std::collections::HashMap;
 
+use super::vectors::{search, VectorHit, VectorQuery, VectorRecord, VectorTarget};
 use super::{MessageQuery, Resource, StoredMessage, Store, Thread};
 use crate::core::background::{TaskFilter, TaskRecord, TaskStatus};
 use crate::core::env::LocalFuture;
@@ -20,6 +21,8 @@ pub struct InMemoryStore {
     resources: RefCell<HashMap<String, Resource>>,
     tasks: RefCell<Vec<TaskRecord>>,
     runs: crate::core::runs::MemoryRuns,
+    /// Semantic recall's vectors, normalised.
+    vectors: RefCell<Vec<VectorRecord>>,
 }
 
 impl InMemoryStore {
@@ -53,6 +56,7 @@ impl Store for InMemoryStore {
     fn delete_thread<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
         self.threads.borrow_mut().remove(id);
         self.messages.borrow_mut().remove(id);
+        self.vectors.borrow_mut().retain(|r| r.thread_id != id);
         ready(Ok(()))
     }
 
@@ -92,6 +96,7 @@ impl Store for InMemoryStore {
         for list in self.messages.borrow_mut().values_mut() {
             list.retain(|m| !ids.contains(&m.id));
         }
+        self.vectors.borrow_mut().retain(|r| !ids.contains(&r.id));
         ready(Ok(()))
     }
 
@@ -119,5 +124,29 @@ impl Store for InMemoryStore {
 
     fn runs(&self) -> Option<&dyn crate::core::runs::RunStore> {
         Some(&self.runs)
+    }
+
+    #[cfg(feature = "recall")]
+    fn save_vectors<'a>(&'a self, records: &'a [VectorRecord]) -> LocalFuture<'a, Result<(), AgentError>> {
+        let mut all = self.vectors.borrow_mut();
+        for r in records {
+            let r = VectorRecord { vector: super::vectors::normalized(r.vector.clone()), ..r.clone() };
+            match all.iter_mut().find(|x| x.id == r.id) {
+                Some(x) => *x = r,
+                None => all.push(r),
+            }
+        }
+        ready(Ok(()))
+    }
+
+    #[cfg(feature = "recall")]
+    fn query_vectors<'a>(&'a self, query: &'a VectorQuery) -> LocalFuture<'a, Result<Vec<VectorHit>, AgentError>> {
+        ready(Ok(search(self.vectors.borrow().iter(), query)))
+    }
+
+    #[cfg(feature = "recall")]
+    fn delete_vectors<'a>(&'a self, target: &'a VectorTarget) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.vectors.borrow_mut().retain(|r| !target.matches(r));
+        ready(Ok(()))
     }
 }

@@ -306,6 +306,7 @@ fn with_a_supervisor_thread_the_sub_agent_exchange_is_stored_beside_it() {
         metadata: None,
         config: MemoryConfig::default(),
         save_per_step: false,
+        indexer: None,
     });
     let r = run_with(vec![delegate("call_9", "Research solana"), text_reply("Solana is fast."), text_reply("Done.")], cfg, &TestHost::default(), &Approvals::default(), |_, _| {});
     assert!(r.out.error.is_none(), "{:?}", r.out.error);
@@ -376,7 +377,7 @@ fn complete_may_replace_what_the_model_reads_store_feedback_and_bail() {
         Ok(Some(CompleteDecision { result_text: Some("summary".into()), feedback: Some("Ask for sources next time.".into()), bail: true }))
     }));
     let mut cfg = supervisor(&d);
-    cfg.memory = Some(MemoryRun { store: store.clone(), thread_id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, config: MemoryConfig::default(), save_per_step: false });
+    cfg.memory = Some(MemoryRun { store: store.clone(), thread_id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, config: MemoryConfig::default(), save_per_step: false, indexer: None });
     let r = simple(vec![delegate("c7", "Go"), text_reply("raw findings"), text_reply("never asked")], cfg, &TestHost::default());
     assert!(r.out.error.is_none(), "{:?}", r.out.error);
     assert_eq!(r.requests(), 2, "bail(): no further supervisor step");

@@ -199,7 +199,7 @@ pub(super) async fn open_memory(mem: &MemoryRun, env: &dyn Env, abort: &AbortFla
 }
 
 /// How long an abort lets a started write of the input finish before the run ends without it.
-const ABORT_SAVE_GRACE_MS: u64 = 2_000;
+pub(super) const ABORT_SAVE_GRACE_MS: u64 = 2_000;
 
 /// Saves the input and returns the history to put before it. A failed write lets the reply
 /// stream and fails the run at its end (`RunOutcome::write_failed`).
@@ -241,6 +241,34 @@ pub(super) async fn remember_input(
         input.retain(|m| !matches!(m, ModelMessage::Tool(r) if r.is_empty()));
     }
     Ok(session.history_messages(mem.config.filter_incomplete_tool_calls))
+}
+
+/// Semantic recall for the run's latest user message: sets `session.recalled` and returns the
+/// stored form of what was recalled for `rememberedMessages` (`None` when recall is off). A
+/// failed recall (the embedder, the storage) is reported and leaves the run with its history.
+#[cfg(feature = "recall")]
+pub(super) async fn recall_for(mem: &MemoryRun, session: &mut Session, input: &[ModelMessage]) -> Option<Vec<Value>> {
+    let (Some(cfg), Some(ix)) = (&mem.config.semantic_recall, &mem.indexer) else { return None };
+    let query = input.iter().rev().find_map(|m| match m {
+        ModelMessage::User(parts) => {
+            let texts: Vec<&str> = parts.iter().filter_map(|p| if let UserPart::Text(t) = p { Some(t.as_str()) } else { None }).collect();
+            Some(texts.join("\n")).filter(|t| !t.trim().is_empty())
+        }
+        _ => None,
+    });
+    let Some(query) = query else { return Some(Vec::new()) };
+    let exclude: Vec<String> = session.history.iter().map(|m| m.id.clone()).collect();
+    let found = crate::core::memory::recall::recall(&*mem.store, &*ix.embedder, cfg, &mem.thread_id, &mem.resource_id, query, &exclude).await;
+    match found {
+        Ok(msgs) => {
+            session.recalled = msgs;
+            Some(session.recalled.iter().map(crate::core::memory::StoredMessage::to_json).collect())
+        }
+        Err(e) => {
+            ix.report(&e);
+            Some(Vec::new())
+        }
+    }
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ fn mem(store: &Rc<InMemoryStore>, thread: &str, resource: &str) -> MemoryRun {
         metadata: None,
         config: MemoryConfig::default(),
         save_per_step: false,
+        indexer: None,
     }
 }
 
@@ -251,9 +252,14 @@ fn an_interrupted_run_keeps_what_was_seen_and_the_next_prompt_stays_valid() {
     assert_eq!(kept[1].metadata, Some(json!({ "interrupted": true })));
     assert_eq!(next, ["system: Be brief.", "user: weather in Paris?", "assistant: Let me check. ", "user: and tomorrow?"]);
 
+    // An abort while a call waits for approval stores it denied, reason 'aborted' (SPEC §19.2).
     let (kept, next) = interrupted_then_next("tool");
-    assert!(!kept[1].parts.iter().any(|p| p["type"] == "tool-invocation"), "a call without its result is never stored");
-    assert_eq!(next, ["system: Be brief.", "user: weather in Paris?", "assistant: Let me check. ", "user: and tomorrow?"]);
+    let states: Vec<&Value> = kept[1].parts.iter().filter_map(|p| p.get("toolInvocation")).map(|i| &i["state"]).collect();
+    assert_eq!(states, [&json!("output-denied")], "never a call without its result: {:?}", kept[1].parts);
+    assert_eq!(
+        next,
+        ["system: Be brief.", "user: weather in Paris?", "assistant: Let me check.  +1 call(s)", "tool: The user declined this tool call: aborted", "user: and tomorrow?"]
+    );
 
     let (kept, next) = interrupted_then_next("step2-stream");
     let inv = kept[1].parts.iter().find(|p| p["type"] == "tool-invocation").unwrap();
@@ -407,7 +413,7 @@ impl Store for OddStore {
 #[test]
 fn a_failing_write_lets_the_reply_stream_then_fails_the_run_with_one_storage_error() {
     let store = Rc::new(OddStore::new(Fault::WritesFail));
-    let memory = MemoryRun { store, thread_id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, config: MemoryConfig::default(), save_per_step: false };
+    let memory = MemoryRun { store, thread_id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, config: MemoryConfig::default(), save_per_step: false, indexer: None };
     let r = go(vec![text_reply("Still here.")], cfg_with(memory, "hi"));
     assert_eq!(r.requests(), 1, "the model is called");
     assert_eq!(r.out.text(), "Still here.");
@@ -425,7 +431,7 @@ fn a_failing_write_lets_the_reply_stream_then_fails_the_run_with_one_storage_err
 fn a_failing_read_of_the_thread_or_its_history_fails_the_run_before_the_model_is_called() {
     for method in ["getThreadById", "listMessages", "getResource"] {
         let store = Rc::new(OddStore::new(Fault::ReadFails(method)));
-        let mut memory = MemoryRun { store, thread_id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, config: MemoryConfig::default(), save_per_step: false };
+        let mut memory = MemoryRun { store, thread_id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, config: MemoryConfig::default(), save_per_step: false, indexer: None };
         memory.config.working_memory = Some(crate::core::memory::WorkingMemory { template: None, resource_scope: true });
         let r = go(vec![text_reply("never")], cfg_with(memory, "hi"));
         assert_eq!(r.requests(), 0, "{method}: no model call without the history");
@@ -623,7 +629,7 @@ fn signed_thinking_goes_back_in_the_tool_loop_is_stored_and_goes_back_on_the_nex
 fn an_abort_while_the_user_message_is_written_keeps_the_message() {
     let script = Rc::new(Script { replies: RefCell::new(vec![text_reply("never")].into()), ..Default::default() });
     let store = Rc::new(OddStore::new(Fault::AbortMidSave(script.abort.clone())));
-    let memory = MemoryRun { store: store.clone(), thread_id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, config: MemoryConfig::default(), save_per_step: false };
+    let memory = MemoryRun { store: store.clone(), thread_id: "t1".into(), resource_id: "u1".into(), title: None, metadata: None, config: MemoryConfig::default(), save_per_step: false, indexer: None };
     let sink = Collect::default();
     let abort = script.abort.clone();
     let out = block_on(run(cfg_with(memory, "keep me"), &script, &sink, &NoHooks, &Approvals::default(), &abort));
@@ -658,3 +664,7 @@ fn a_tool_result_sent_for_a_stored_call_completes_that_call_and_leaves_the_other
     assert_eq!(kept[0].parts[2]["toolInvocation"]["state"], "result");
     assert_eq!(kept[0].parts[2]["toolInvocation"]["result"], "blue");
 }
+
+#[cfg(feature = "recall")]
+#[path = "recall_tests.rs"]
+mod recall;

@@ -3,7 +3,10 @@
 //! tests drive it with scripted responses and a fake clock.
 
 use std::cell::RefCell;
+use std::pin::pin;
 use std::rc::Rc;
+
+use futures_util::future::{select, Either};
 
 
 pub mod memory;
@@ -14,6 +17,7 @@ pub mod processors;
 #[cfg(feature = "processors")]
 pub mod builtin_processors;
 pub mod delegation;
+pub mod auto_resume;
 mod steps_io;
 pub mod suspend;
 
@@ -80,6 +84,8 @@ pub struct RunConfig {
     /// Keep what a scorer gets of the run (`RunOutcome::scoring`): the run has scorers or
     /// `returnScorerData` (SPEC §14.2).
     pub scoring: bool,
+    /// `isTaskComplete` (SPEC §15): the completion check after a step that would end the run.
+    pub completion: Option<super::completion::CompletionCheck>,
     /// Run records and `closeOnSuspend` (SPEC §19); `None`: calls that wait are decided live only.
     pub runs: Option<suspend::RunsCfg>,
     /// Resume from a stored snapshot instead of starting (SPEC §19.3).
@@ -191,6 +197,16 @@ async fn run_untraced(
         // failure still stores the input as given.
         stopped = steps_io::process_input(&pipe, &mut messages, &mut input, &cfg.input_ids, session.as_mut(), env, sink).await.err();
     }
+    #[cfg(feature = "recall")]
+    if let (Some(mem), Some(s), None) = (&cfg.memory, session.as_mut(), &stopped) {
+        match abort.race(memory::recall_for(mem, s, &input)).await {
+            Some(recalled) => outcome.remembered = recalled,
+            None => {
+                Stop::Aborted.record(&mut outcome, abort);
+                return finish(outcome, sink);
+            }
+        }
+    }
     if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
         // The input's own ids (user UI messages) go by position: only while processInput kept the count.
         let ids = if input.len() == given { &cfg.input_ids[..] } else { &[] };
@@ -202,13 +218,7 @@ async fn run_untraced(
             }
         }
     }
-    let first_user = input.iter().find_map(|m| match m {
-        ModelMessage::User(parts) => parts.iter().find_map(|p| match p {
-            UserPart::Text(t) if !t.is_empty() => Some(t.clone()),
-            _ => None,
-        }),
-        _ => None,
-    });
+    let first_user = original_task(&input);
     #[cfg(not(feature = "scorers"))]
     let mut scoring: Option<ScoringCapture> = None;
     #[cfg(feature = "scorers")]
@@ -216,7 +226,7 @@ async fn run_untraced(
         let ids = if input.len() == given { &cfg.input_ids[..] } else { &[] };
         let mut capture = ScoringCapture::new(&messages[..prefix_len.min(messages.len())], &input, ids);
         if let Some(s) = &session {
-            capture.remembered = s.history.clone();
+            capture.remembered = s.remembered();
             capture.thread = Some(s.thread.clone());
         }
         capture
@@ -247,6 +257,27 @@ async fn run_untraced(
             Err(e) => {
                 outcome.error = Some(e);
                 return finish(outcome, sink);
+            }
+        }
+    }
+    if let (Some(rc), Some(mem), true) = (cfg.runs.as_mut(), &cfg.memory, session.is_some()) {
+        if let (true, Some(store)) = (rc.auto_resume, rc.store.clone()) {
+            match abort.race(auto_resume::suspended_on_thread(&*store, &rc.agent_id, &mem.thread_id)).await {
+                Some(Ok(waits)) if !waits.is_empty() => {
+                    let at = messages.iter().take_while(|m| matches!(m, ModelMessage::System(_))).count();
+                    messages.insert(at, auto_resume::system_note(&waits));
+                    auto_resume::add_inputs(&mut cfg.tools, &waits);
+                    rc.auto_waits = waits;
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => {
+                    outcome.error = Some(e);
+                    return finish(outcome, sink);
+                }
+                None => {
+                    Stop::Aborted.record(&mut outcome, abort);
+                    return finish(outcome, sink);
+                }
             }
         }
     }
@@ -294,7 +325,7 @@ async fn run_untraced(
             }
         }
     }
-    if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
+    if let (Some(mem), Some(s), false) = (&cfg.memory, session.as_mut(), outcome.stored_waiting) {
         // Also after an abort or a failure: complete steps and what the user saw are kept.
         let partial = if outcome.aborted.is_some() || outcome.error.is_some() { outcome.partial.as_ref() } else { None };
         // The step a tripwire stopped is not stored; processOutputResult may replace the rest.
@@ -306,6 +337,15 @@ async fn run_untraced(
         };
         if let Err(e) = saved {
             outcome.write_failed(e);
+        }
+        // The reports of failed completion checks (SPEC §15), after the reply.
+        #[cfg(feature = "scorers")]
+        if !outcome.completion_feedback.is_empty() {
+            let notes = std::mem::take(&mut outcome.completion_feedback);
+            let meta = serde_json::json!({ "completionResult": { "passed": false, "suppressFeedback": false } });
+            if let Err(e) = mem.save_notes(s, &notes, &meta, env.now_ms(), &mut || env.new_id()).await {
+                outcome.write_failed(e);
+            }
         }
     }
     #[cfg(feature = "subagents")]
@@ -322,12 +362,23 @@ async fn run_untraced(
         let data = capture.to_json(&outcome.message_id, &outcome.steps, env.now_ms(), &mut || env.new_id());
         outcome.scoring = Some(data);
     }
-    finish(outcome, sink)
+    let outcome = finish(outcome, sink);
+    index_saved(&cfg, session.as_mut());
+    outcome
+}
+
+/// Hands what the run saved to the indexer, after `finish` was emitted: the embedding runs on
+/// the event loop and never delays the reply.
+fn index_saved(cfg: &RunConfig, session: Option<&mut Session>) {
+    let (Some(mem), Some(s)) = (&cfg.memory, session) else { return };
+    if let Some(ix) = &mem.indexer {
+        ix.saved(&std::mem::take(&mut s.saved));
+    }
 }
 
 /// A resumed run: no `start` chunk and no input (it was stored when the run began); the step it
 /// stopped in goes on with the decision, then the loop as usual.
-async fn resume_run(cfg: RunConfig, r: suspend::Resume, env: &dyn Env, sink: &dyn Sink, hooks: &dyn Hooks, approvals: &Approvals, abort: &AbortFlag) -> RunOutcome {
+async fn resume_run(cfg: RunConfig, mut r: suspend::Resume, env: &dyn Env, sink: &dyn Sink, hooks: &dyn Hooks, approvals: &Approvals, abort: &AbortFlag) -> RunOutcome {
     let mut cfg = cfg;
     let procs = std::mem::take(&mut cfg.processors);
     let pipe = Pipeline::new(&procs, &cfg.run_id, abort);
@@ -344,19 +395,24 @@ async fn resume_run(cfg: RunConfig, r: suspend::Resume, env: &dyn Env, sink: &dy
             }
         }
     }
+    if let Some(s) = session.as_mut() {
+        s.resume_message(std::mem::take(&mut r.stored_parts), r.stored_at.take());
+    }
     let messages = r.messages.clone();
     if let Err(stop) = run_steps(&cfg, env, sink, hooks, approvals, abort, &pipe, &mut outcome, messages, &mut session, Some(r)).await {
         stop.record(&mut outcome, abort);
     }
     end_record(&cfg, &mut outcome).await;
-    if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
+    if let (Some(mem), Some(s), false) = (&cfg.memory, session.as_mut(), outcome.stored_waiting) {
         let partial = if outcome.aborted.is_some() || outcome.error.is_some() { outcome.partial.as_ref() } else { None };
         let steps = with_finished_tasks(&outcome.steps, cfg.background.as_ref());
         if let Err(e) = mem.save_assistant(s, &steps, partial, env.now_ms()).await {
             outcome.write_failed(e);
         }
     }
-    finish(outcome, sink)
+    let outcome = finish(outcome, sink);
+    index_saved(&cfg, session.as_mut());
+    outcome
 }
 
 /// A run that wrote a record and ended (not suspended) removes it: with no chunk log, a finished
@@ -624,11 +680,42 @@ async fn run_steps(
                 None => (Vec::new(), Vec::new(), None),
             };
             let agent_id = cfg.runs.as_ref().map(|r| r.agent_id.as_str()).unwrap_or_default();
+            let resolved: RefCell<Vec<(auto_resume::AutoWait, String)>> = RefCell::new(Vec::new());
             let calls: Vec<LocalFuture<'_, Option<Settled>>> = result
                 .tool_calls
                 .iter()
                 .map(|call| {
                     let tool = cfg.tools.iter().find(|t| t.name == call.tool_name && is_active(cfg, &overrides, &t.name));
+                    if let Some(rc) = cfg.runs.as_ref().filter(|r| !r.auto_waits.is_empty() && auto_resume::has_extra(call)) {
+                        let (prompt, emit, resolved) = (&prompt_json, &emit, &resolved);
+                        let (c, of, decided) = match auto_resume::classify(call, &rc.auto_waits) {
+                            auto_resume::AutoCall::Refused(message) => {
+                                emit(Chunk::ToolError { call: call.clone(), message: message.clone() });
+                                let done = ToolResult { call: call.clone(), outcome: Outcome::Error(message) };
+                                return Box::pin(std::future::ready(Some(Settled::Done(done)))) as LocalFuture<'_, Option<Settled>>;
+                            }
+                            auto_resume::AutoCall::Plain(c) => (c, None, None),
+                            auto_resume::AutoCall::Resume { call: c, of, decided } => (c, Some(*of), Some(decided)),
+                        };
+                        return Box::pin(async move {
+                            let store = rc.store.as_deref().filter(|_| of.is_some());
+                            if let (Some(store), Some(of)) = (store, &of) {
+                                if let Err(message) = auto_resume::claim(store, of, env.now_ms()).await {
+                                    emit(Chunk::ToolError { call: c.clone(), message: message.clone() });
+                                    return Some(Settled::Done(ToolResult { call: c, outcome: Outcome::Error(message) }));
+                                }
+                            }
+                            // Boxed: the poll of `run_call` is then the one the other calls use, not a second copy.
+                            let settled = (Box::pin(run_call(&c, tool, cfg.require_tool_approval, host, abort, prompt, emit, None, decided)) as LocalFuture<'_, Option<Settled>>).await;
+                            if let (Some(store), Some(of)) = (store, of) {
+                                let _ = auto_resume::end(store, &of, settled.is_some().then_some(c.tool_call_id.as_str()), env.now_ms()).await;
+                                if settled.is_some() {
+                                    resolved.borrow_mut().push((of, c.tool_call_id.clone()));
+                                }
+                            }
+                            settled
+                        });
+                    }
                     let id = &call.tool_call_id;
                     if let Some(r) = prior.iter().find(|r| r.call.tool_call_id == *id) {
                         return Box::pin(std::future::ready(Some(Settled::Done(r.clone())))) as LocalFuture<'_, Option<Settled>>;
@@ -681,6 +768,16 @@ async fn run_steps(
                 outcome.partial = Some(result);
                 return Err(Stop::Aborted);
             }
+            // Resumed earlier waits leave the thread's stored message too (SPEC §19.7).
+            if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
+                for (of, by) in resolved.take() {
+                    if let Some(m) = auto_resume::resolve_stored(&mut s.history, &of, &by) {
+                        if let Err(e) = mem.store.save_messages(std::slice::from_ref(&m)).await {
+                            outcome.write_failed(e);
+                        }
+                    }
+                }
+            }
             let mut settled: Vec<Settled> = done.into_iter().flatten().collect();
             loop {
                 let waits: Vec<crate::core::runs::WaitingCall> =
@@ -693,7 +790,10 @@ async fn run_steps(
                 let store = cfg.runs.as_ref().and_then(|rc| rc.store.as_ref().map(|s| (rc, s)));
                 if let Some((rc, store)) = store {
                     if let Some(runs) = store.runs() {
-                        let snap = suspend::snapshot(rc, &messages, &result, &finished, step_number, &outcome.total_usage, created_at);
+                        let mut snap = suspend::snapshot(rc, &messages, &result, &finished, step_number, &outcome.total_usage, created_at);
+                        if let Some(s) = session.as_mut() {
+                            suspend::snapshot_memory(&mut snap, s, &with_finished_tasks(&outcome.steps, cfg.background.as_ref()), env.now_ms());
+                        }
                         let thread = cfg.memory.as_ref().map(|m| (m.thread_id.as_str(), m.resource_id.as_str()));
                         let rec = suspend::record(&cfg.run_id, rc, thread, &waits, snap, created_at, env.now_ms());
                         let saved = abort.race(runs.save_run(&rec)).await.ok_or(Stop::Aborted)?;
@@ -702,6 +802,14 @@ async fn run_steps(
                             return Err(Stop::Failed(e));
                         }
                         outcome.recorded = true;
+                    }
+                }
+                // Then the thread's messages: the assistant message so far, with the calls that wait.
+                if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
+                    let steps = suspend::steps_with(&outcome.steps, &result, &finished, &data.borrow(), cfg.background.as_ref());
+                    match abort.race(mem.save_waiting(s, &steps, &waits, &cfg.run_id, env.now_ms())).await.ok_or(Stop::Aborted)? {
+                        Ok(()) => outcome.stored_waiting = true,
+                        Err(e) => outcome.write_failed(e),
                     }
                 }
                 let close = cfg.runs.as_ref().is_some_and(|r| r.close_on_suspend);
@@ -746,10 +854,25 @@ async fn run_steps(
                     // storage, to be decided later; an abort ends it (its record goes).
                     if abort.is_detached() && redone.iter().all(Option::is_none) {
                         outcome.recorded = false;
+                    } else if let (true, Some(mem), Some(s)) = (outcome.stored_waiting, &cfg.memory, session.as_mut()) {
+                        // An abort ends the waits: the stored calls become denied, reason 'aborted'.
+                        let mut done: Vec<ToolResult> = finished.clone();
+                        done.extend(redone.iter().flatten().filter_map(|s| if let Settled::Done(r) = s { Some(r.clone()) } else { None }));
+                        for w in &waits {
+                            if !done.iter().any(|r| r.call.tool_call_id == w.call.tool_call_id) {
+                                done.push(ToolResult { call: w.call.clone(), outcome: Outcome::Denied { reason: Some("aborted".into()) } });
+                            }
+                        }
+                        let steps = suspend::steps_with(&outcome.steps, &result, &done, &data.borrow(), cfg.background.as_ref());
+                        let save = pin!(mem.save_assistant(s, &steps, None, env.now_ms()));
+                        if let Either::Left((Err(e), _)) = select(save, env.sleep(memory::ABORT_SAVE_GRACE_MS)).await {
+                            outcome.write_failed(e);
+                        }
                     }
                     outcome.partial = Some(result);
                     return Err(Stop::Aborted);
                 }
+                outcome.stored_waiting = false;
                 for s in redone.into_iter().flatten() {
                     let id = match &s {
                         Settled::Done(r) => r.call.tool_call_id.clone(),
@@ -787,6 +910,10 @@ async fn run_steps(
         let mut go_on = answered && prior_steps + outcome.steps.len() < max_steps && !bailed;
         if go_on {
             go_on = !stop_condition_met(&cfg.stop_when, hooks, &outcome.steps, abort).await;
+        }
+        #[cfg(feature = "scorers")]
+        if let (false, false, Some(check)) = (go_on, bailed, &cfg.completion) {
+            go_on = completion_step(cfg, check, env, sink, abort, outcome, &mut messages, session.as_ref(), prior_steps, max_steps).await?;
         }
         let decision = abort.race(hooks.iteration_complete(&outcome.steps, !go_on)).await.ok_or(Stop::Aborted)?;
         if decision.stop || bailed {
@@ -846,6 +973,68 @@ async fn run_steps(
             }
         }
     }
+}
+
+/// The completion check after a step that would end the run (SPEC §15), when that step made no
+/// tool calls and the check has scorers: its `is-task-complete` chunk, `onComplete`, and on a
+/// failure with steps left the feedback for another step. Whether the loop goes on.
+#[cfg(feature = "scorers")]
+#[allow(clippy::too_many_arguments)]
+async fn completion_step(
+    cfg: &RunConfig,
+    check: &super::completion::CompletionCheck,
+    env: &dyn Env,
+    sink: &dyn Sink,
+    abort: &AbortFlag,
+    outcome: &mut RunOutcome,
+    messages: &mut Vec<ModelMessage>,
+    session: Option<&Session>,
+    prior_steps: usize,
+    max_steps: usize,
+) -> Result<bool, Stop> {
+    use super::completion::{context, run_check, ContextOf};
+    let judged = outcome.steps.last().is_some_and(|s| s.tool_calls.is_empty());
+    if !judged || check.scorers.is_empty() {
+        return Ok(false);
+    }
+    let iteration = prior_steps + outcome.steps.len();
+    let given = &cfg.request.messages;
+    let original = original_task(&given[cfg.input_start.min(given.len())..]).unwrap_or_else(|| "Unknown task".into());
+    let ctx = context(ContextOf {
+        run_id: &cfg.run_id,
+        iteration,
+        max_steps,
+        original_task: &original,
+        steps: &outcome.steps,
+        messages: messages_json(messages),
+        thread_id: session.map(|s| s.thread.id.as_str()),
+        resource_id: session.map(|s| s.thread.resource_id.as_str()),
+    });
+    let result = abort.race(run_check(check, &ctx, env)).await.ok_or(Stop::Aborted)?;
+    abort.race(check.host.completed(&result.on_complete_json())).await.ok_or(Stop::Aborted)?;
+    let max_reached = iteration >= max_steps;
+    let payload = result.chunk_payload(iteration, max_reached, check.suppress_feedback);
+    sink.emit(Chunk::IsTaskComplete { payload: Box::new(payload) });
+    if result.passed || max_reached {
+        return Ok(false);
+    }
+    let feedback = result.feedback();
+    messages.push(ModelMessage::Assistant(vec![super::model::AssistantPart::Text(feedback.clone(), None)]));
+    if !check.suppress_feedback {
+        outcome.completion_feedback.push(feedback);
+    }
+    Ok(true)
+}
+
+/// The first user text of the caller's input (the task a completion check judges against).
+fn original_task(input: &[ModelMessage]) -> Option<String> {
+    input.iter().find_map(|m| match m {
+        ModelMessage::User(parts) => parts.iter().find_map(|p| match p {
+            UserPart::Text(t) if !t.is_empty() => Some(t.clone()),
+            _ => None,
+        }),
+        _ => None,
+    })
 }
 
 fn is_active(cfg: &RunConfig, overrides: &StepOverrides, name: &str) -> bool {

@@ -9,6 +9,8 @@ use crate::core::step::StepResult;
 #[derive(Debug, Default)]
 pub struct RunOutcome {
     pub message_id: String,
+    /// `rememberedMessages`: what semantic recall added (stored form); `None` when it is off.
+    pub remembered: Option<Vec<serde_json::Value>>,
     pub steps: Vec<StepResult>,
     /// The step that was streaming when the run failed or was aborted, as far as it got.
     pub partial: Option<StepResult>,
@@ -35,8 +37,14 @@ pub struct RunOutcome {
     pub suspended_step: Option<StepResult>,
     /// A run record was written for this run (removed when it ends).
     pub recorded: bool,
+    /// The stored assistant message is the one written when the run began to wait (SPEC §19.5),
+    /// or its end with the waits denied: the run's end must not save over it.
+    pub stored_waiting: bool,
     /// The payload of the run's first `tool-call-suspended` chunk (`output.suspendPayload`).
     pub suspend_payload: Option<serde_json::Value>,
+    /// The reports of failed completion checks (SPEC §15) that memory stores after the reply
+    /// (none under `suppressFeedback`).
+    pub completion_feedback: Vec<String>,
 }
 
 impl RunOutcome {
@@ -117,6 +125,9 @@ impl RunOutcome {
         });
         if !reasoning.is_empty() {
             out["reasoningText"] = Value::String(reasoning);
+        }
+        if let Some(r) = &self.remembered {
+            out["rememberedMessages"] = Value::Array(r.clone());
         }
         if let Some(errors) = &self.delegation_hook_errors {
             out["delegationHookErrors"] = Value::Array(errors.clone());

@@ -163,6 +163,7 @@ fn what_process_input_rewrites_is_what_memory_stores() {
         metadata: None,
         config: MemoryConfig::default(),
         save_per_step: false,
+        indexer: None,
     };
     let redact = Scripted::new("redact", &[Phase::Input]).calls(|_, args, _| {
         let mut messages = args["messages"].clone();
@@ -411,6 +412,7 @@ fn an_output_result_replaces_what_memory_stores_and_can_ask_for_a_retry() {
         metadata: None,
         config: MemoryConfig::default(),
         save_per_step: false,
+        indexer: None,
     };
     let result = Scripted::new("final", &[Phase::OutputResult]).calls(|_, args, retry| {
         if retry == 0 {
@@ -444,6 +446,7 @@ fn a_tripwire_keeps_the_user_message_in_memory_but_not_the_aborted_step() {
         metadata: None,
         config: MemoryConfig::default(),
         save_per_step: false,
+        indexer: None,
     };
     let guard = Scripted::new("guard", &[Phase::OutputStep]).calls(|_, _, _| Err(abort_with("no", false)));
     let mut cfg = config(0, false);

@@ -420,6 +420,7 @@ fn use_agent_gives_the_structuring_call_the_threads_history() {
         metadata: None,
         config: MemoryConfig::default(),
         save_per_step: false,
+        indexer: None,
     };
     let mut first = config(0, false);
     first.memory = Some(memory());

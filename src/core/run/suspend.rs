@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::core::chunk::{usage_json, Chunk};
 use crate::core::error::AgentError;
 use crate::core::input::parse_messages;
-use crate::core::memory::Store;
+use crate::core::memory::{assistant_parts, Session, Store};
 use crate::core::model::{AssistantPart, FinishReason, ModelMessage, Usage};
 use crate::core::runs::{RunRecord, RunStatus, WaitKind, WaitingCall, SNAPSHOT_V};
 use crate::core::step::{assistant_part_json, messages_json, ResponseInfo, StepResult, ToolCall};
@@ -27,6 +27,10 @@ pub struct RunsCfg {
     /// Facts restored on resume that the loop does not otherwise keep (model settings, tool
     /// choice, …), written into the snapshot as given.
     pub restore: Value,
+    /// `autoResumeSuspendedTools` (SPEC §19.7).
+    pub auto_resume: bool,
+    /// The suspended calls on the thread the model may resume (filled in at run start).
+    pub auto_waits: Vec<super::auto_resume::AutoWait>,
 }
 
 /// A run resumed from its snapshot: the step it stopped in, and the decision that resumes it.
@@ -43,6 +47,29 @@ pub struct Resume {
     pub total_usage: Usage,
     pub message_id: String,
     pub created_at: f64,
+    /// The stored parts of the steps before this one, and when the message was first stored
+    /// (SPEC §19.5; absent when the run had no memory).
+    pub stored_parts: Vec<Value>,
+    pub stored_at: Option<String>,
+}
+
+/// What memory needs to resume the run's stored message (SPEC §19.5), into the snapshot: the
+/// stored parts of the steps before the waiting one, and the message's time.
+pub fn snapshot_memory(snap: &mut Value, session: &mut Session, steps: &[StepResult], now: f64) {
+    let mut parts = session.prior_parts.clone();
+    parts.extend(assistant_parts(steps, None).0);
+    snap["storedParts"] = Value::Array(parts);
+    snap["storedAt"] = session.assistant_time(now).into();
+}
+
+/// The run's complete steps and the one that waits, with the calls settled so far.
+pub fn steps_with(steps: &[StepResult], current: &StepResult, settled: &[ToolResult], data: &[Value], bg: Option<&super::BackgroundRun>) -> Vec<StepResult> {
+    let mut current = current.clone();
+    current.tool_results = settled.to_vec();
+    current.data_parts = data.to_vec();
+    let mut all = steps.to_vec();
+    all.push(current);
+    super::with_finished_tasks(&all, bg)
 }
 
 /// The chunk that announces a waiting call.
@@ -198,6 +225,8 @@ pub fn restore(rec: &RunRecord, decision: (String, Decision)) -> Result<Resume, 
         total_usage: usage_of(snap.get("totalUsage").unwrap_or(&Value::Null)),
         message_id,
         created_at: snap.get("createdAt").and_then(Value::as_f64).unwrap_or(rec.created_at),
+        stored_parts: snap.get("storedParts").and_then(Value::as_array).cloned().unwrap_or_default(),
+        stored_at: snap.get("storedAt").and_then(Value::as_str).map(str::to_owned),
     })
 }
 

@@ -80,7 +80,7 @@ fn watch(store: &Rc<InMemoryStore>) -> Watch {
 
 fn runs_cfg(store: &Rc<InMemoryStore>, close: bool) -> Option<RunsCfg> {
     let store: Rc<dyn Store> = store.clone();
-    Some(RunsCfg { store: Some(store), agent_id: "shop".into(), close_on_suspend: close, restore: json!({}) })
+    Some(RunsCfg { store: Some(store), agent_id: "shop".into(), close_on_suspend: close, restore: json!({}), auto_resume: false, auto_waits: Vec::new() })
 }
 
 fn script(replies: Vec<Reply>) -> Rc<Script> {
@@ -296,7 +296,7 @@ delegate_store! {
 fn a_suspension_that_cannot_be_stored_ends_the_run_with_an_error_and_announces_nothing() {
     let store: Rc<dyn Store> = Rc::new(BrokenRuns(InMemoryStore::new()));
     let mut cfg = with_tools(vec![tool("pay")]);
-    cfg.runs = Some(RunsCfg { store: Some(store), agent_id: "shop".into(), close_on_suspend: false, restore: json!({}) });
+    cfg.runs = Some(RunsCfg { store: Some(store), agent_id: "shop".into(), close_on_suspend: false, restore: json!({}), auto_resume: false, auto_waits: Vec::new() });
     let s = script(vec![calls_reply(&[("p", "pay", r#"{"city":"A"}"#)])]);
     let (host, approvals, sink) = (SuspendHost::default(), Approvals::default(), Collect::default());
     let abort = s.abort.clone();
@@ -307,3 +307,7 @@ fn a_suspension_that_cannot_be_stored_ends_the_run_with_an_error_and_announces_n
     assert!(out.error.unwrap().to_string().contains("disk full"));
     assert!(host.stored.borrow().is_empty(), "suspend() never resolves as stored");
 }
+
+#[cfg(test)]
+#[path = "suspend_memory_tests.rs"]
+mod memory;

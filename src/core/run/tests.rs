@@ -223,6 +223,7 @@ fn config(max_retries: u32, include_raw: bool) -> RunConfig {
         processors: Default::default(),
         delegation: None,
         scoring: false,
+        completion: None,
         runs: None,
         resume: None,
         tracing: None,
@@ -604,6 +605,10 @@ mod memory;
 #[cfg(test)]
 #[path = "warnings_tests.rs"]
 mod warnings;
+
+#[cfg(all(test, feature = "scorers"))]
+#[path = "completion_tests.rs"]
+mod completion_loop;
 
 #[cfg(all(test, feature = "structured"))]
 #[path = "structured_tests.rs"]

@@ -604,6 +604,7 @@ mod background {
             metadata: None,
             config: Default::default(),
             save_per_step: false,
+            indexer: None,
         });
         let r = simple(vec![calls_reply(&[("c1", "research", r#"{"city":"Lima"}"#)]), text_reply("I started the research.")], cfg, &host);
         let types = r.sink.types();

@@ -86,3 +86,51 @@ pub async fn __idb_bench(name: String, thread_size: u32, reps: u32) -> Result<Js
     let out = json!({ "loadMs": load, "appendMs": append, "fillMs": fill_ms, "readsPerLoad": reads_per_load });
     js_sys::JSON::parse(&out.to_string())
 }
+
+/// Fills database `name` with `count` vectors of `dims` dimensions (deterministic pseudo-random,
+/// 1,000 per transaction, spread over 10 threads of one resource), then times `queryVectors`
+/// (resource scope, top 4) `reps` times. Resolves to `{ fillMs, queryMs: [...], heapBefore,
+/// heapAfter }` (`performance.memory.usedJSHeapSize` before the first and after the last query,
+/// where the browser has it). Deletes the database at the end.
+#[wasm_bindgen]
+pub async fn __recall_bench(name: String, count: u32, dims: u32, reps: u32) -> Result<JsValue, JsValue> {
+    use crate::core::memory::vectors::{VectorQuery, VectorRecord};
+    let store = IdbStore::new(&name);
+    let mut seed = 0x9e37_79b9u32;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        (seed as f32 / u32::MAX as f32) - 0.5
+    };
+    let started = now();
+    let mut i = 0;
+    while i < count {
+        let batch: Vec<VectorRecord> = (i..count.min(i + BATCH))
+            .map(|n| VectorRecord { id: format!("m{n:07}"), thread_id: format!("t{}", n % 10), resource_id: "bench-user".into(), vector: (0..dims).map(|_| next()).collect() })
+            .collect();
+        store.save_vectors(&batch).await.map_err(js_err)?;
+        i += batch.len() as u32;
+    }
+    let fill_ms = now() - started;
+    let heap = || {
+        let perf = Reflect::get(&js_sys::global(), &"performance".into()).unwrap_or(JsValue::UNDEFINED);
+        Reflect::get(&perf, &"memory".into()).and_then(|m| Reflect::get(&m, &"usedJSHeapSize".into())).ok().and_then(|v| v.as_f64())
+    };
+    let heap_before = heap();
+    let mut times = Vec::new();
+    for _ in 0..reps {
+        let q = VectorQuery { vector: (0..dims).map(|_| next()).collect(), top_k: 4, thread_id: None, resource_id: Some("bench-user".into()), threshold: None };
+        let t = now();
+        let hits = store.query_vectors(&q).await.map_err(js_err)?;
+        times.push(now() - t);
+        if hits.len() != 4.min(count as usize) {
+            return Err(js_err(format!("the query returned {} hits", hits.len())));
+        }
+    }
+    let heap_after = heap();
+    drop(store);
+    IdbStore::delete_database(&name).await.map_err(js_err)?;
+    let out = json!({ "fillMs": fill_ms, "queryMs": times, "heapBefore": heap_before, "heapAfter": heap_after });
+    js_sys::JSON::parse(&out.to_string())
+}

@@ -15,7 +15,7 @@ use super::tx::{dom_error, error_message, error_name, race, storage_error};
 use crate::core::error::{AgentError, StorageKind};
 
 /// The schema version this code writes and reads. Bump it together with a new arm in `upgrade`.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 pub(super) const THREADS: &str = "threads";
 pub(super) const MESSAGES: &str = "messages";
@@ -25,6 +25,10 @@ pub(super) const TASKS: &str = "tasks";
 /// Run records (version 3, SPEC §19.4), and the chunk log of reconnectable runs.
 pub(super) const RUNS: &str = "runs";
 pub(super) const RUN_CHUNKS: &str = "runChunks";
+/// Semantic recall's vectors (version 4, SPEC §21.3), by `threadId` and by `resourceId`.
+pub(super) const VECTORS: &str = "vectors";
+pub(super) const VECTORS_BY_THREAD: &str = "byThread";
+pub(super) const VECTORS_BY_RESOURCE: &str = "byResource";
 /// `threads` by `resourceId`.
 pub(super) const BY_RESOURCE: &str = "byResource";
 /// `messages` by `[threadId, createdAt, id]`: a thread's messages in time order.
@@ -64,6 +68,13 @@ fn upgrade(db: &IdbDatabase, old_version: u32) -> Result<(), JsValue> {
                 let key: Array = ["runId", "seq"].iter().map(|k| JsValue::from_str(k)).collect();
                 by_seq.set_key_path(&key);
                 db.create_object_store_with_optional_parameters(RUN_CHUNKS, &by_seq)?;
+            }
+            4 => {
+                let by_id = IdbObjectStoreParameters::new();
+                by_id.set_key_path(&"id".into());
+                let vectors = db.create_object_store_with_optional_parameters(VECTORS, &by_id)?;
+                vectors.create_index_with_str(VECTORS_BY_THREAD, "threadId")?;
+                vectors.create_index_with_str(VECTORS_BY_RESOURCE, "resourceId")?;
             }
             _ => {}
         }

@@ -252,7 +252,7 @@ impl DelegatingHost<'_> {
                     // Stored beside the supervisor's thread, never loaded back.
                     (sup.store.clone(), MemoryConfig { last_messages: 0, working_memory: None, ..MemoryConfig::default() })
                 });
-                Some(MemoryRun { store, thread_id: thread_id.clone(), resource_id: resource_id.clone(), title: None, metadata: None, config, save_per_step: false })
+                Some(MemoryRun { store, thread_id: thread_id.clone(), resource_id: resource_id.clone(), title: None, metadata: None, config, save_per_step: false, indexer: None })
             }
             _ => None,
         };

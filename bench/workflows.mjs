@@ -1,0 +1,65 @@
+// Workflow engine overhead per step (SPEC §20.7: ≤ 50 µs in Node, snapshots in memory):
+// `node bench/workflows.mjs [--runs 30] [--steps 100]` after `./x build`.
+//
+// - baseline: the same 100 trivial async step functions called in a plain loop, each getting a
+//   fresh context object and its input, the output passed on (what any engine must do at least);
+// - start: `run.start()` of a committed 100-step `.then` chain of the same functions;
+// - stream: `run.stream()` read to its end through `fullStream` (every event reaches JavaScript).
+// Per-step figures are (median run time) / steps; the overhead is the difference to the baseline.
+// Each run checks the result, so a wrong run fails the benchmark.
+
+import { createStep, createWorkflow } from '../pkg/index.node.js';
+import { median, table } from './report.mjs';
+
+const arg = (name, dflt) => {
+  const at = process.argv.indexOf(`--${name}`);
+  return at > 0 ? Number(process.argv[at + 1]) : dflt;
+};
+const RUNS = arg('runs', 30);
+const STEPS = arg('steps', 100);
+
+const fns = Array.from({ length: STEPS }, () => async ({ inputData }) => ({ n: inputData.n + 1 }));
+let wf = createWorkflow({ id: 'bench-chain' });
+fns.forEach((execute, i) => (wf = wf.then(createStep({ id: `s${i}`, execute }))));
+wf = wf.commit();
+
+function check(n) {
+  if (n !== STEPS) throw new Error(`wrong result: ${n}, expected ${STEPS}`);
+}
+
+const modes = {
+  async baseline() {
+    let input = { n: 0 };
+    for (const f of fns) input = await f({ inputData: input, state: {}, runId: 'r', retryCount: 0 });
+    check(input.n);
+  },
+  async start() {
+    const r = await (await wf.createRun()).start({ inputData: { n: 0 } });
+    check(r.result.n);
+  },
+  async stream() {
+    const out = (await wf.createRun()).stream({ inputData: { n: 0 } });
+    let events = 0;
+    for await (const _ of out.fullStream) events++;
+    if (events !== 2 * STEPS + 2) throw new Error(`wrong event count ${events}`);
+    check((await out.result).result.n);
+  },
+};
+
+const times = Object.fromEntries(Object.keys(modes).map((m) => [m, []]));
+for (let i = 0; i < 5; i++) for (const f of Object.values(modes)) await f(); // warm-up
+for (let i = 0; i < RUNS; i++) {
+  for (const [name, f] of Object.entries(modes)) {
+    const t0 = performance.now();
+    await f();
+    times[name].push(performance.now() - t0);
+  }
+}
+const perStep = (m) => (median(times[m]) * 1000) / STEPS;
+const base = perStep('baseline');
+const rows = [['mode', 'median run ms', 'µs / step', 'overhead µs / step']];
+for (const m of Object.keys(modes)) {
+  rows.push([m, median(times[m]).toFixed(2), perStep(m).toFixed(1), m === 'baseline' ? '—' : (perStep(m) - base).toFixed(1)]);
+}
+process.stdout.write(`${STEPS}-step .then chain, ${RUNS} runs each (alternated), Node ${process.version}\n${table(rows)}\n`);
+process.stdout.write(`target: ≤ 50 µs engine overhead per step (SPEC §20.7)\n`);

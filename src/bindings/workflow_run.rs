@@ -1,0 +1,430 @@
+//! Runs of a workflow (SPEC §20.2) and their `WorkflowRunOutput` (§20.3): the engine runs as a
+//! local task; every reader of `fullStream` gets the run's events from the first, then live.
+
+use std::cell::{Cell, RefCell};
+use std::future::poll_fn;
+use std::rc::Rc;
+use std::task::{Poll, Waker};
+
+use js_sys::{Function, Object, Promise, Reflect};
+use serde_json::Value;
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+use web_sys::{ReadableStream, ReadableStreamDefaultController};
+
+use super::convert::{error_to_js, from_json, js_kind, to_json, type_error};
+use super::workflow::{WfInner, Workflow};
+use super::workflow_host::JsHost;
+use crate::core::error::AgentError;
+use crate::core::workflow::context::RunCore;
+use crate::core::workflow::log::LogReader;
+use crate::core::workflow::snapshot::{self, RunStore};
+
+/// The run's end, once: its result as JSON, or why it could not start.
+#[derive(Default)]
+struct Settled {
+    value: RefCell<Option<Result<Value, AgentError>>>,
+    wakers: RefCell<Vec<Waker>>,
+}
+
+impl Settled {
+    fn set(&self, v: Result<Value, AgentError>) {
+        *self.value.borrow_mut() = Some(v);
+        let wakers = std::mem::take(&mut *self.wakers.borrow_mut());
+        wakers.into_iter().for_each(Waker::wake);
+    }
+
+    async fn wait(&self) -> Result<Value, AgentError> {
+        poll_fn(|cx| match &*self.value.borrow() {
+            Some(v) => Poll::Ready(v.clone()),
+            None => {
+                self.wakers.borrow_mut().push(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+        .await
+    }
+}
+
+/// One execution of a run: its start, or a resume.
+pub(crate) struct Exec {
+    pub(crate) core: Rc<RunCore>,
+    settled: Rc<Settled>,
+}
+
+impl Exec {
+    pub(crate) fn settle(&self, v: Result<Value, AgentError>) {
+        self.settled.set(v);
+    }
+
+    pub(crate) fn result_promise(&self) -> Promise {
+        let settled = self.settled.clone();
+        future_to_promise(async move { settled.wait().await.map(|v| result_to_js(&v)).map_err(|e| error_to_js(&e)) })
+    }
+}
+
+pub(crate) struct RunInner {
+    pub(crate) wf: Rc<WfInner>,
+    pub(crate) host: Rc<JsHost>,
+    pub(crate) run_id: String,
+    pub(crate) resource_id: Option<String>,
+    /// The latest execution (what `observeStream`, `watch` and `cancel` act on).
+    current: RefCell<Rc<Exec>>,
+    started: Cell<bool>,
+}
+
+thread_local! {
+    /// The package instance's runs (SPEC §20.5's in-memory store).
+    pub(crate) static RUNS: RunStore = RunStore::default();
+}
+
+/// Writes `snapshot` for the run of `core`.
+pub(crate) fn persist(name: &str, core: &RunCore, snapshot: Value) {
+    RUNS.with(|r| r.persist(name, &core.run_id, core.resource_id.clone(), snapshot, core.now()));
+}
+
+fn get(v: &JsValue, k: &str) -> JsValue {
+    Reflect::get(v, &JsValue::from_str(k)).unwrap_or(JsValue::UNDEFINED)
+}
+
+/// The result for JavaScript: `error` is an `Error` with the step's `name` and `message`.
+pub(crate) fn result_to_js(v: &Value) -> JsValue {
+    let out = from_json(v);
+    if let Some(e) = v.get("error").filter(|e| e.is_object()) {
+        let err = js_sys::Error::new(e["message"].as_str().unwrap_or_default());
+        err.set_name(e["name"].as_str().unwrap_or("Error"));
+        let _ = Reflect::set(&out, &"error".into(), &err);
+    }
+    out
+}
+
+#[wasm_bindgen]
+impl Workflow {
+    /// A run of this workflow (with `runId` of a stored run: that run, e.g. to resume it); throws
+    /// (an `Error`) before `.commit()` or without steps.
+    #[wasm_bindgen(js_name = createRun, unchecked_return_type = "Promise<Run>")]
+    pub fn create_run(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ runId?: string; resourceId?: string }")] options: Option<
+            JsValue,
+        >,
+    ) -> Result<Promise, JsValue> {
+        self.inner.def.check_runnable().map_err(|m| JsValue::from(js_sys::Error::new(&m)))?;
+        let options = options.unwrap_or(JsValue::UNDEFINED);
+        let text = |k: &str| -> Result<Option<String>, JsValue> {
+            let v = get(&options, k);
+            if v.is_undefined() || v.is_null() {
+                return Ok(None);
+            }
+            v.as_string().filter(|s| !s.is_empty()).map(Some).ok_or_else(|| {
+                type_error(
+                    &format!("createRun(options).{k}"),
+                    &format!("expected a non-empty string, got {}", js_kind(&v)),
+                )
+            })
+        };
+        let run_id = text("runId")?.unwrap_or_else(crate::platform::random_uuid);
+        let name = self.inner.def.id.clone();
+        let stored = RUNS.with(|r| r.load(&name, &run_id));
+        let resource_id = text("resourceId")?.or_else(|| stored.as_ref().and_then(|s| s.resource_id.clone()));
+        let host = Rc::new(JsHost::default());
+        let core = RunCore::new(run_id.clone(), resource_id.clone(), Rc::new(crate::platform::JsEnv), host.clone());
+        if stored.is_none() {
+            persist(&name, &core, snapshot::initial(&core, "pending", &Value::Null));
+        }
+        let exec = Rc::new(Exec { core, settled: Rc::default() });
+        let inner = Rc::new(RunInner {
+            wf: self.inner.clone(),
+            host,
+            run_id,
+            resource_id,
+            current: RefCell::new(exec),
+            started: Cell::new(stored.is_some_and(|s| s.status() != "pending")),
+        });
+        Ok(Promise::resolve(&JsValue::from(Run { inner })))
+    }
+}
+
+#[wasm_bindgen]
+pub struct Run {
+    pub(crate) inner: Rc<RunInner>,
+}
+
+impl RunInner {
+    /// Starts the engine once with `options` (`inputData`, `initialState`, `requestContext`,
+    /// `outputOptions.includeState`); bad options are a `TypeError`.
+    fn begin(self: &Rc<Self>, options: &JsValue) -> Result<(), JsValue> {
+        if self.started.get() {
+            let message =
+                "This run already started: read it with run.observeStream() or make another with workflow.createRun()";
+            return Err(js_sys::Error::new(message).into());
+        }
+        if !(options.is_undefined() || options.is_null() || options.is_object()) {
+            let message = format!("expected {{ inputData, initialState?, requestContext? }}, got {}", js_kind(options));
+            return Err(type_error("options", &message));
+        }
+        let input = to_json(&get(options, "inputData"), "options.inputData").map_err(|e| error_to_js(&e))?;
+        let state = get(options, "initialState");
+        let state = match state.is_undefined() {
+            true => None,
+            false => Some(to_json(&state, "options.initialState").map_err(|e| error_to_js(&e))?),
+        };
+        let include_state = get(&get(options, "outputOptions"), "includeState").is_truthy();
+        let exec = self.exec();
+        let rc = get(options, "requestContext");
+        if !rc.is_undefined() {
+            let plain = if rc.has_type::<js_sys::Map>() {
+                Object::from_entries(&rc).unwrap_or_default().into()
+            } else {
+                rc.clone()
+            };
+            *exec.core.request_context.borrow_mut() =
+                to_json(&plain, "options.requestContext").map_err(|e| error_to_js(&e))?;
+        }
+        *self.host.request_context.borrow_mut() = rc;
+        self.arm(&exec.core)?;
+        let (def, wf) = (self.wf.def.clone(), self.wf.clone());
+        persist(&def.id, &exec.core, snapshot::initial(&exec.core, "running", &input));
+        wasm_bindgen_futures::spawn_local(async move {
+            let core = exec.core.clone();
+            let r = crate::core::workflow::start(core.clone(), def.clone(), input.clone(), state).await;
+            let snap = match &r {
+                Ok(res) => snapshot::of(&core, res),
+                Err(_) => snapshot::initial(&core, "failed", &input),
+            };
+            persist(&def.id, &core, snap);
+            let value = r.map(|res| res.to_json(include_state));
+            exec.settle(value.clone());
+            after_run(&wf, &value);
+        });
+        Ok(())
+    }
+
+    /// A fresh signal for an execution, aborted with its abort flag; the run counts as started.
+    fn arm(&self, core: &RunCore) -> Result<(), JsValue> {
+        let controller = web_sys::AbortController::new()?;
+        *self.host.signal.borrow_mut() = controller.signal().into();
+        core.abort.on_abort(Box::new(move || controller.abort()));
+        self.started.set(true);
+        Ok(())
+    }
+
+    pub(crate) fn exec(&self) -> Rc<Exec> {
+        self.current.borrow().clone()
+    }
+
+    /// Makes the next execution (a resume) current: a fresh log, abort flag and signal.
+    pub(crate) fn next_exec(&self) -> Result<Rc<Exec>, JsValue> {
+        let core = RunCore::new(
+            self.run_id.clone(),
+            self.resource_id.clone(),
+            Rc::new(crate::platform::JsEnv),
+            self.host.clone(),
+        );
+        self.arm(&core)?;
+        let exec = Rc::new(Exec { core, settled: Rc::default() });
+        *self.current.borrow_mut() = exec.clone();
+        Ok(exec)
+    }
+}
+
+/// `options.onFinish(result)`, and `options.onError({ error, result })` for a failed run, called
+/// after the run's state is released.
+pub(crate) fn after_run(wf: &WfInner, value: &Result<Value, AgentError>) {
+    let Ok(v) = value else { return };
+    let js = result_to_js(v);
+    if let Some(f) = &wf.on_finish {
+        let _ = f.call1(&JsValue::UNDEFINED, &js);
+    }
+    if v["status"] == "failed" {
+        if let Some(f) = &wf.on_error {
+            let arg = Object::new();
+            let _ = Reflect::set(&arg, &"error".into(), &get(&js, "error"));
+            let _ = Reflect::set(&arg, &"result".into(), &js);
+            let _ = f.call1(&JsValue::UNDEFINED, &arg);
+        }
+    }
+}
+
+#[wasm_bindgen]
+impl Run {
+    #[wasm_bindgen(getter = runId)]
+    pub fn run_id(&self) -> String {
+        self.inner.run_id.clone()
+    }
+
+    #[wasm_bindgen(getter = workflowId)]
+    pub fn workflow_id(&self) -> String {
+        self.inner.wf.def.id.clone()
+    }
+
+    #[wasm_bindgen(getter = resourceId)]
+    pub fn resource_id(&self) -> Option<String> {
+        self.inner.resource_id.clone()
+    }
+
+    /// Runs the workflow; resolves to its `WorkflowResult` (a failed step resolves `failed`).
+    #[wasm_bindgen(unchecked_return_type = "Promise<WorkflowResult>")]
+    pub fn start(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "WorkflowRunOptions")] options: Option<JsValue>,
+    ) -> Promise {
+        match self.inner.begin(&options.unwrap_or(JsValue::UNDEFINED)) {
+            Ok(()) => self.inner.exec().result_promise(),
+            Err(e) => Promise::reject(&e),
+        }
+    }
+
+    /// Runs the workflow and returns its output at once; a second call returns the same run's.
+    #[wasm_bindgen(unchecked_return_type = "WorkflowRunOutput")]
+    pub fn stream(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "WorkflowRunOptions")] options: Option<JsValue>,
+    ) -> Result<WorkflowRunOutput, JsValue> {
+        if !self.inner.started.get() {
+            self.inner.begin(&options.unwrap_or(JsValue::UNDEFINED))?;
+        }
+        Ok(WorkflowRunOutput::of(&self.inner))
+    }
+
+    /// A new reader of this run's output: what happened so far, then live.
+    #[wasm_bindgen(js_name = observeStream, unchecked_return_type = "WorkflowRunOutput")]
+    pub fn observe_stream(&self) -> WorkflowRunOutput {
+        WorkflowRunOutput::of(&self.inner)
+    }
+
+    /// Stops the run: no later step starts; a running step may still finish.
+    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
+    pub fn cancel(&self) -> Promise {
+        self.inner.exec().core.abort.abort(Some("the run was canceled".into()));
+        // A suspended run is canceled in storage too.
+        let now = js_sys::Date::now();
+        RUNS.with(|r| r.update_status(&self.inner.wf.def.id, &self.inner.run_id, "canceled", Some("suspended"), now));
+        Promise::resolve(&JsValue::UNDEFINED)
+    }
+
+    /// Calls `callback` with every event of the run (those so far first); returns `unwatch`.
+    #[wasm_bindgen(unchecked_return_type = "() => void")]
+    pub fn watch(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "(event: WorkflowStreamEvent) => void")] callback: JsValue,
+    ) -> Result<Function, JsValue> {
+        let cb: Function = callback
+            .dyn_into()
+            .map_err(|v| type_error("watch(callback)", &format!("expected a function, got {}", js_kind(&v))))?;
+        let on = Rc::new(Cell::new(true));
+        let mut reader = self.inner.exec().core.log.reader();
+        let flag = on.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            while let Some(e) = reader.next().await {
+                if !flag.get() {
+                    break;
+                }
+                // A throwing callback must not stop the run or the other readers.
+                let _ = cb.call1(&JsValue::UNDEFINED, &from_json(&e));
+            }
+        });
+        let unwatch = Closure::<dyn Fn()>::new(move || on.set(false));
+        Ok(unwatch.into_js_value().unchecked_into())
+    }
+}
+
+/// What `run.stream()` returns.
+#[wasm_bindgen]
+pub struct WorkflowRunOutput {
+    run: Rc<RunInner>,
+    exec: Rc<Exec>,
+}
+
+impl WorkflowRunOutput {
+    /// The output of the run's current execution.
+    pub(crate) fn of(run: &Rc<RunInner>) -> Self {
+        WorkflowRunOutput { run: run.clone(), exec: run.exec() }
+    }
+}
+
+#[wasm_bindgen]
+impl WorkflowRunOutput {
+    #[wasm_bindgen(getter = runId)]
+    pub fn run_id(&self) -> String {
+        self.run.run_id.clone()
+    }
+
+    #[wasm_bindgen(getter = workflowId)]
+    pub fn workflow_id(&self) -> String {
+        self.run.wf.def.id.clone()
+    }
+
+    /// `running` until the run ends, then its status.
+    #[wasm_bindgen(getter, unchecked_return_type = "WorkflowRunStatus")]
+    pub fn status(&self) -> String {
+        match &*self.exec.settled.value.borrow() {
+            None => "running".into(),
+            Some(Ok(v)) => v["status"].as_str().unwrap_or("failed").into(),
+            Some(Err(_)) => "failed".into(),
+        }
+    }
+
+    /// Every event so far, then live, ending after `workflow-finish`. Each access is a new reader.
+    #[wasm_bindgen(getter = fullStream, unchecked_return_type = "ReadableStream<WorkflowStreamEvent>")]
+    pub fn full_stream(&self) -> Result<ReadableStream, JsValue> {
+        event_stream(self.exec.core.log.reader())
+    }
+
+    #[wasm_bindgen(getter, unchecked_return_type = "Promise<WorkflowResult>")]
+    pub fn result(&self) -> Promise {
+        self.exec.result_promise()
+    }
+
+    /// Token usage summed over the agent steps.
+    #[wasm_bindgen(getter, unchecked_return_type = "Promise<Usage>")]
+    pub fn usage(&self) -> Promise {
+        let exec = self.exec.clone();
+        future_to_promise(async move {
+            let _ = exec.settled.wait().await;
+            Ok(from_json(&exec.core.usage()))
+        })
+    }
+
+    /// Resolves when the run has ended.
+    #[wasm_bindgen(js_name = consumeStream, unchecked_return_type = "Promise<void>")]
+    pub fn consume_stream(&self) -> Promise {
+        let exec = self.exec.clone();
+        future_to_promise(async move {
+            let _ = exec.settled.wait().await;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+}
+
+/// A `ReadableStream` over one log reader; cancelling it drops only this reader.
+fn event_stream(reader: LogReader) -> Result<ReadableStream, JsValue> {
+    let slot = Rc::new(RefCell::new(Some(reader)));
+    let pull_slot = slot.clone();
+    // The stream owns these closures; they hold only the slot, emptied at the end or on cancel.
+    let pull = Closure::<dyn FnMut(JsValue) -> Promise>::new(move |ctrl: JsValue| {
+        let slot = pull_slot.clone();
+        future_to_promise(async move {
+            let ctrl: ReadableStreamDefaultController = ctrl.unchecked_into();
+            let Some(mut reader) = slot.borrow_mut().take() else { return Ok(JsValue::UNDEFINED) };
+            match reader.next().await {
+                Some(e) => {
+                    ctrl.enqueue_with_chunk(&from_json(&e))?;
+                    *slot.borrow_mut() = Some(reader);
+                }
+                None => ctrl.close()?,
+            }
+            Ok(JsValue::UNDEFINED)
+        })
+    })
+    .into_js_value();
+    let cancel = Closure::<dyn FnMut(JsValue)>::new(move |_reason: JsValue| {
+        slot.borrow_mut().take();
+    })
+    .into_js_value();
+    let source = Object::new();
+    Reflect::set(&source, &"pull".into(), &pull)?;
+    Reflect::set(&source, &"cancel".into(), &cancel)?;
+    ReadableStream::new_with_underlying_source(&source)
+}

@@ -1,0 +1,123 @@
+//! `WorkflowResult` (SPEC §20.2) and the run's end: `workflow-canceled` and `workflow-finish`.
+
+use serde_json::{json, Map, Value};
+
+use super::context::Scope;
+use super::exec::Outcome;
+use super::host::Failure;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Status {
+    Success,
+    Failed,
+    Suspended,
+    Canceled,
+}
+
+impl Status {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Status::Success => "success",
+            Status::Failed => "failed",
+            Status::Suspended => "suspended",
+            Status::Canceled => "canceled",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct WorkflowResult {
+    pub status: Status,
+    pub input: Value,
+    /// `steps.input` (the run input) then `steps[id]` in the order the steps started.
+    pub steps: Map<String, Value>,
+    pub run_id: String,
+    pub step_execution_path: Vec<String>,
+    pub result: Option<Value>,
+    pub error: Option<Failure>,
+    pub suspended: Vec<Vec<String>>,
+    pub state: Value,
+    /// `{ steps, nested }` of the top level, for the snapshot.
+    pub context: Value,
+}
+
+impl WorkflowResult {
+    pub fn from_outcome(scope: &Scope, outcome: Outcome) -> Self {
+        let (status, result, error) = match outcome {
+            Outcome::Success(v) | Outcome::Bailed(v) => (Status::Success, Some(v), None),
+            Outcome::Failed(f) => (Status::Failed, None, Some(f)),
+            Outcome::Suspended => (Status::Suspended, None, None),
+            Outcome::Canceled => (Status::Canceled, None, None),
+        };
+        let mut steps = Map::new();
+        steps.insert("input".into(), scope.init.clone());
+        steps.extend(scope.steps.borrow().iter().map(|(k, v)| (k.clone(), v.clone())));
+        WorkflowResult {
+            status,
+            input: scope.init.clone(),
+            steps,
+            run_id: scope.run.run_id.clone(),
+            step_execution_path: scope.run.path.borrow().clone(),
+            result,
+            error,
+            suspended: scope.suspended.borrow().clone(),
+            state: scope.run.state.borrow().clone(),
+            context: scope.context_json(),
+        }
+    }
+
+    /// `{ [stepId]: payload }` of the suspended steps.
+    pub fn suspend_payload(&self) -> Map<String, Value> {
+        self.suspended
+            .iter()
+            .filter_map(|p| {
+                let rec = self.steps.get(&p[0])?;
+                Some((p[0].clone(), rec.get("suspendPayload").cloned().unwrap_or(Value::Null)))
+            })
+            .collect()
+    }
+
+    /// The result as JavaScript sees it; `error` stays `{ name, message }` (the bindings make it
+    /// an `Error`).
+    pub fn to_json(&self, include_state: bool) -> Value {
+        let mut m = Map::new();
+        m.insert("status".into(), json!(self.status.as_str()));
+        m.insert("input".into(), self.input.clone());
+        m.insert("steps".into(), Value::Object(self.steps.clone()));
+        m.insert("runId".into(), json!(self.run_id));
+        m.insert("stepExecutionPath".into(), json!(self.step_execution_path));
+        if let Some(r) = &self.result {
+            m.insert("result".into(), r.clone());
+        }
+        if let Some(e) = &self.error {
+            m.insert("error".into(), e.to_json());
+        }
+        if self.status == Status::Suspended {
+            m.insert("suspended".into(), json!(self.suspended));
+            m.insert("suspendPayload".into(), Value::Object(self.suspend_payload()));
+        }
+        if include_state {
+            m.insert("state".into(), self.state.clone());
+        }
+        Value::Object(m)
+    }
+}
+
+/// `workflow-canceled` (when canceled) and `workflow-finish`, then the log closes.
+pub fn finish_events(scope: &Scope, result: &WorkflowResult) {
+    let run = &scope.run;
+    if result.status == Status::Canceled {
+        run.emit("workflow-canceled", json!({}));
+    }
+    let metadata = match &result.error {
+        Some(e) => json!({ "errorMessage": e.message }),
+        None => json!({}),
+    };
+    let mut payload =
+        json!({ "workflowStatus": result.status.as_str(), "output": { "usage": run.usage() }, "metadata": metadata });
+    if result.status == Status::Success {
+        payload["finalWorkflowResult"] = result.to_json(false);
+    }
+    run.emit("workflow-finish", payload);
+    run.log.close();
+}

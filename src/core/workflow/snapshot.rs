@@ -1,0 +1,242 @@
+//! Snapshots of runs (SPEC §20.5, the reference's `WorkflowRunState`), the package instance's
+//! in-memory store of them with the compare-and-set claim a resume makes, and resuming a run
+//! from its snapshot (§20.2): finished steps give their recorded outputs, the suspended step
+//! runs again with `resumeData` and its `suspendData`.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use serde_json::{json, Map, Value};
+
+use super::context::{ResumePlan, RunCore, Scope};
+use super::exec;
+use super::graph::{Body, StepDef, WorkflowDef};
+use super::result::{self, WorkflowResult};
+use crate::core::error::AgentError;
+
+/// The snapshot of a run that ended (or stopped) with `result`.
+pub fn of(run: &RunCore, result: &WorkflowResult) -> Value {
+    let mut context = Map::new();
+    context.insert("input".into(), result.input.clone());
+    if let Some(steps) = result.context.get("steps").and_then(Value::as_object) {
+        context.extend(steps.clone());
+    }
+    let suspended_paths: Map<String, Value> = result.suspended.iter().map(|p| (p.join("."), json!(p))).collect();
+    json!({
+        "runId": run.run_id,
+        "status": result.status.as_str(),
+        "value": {},
+        "context": context,
+        "nestedContext": result.context.get("nested").cloned().unwrap_or_else(|| json!({})),
+        "activePaths": [],
+        "activeStepsPath": {},
+        "suspendedPaths": suspended_paths,
+        "suspended": result.suspended,
+        "resumeLabels": {},
+        "waitingPaths": {},
+        "serializedStepGraph": [],
+        "stepExecutionPath": result.step_execution_path,
+        "result": result.result,
+        "error": result.error.as_ref().map(|e| e.to_json()),
+        "requestContext": *run.request_context.borrow(),
+        "state": result.state,
+        "timestamp": run.now(),
+    })
+}
+
+/// The snapshot written at `createRun` (`pending`) and when the run starts (`running`).
+pub fn initial(run: &RunCore, status: &str, input: &Value) -> Value {
+    json!({ "runId": run.run_id, "status": status, "value": {}, "context": { "input": input }, "nestedContext": {}, "activePaths": [],
+        "suspendedPaths": {}, "suspended": [], "serializedStepGraph": [], "stepExecutionPath": [], "result": null, "error": null,
+        "requestContext": *run.request_context.borrow(), "state": *run.state.borrow(), "timestamp": run.now() })
+}
+
+/// The step at `path` (`['inner', 'ask']`) of `def`, looking inside nested workflows.
+pub fn find_step(def: &WorkflowDef, path: &[String]) -> Option<Rc<StepDef>> {
+    let (first, rest) = path.split_first()?;
+    let step = def.nodes.borrow().iter().flat_map(|n| n.steps().into_iter().cloned()).find(|s| &s.id == first)?;
+    match (&step.body, rest.is_empty()) {
+        (_, true) => Some(step),
+        (Body::Workflow(inner), false) => find_step(inner, rest),
+        _ => None,
+    }
+}
+
+/// The paths of a snapshot's suspended steps.
+pub fn suspended_paths(snapshot: &Value) -> Vec<Vec<String>> {
+    serde_json::from_value(snapshot.get("suspended").cloned().unwrap_or_default()).unwrap_or_default()
+}
+
+/// Checks `data` against the resumed step's `resumeSchema` (before the run is claimed, so a bad
+/// resume leaves it suspended).
+pub async fn check_resume(
+    run: Rc<RunCore>,
+    def: Rc<WorkflowDef>,
+    path: &[String],
+    data: &Value,
+) -> Result<(), AgentError> {
+    let step = find_step(&def, path).ok_or_else(|| {
+        AgentError::invalid("resume(options).step", format!("no step '{}' in workflow '{}'", path.join("."), def.id))
+    })?;
+    if let Some(schema) = &step.resume_schema {
+        let scope = Scope::new(run, def.clone(), String::new(), Value::Null);
+        exec::check(&scope, schema, data, "resumeData").await?;
+    }
+    Ok(())
+}
+
+/// Resumes a suspended run from its snapshot: `workflow-start` names the resumed step and has
+/// `args` = `resumeData`; then the nodes run again, finished steps giving their outputs.
+pub async fn resume(
+    run: Rc<RunCore>,
+    def: Rc<WorkflowDef>,
+    snapshot: &Value,
+    path: Vec<String>,
+    data: Value,
+) -> WorkflowResult {
+    run.started.set(true);
+    let call_id = run.env.new_id();
+    *run.first_call.borrow_mut() = Some(call_id.clone());
+    run.emit(
+        "workflow-start",
+        json!({ "workflowId": def.id, "stepName": path.join("."), "args": data, "stepCallId": call_id, "startedAt": run.now(), "status": "running" }),
+    );
+    *run.state.borrow_mut() = snapshot.get("state").cloned().unwrap_or_else(|| json!({}));
+    if let Some(rc) = snapshot.get("requestContext").filter(|v| v.is_object()) {
+        *run.request_context.borrow_mut() = rc.clone();
+    }
+    *run.path.borrow_mut() = serde_json::from_value(snapshot["stepExecutionPath"].clone()).unwrap_or_default();
+    let context = snapshot.get("context").and_then(Value::as_object).cloned().unwrap_or_default();
+    let input = context.get("input").cloned().unwrap_or(Value::Null);
+    let steps: Map<String, Value> = context.into_iter().filter(|(k, _)| k != "input").collect();
+    let level =
+        json!({ "steps": steps, "nested": snapshot.get("nestedContext").cloned().unwrap_or_else(|| json!({})) });
+    let scope = Scope::new(run.clone(), def, String::new(), input);
+    *scope.resume.borrow_mut() = Some(Rc::new(ResumePlan::from_context(&level, path, data)));
+    let outcome = exec::exec_nodes(scope.clone()).await;
+    let result = WorkflowResult::from_outcome(&scope, outcome);
+    result::finish_events(&scope, &result);
+    result
+}
+
+/// One stored run.
+#[derive(Clone, Debug)]
+pub struct StoredRun {
+    pub workflow_name: String,
+    pub run_id: String,
+    pub resource_id: Option<String>,
+    pub snapshot: Value,
+    pub created_at: f64,
+    pub updated_at: f64,
+}
+
+impl StoredRun {
+    pub fn status(&self) -> &str {
+        self.snapshot.get("status").and_then(Value::as_str).unwrap_or("pending")
+    }
+
+    /// `getWorkflowRunById`'s answer.
+    pub fn to_json(&self) -> Value {
+        let s = &self.snapshot;
+        let steps: Map<String, Value> = s["context"]
+            .as_object()
+            .map(|c| c.iter().filter(|(k, _)| *k != "input").map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default();
+        json!({
+            "runId": self.run_id, "workflowName": self.workflow_name, "resourceId": self.resource_id, "status": self.status(),
+            "createdAt": self.created_at, "updatedAt": self.updated_at, "result": s["result"], "error": s["error"],
+            "payload": s["context"]["input"], "steps": steps, "suspendedPaths": s["suspendedPaths"], "snapshot": s,
+        })
+    }
+}
+
+/// Which runs `listWorkflowRuns` gives.
+#[derive(Default, Debug)]
+pub struct RunFilter {
+    pub workflow_name: Option<String>,
+    pub status: Option<String>,
+    pub resource_id: Option<String>,
+    pub from_date: Option<f64>,
+    pub to_date: Option<f64>,
+    pub per_page: Option<usize>,
+    pub page: usize,
+}
+
+/// The package instance's runs, in memory.
+#[derive(Default)]
+pub struct RunStore {
+    runs: RefCell<Vec<StoredRun>>,
+}
+
+impl RunStore {
+    pub fn persist(&self, workflow_name: &str, run_id: &str, resource_id: Option<String>, snapshot: Value, now: f64) {
+        let mut runs = self.runs.borrow_mut();
+        match runs.iter_mut().find(|r| r.workflow_name == workflow_name && r.run_id == run_id) {
+            Some(r) => {
+                r.snapshot = snapshot;
+                r.updated_at = now;
+                if resource_id.is_some() {
+                    r.resource_id = resource_id;
+                }
+            }
+            None => runs.push(StoredRun {
+                workflow_name: workflow_name.into(),
+                run_id: run_id.into(),
+                resource_id,
+                snapshot,
+                created_at: now,
+                updated_at: now,
+            }),
+        }
+    }
+
+    pub fn load(&self, workflow_name: &str, run_id: &str) -> Option<StoredRun> {
+        self.runs.borrow().iter().find(|r| r.workflow_name == workflow_name && r.run_id == run_id).cloned()
+    }
+
+    /// Compare-and-set: sets the status when the run exists and its status is `expected` (any
+    /// status without one); the updated snapshot, else `None`.
+    pub fn update_status(
+        &self,
+        workflow_name: &str,
+        run_id: &str,
+        status: &str,
+        expected: Option<&str>,
+        now: f64,
+    ) -> Option<Value> {
+        let mut runs = self.runs.borrow_mut();
+        let r = runs.iter_mut().find(|r| r.workflow_name == workflow_name && r.run_id == run_id)?;
+        if expected.is_some_and(|e| r.status() != e) {
+            return None;
+        }
+        r.snapshot["status"] = json!(status);
+        r.updated_at = now;
+        Some(r.snapshot.clone())
+    }
+
+    /// Matching runs, newest first, and how many match in all.
+    pub fn list(&self, f: &RunFilter) -> (Vec<StoredRun>, usize) {
+        let runs = self.runs.borrow();
+        let mut found: Vec<StoredRun> = runs
+            .iter()
+            .filter(|r| f.workflow_name.as_ref().is_none_or(|n| *n == r.workflow_name))
+            .filter(|r| f.status.as_ref().is_none_or(|s| s == r.status()))
+            .filter(|r| f.resource_id.is_none() || f.resource_id == r.resource_id)
+            .filter(|r| f.from_date.is_none_or(|d| r.created_at >= d) && f.to_date.is_none_or(|d| r.created_at <= d))
+            .cloned()
+            .collect();
+        found.reverse();
+        let total = found.len();
+        if let Some(per) = f.per_page {
+            found = found.into_iter().skip(per * f.page).take(per).collect();
+        }
+        (found, total)
+    }
+
+    pub fn delete(&self, workflow_name: &str, run_id: &str) -> bool {
+        let mut runs = self.runs.borrow_mut();
+        let before = runs.len();
+        runs.retain(|r| !(r.workflow_name == workflow_name && r.run_id == run_id));
+        runs.len() != before
+    }
+}
