@@ -12,6 +12,9 @@
 //   node bench/run.mjs --structured [--sizes 100,400] [--runs 3] [--json bench/results/structured.json]
 // --structured is the structured-output benchmark (bench/structured.mjs): the same JSON deltas read
 // with and without structuredOutput, µs per chunk and the ratio.
+//   node bench/run.mjs --tracing [--sizes 2000,20000] [--runs 5] [--json bench/results/tracing.json]
+// --tracing is the tracing benchmark (bench/tracing.mjs): the same deltas read with and without an
+// observability exporter, µs per chunk side by side.
 //
 // The server runs here; every measurement runs in a fresh `node bench/worker.mjs` so JIT warm-up
 // and GC state are comparable. Modes alternate round-robin, R runs each; the table shows medians.
@@ -26,6 +29,7 @@ import { gzipSync, constants as zlib } from 'node:zlib';
 import { startModelServer } from '../tests/server/model-server.mjs';
 import { memoryBenchmark } from './memory.mjs';
 import { structuredBenchmark } from './structured.mjs';
+import { tracingBenchmark } from './tracing.mjs';
 import { mainThreadBenchmark } from './main-thread.mjs';
 import { median, table } from './report.mjs';
 
@@ -45,11 +49,11 @@ const TARGETS = { perChunkRatio: 3, firstChunkOverheadMs: 1, packageGzipKB: 150 
 class UsageError extends Error {}
 
 function parseArgs(argv) {
-  const opts = { n: 20_000, runs: undefined, json: undefined, mem: false, structured: false, sizes: undefined };
+  const opts = { n: 20_000, runs: undefined, json: undefined, mem: false, structured: false, tracing: false, sizes: undefined };
   for (let i = 0; i < argv.length; i++) {
     let [key, value] = argv[i].split(/=(.*)/s, 2);
     if (key === '--help' || key === '-h') {
-      process.stdout.write('usage: node bench/run.mjs [--n N] [--runs R] [--json path]\n       node bench/run.mjs --mem [--sizes N,N…] [--runs R] [--json path]\n       node bench/run.mjs --structured [--sizes N,N…] [--runs R] [--json path]\n       node bench/run.mjs --main-thread [--n N] [--runs R] [--json path]\n');
+      process.stdout.write('usage: node bench/run.mjs [--n N] [--runs R] [--json path]\n       node bench/run.mjs --mem [--sizes N,N…] [--runs R] [--json path]\n       node bench/run.mjs --structured [--sizes N,N…] [--runs R] [--json path]\n       node bench/run.mjs --tracing [--sizes N,N…] [--runs R] [--json path]\n       node bench/run.mjs --main-thread [--n N] [--runs R] [--json path]\n');
       process.exit(0);
     }
     if (key === '--mem') {
@@ -58,6 +62,10 @@ function parseArgs(argv) {
     }
     if (key === '--structured') {
       opts.structured = true;
+      continue;
+    }
+    if (key === '--tracing') {
+      opts.tracing = true;
       continue;
     }
     if (key === '--main-thread') {
@@ -77,10 +85,10 @@ function parseArgs(argv) {
       opts[key.slice(2)] = number;
     }
   }
-  if (opts.mem && opts.structured) throw new UsageError('--mem and --structured are separate benchmarks');
-  opts.sizes ??= opts.structured ? [100, 400] : [200_000, 2_000_000];
-  opts.runs ??= opts.mem ? 1 : opts.structured || opts.mainThread ? 3 : 7;
-  opts.json ??= path.join(HERE, 'results', opts.mem ? 'memory.json' : opts.structured ? 'structured.json' : opts.mainThread ? 'main-thread.json' : 'latest.json');
+  if (Number(opts.mem) + Number(opts.structured) + Number(opts.tracing) + Number(opts.mainThread) > 1) throw new UsageError('--mem, --structured, --tracing and --main-thread are separate benchmarks');
+  opts.sizes ??= opts.structured ? [100, 400] : opts.tracing ? [2_000, 20_000] : [200_000, 2_000_000];
+  opts.runs ??= opts.mem ? 1 : opts.structured || opts.mainThread ? 3 : opts.tracing ? 5 : 7;
+  opts.json ??= path.join(HERE, 'results', opts.mem ? 'memory.json' : opts.structured ? 'structured.json' : opts.tracing ? 'tracing.json' : opts.mainThread ? 'main-thread.json' : 'latest.json');
   return opts;
 }
 
@@ -153,8 +161,9 @@ async function main() {
     if (await mainThreadBenchmark({ ...opts, writeReport })) process.exitCode = 1;
     return;
   }
-  if (opts.mem || opts.structured) {
-    const failed = await (opts.mem ? memoryBenchmark : structuredBenchmark)({ ...opts, runChild, startModelServer, writeReport });
+  if (opts.mem || opts.structured || opts.tracing) {
+    const bench = opts.mem ? memoryBenchmark : opts.structured ? structuredBenchmark : tracingBenchmark;
+    const failed = await bench({ ...opts, runChild, startModelServer, writeReport });
     if (failed) process.exitCode = 1;
     return;
   }

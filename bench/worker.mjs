@@ -1,6 +1,6 @@
 // One benchmark measurement in a fresh process: `node bench/worker.mjs <mode> <serverUrl> <N> [--mem]`.
 //
-//   mode       baseline | textStream | fullStream | baseline-tool | tool | plain-json | structured
+//   mode       baseline | textStream | fullStream | baseline-tool | tool | plain-json | structured | untraced | traced
 //   serverUrl  the model server's base URL, http://127.0.0.1:PORT/v1 (started by bench/run.mjs)
 //   N          deltas the server streams (model `deltas:N`, or `tool-then-deltas:N` for the tool modes:
 //              one tool call, then N deltas once the tool result is sent; `json-deltas:N` for the
@@ -24,7 +24,7 @@ import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { JSON_DELTAS_SCHEMA, jsonDeltaPieces } from '../tests/server/json-scripts.mjs';
 
-const MODES = ['baseline', 'textStream', 'fullStream', 'baseline-tool', 'tool', 'plain-json', 'structured'];
+const MODES = ['baseline', 'textStream', 'fullStream', 'baseline-tool', 'tool', 'plain-json', 'structured', 'untraced', 'traced'];
 
 const [mode, serverUrl, nArg, memArg] = process.argv.slice(2);
 const n = Number.parseInt(nArg, 10);
@@ -359,6 +359,41 @@ async function jsonReply() {
   return { totalMs, cpuMs, firstChunkMs, chunks, text, objects };
 }
 
+/**
+ * (f) The tracing pair, on the same `deltas:N` reply read through fullStream: `untraced` has no
+ * exporter; `traced` has one in-process exporter (counting events) on `observability`, so the run
+ * builds and exports its spans.
+ */
+async function tracedReply() {
+  const traced = mode === 'traced';
+  let events = 0;
+  const observability = traced ? { exporters: [{ exportTracingEvent: () => void events++ }] } : undefined;
+  const agent = new Agent({ id: 'bench', model: { id: `openai/deltas:${n}`, url: serverUrl, apiKey: 'bench', api: 'chat' }, observability });
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  let firstChunkMs = -1;
+  const out = await agent.stream('go');
+  let text = '';
+  let chunks = 0;
+  let finished = false;
+  for await (const chunk of out.fullStream) {
+    if (chunk.type === 'text-delta') {
+      if (firstChunkMs < 0) firstChunkMs = performance.now() - t0;
+      text += chunk.payload.text;
+      chunks++;
+      sample(chunks);
+    } else if (chunk.type === 'finish') {
+      finished = true;
+    }
+  }
+  const totalMs = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  if (!finished) throw new Error(`${mode}: no finish chunk`);
+  // agent_run, model_generation, model_step: started and ended.
+  if (traced ? events !== 6 : out.traceId !== undefined) throw new Error(`${mode}: ${events} span events, traceId ${out.traceId}`);
+  return { totalMs, cpuMs: (cpu.user + cpu.system) / 1000, firstChunkMs, chunks, text, spanEvents: events };
+}
+
 /** Fails loudly unless the run saw exactly what the server sent. */
 function check(label, run) {
   const problems = [];
@@ -377,7 +412,7 @@ function check(label, run) {
   if (problems.length) throw new Error(`${mode} ${label} run is wrong: ${problems.join('; ')}`);
 }
 
-const workloads = { baseline, textStream, fullStream, 'baseline-tool': baselineTool, tool, 'plain-json': jsonReply, structured: jsonReply };
+const workloads = { baseline, textStream, fullStream, 'baseline-tool': baselineTool, tool, 'plain-json': jsonReply, structured: jsonReply, untraced: tracedReply, traced: tracedReply };
 
 try {
   if (mode !== 'baseline' && mode !== 'baseline-tool') await loadPackage();
@@ -395,7 +430,9 @@ try {
     firstChunkMs: measured.firstChunkMs,
     ...(measured.toolCallMs === undefined ? {} : { toolCallMs: measured.toolCallMs }),
     chunks: measured.chunks,
-    ...(measured.objects === undefined ? {} : { objects: measured.objects, cpuMs: measured.cpuMs }),
+    ...(measured.objects === undefined ? {} : { objects: measured.objects }),
+    ...(measured.cpuMs === undefined ? {} : { cpuMs: measured.cpuMs }),
+    ...(measured.spanEvents === undefined ? {} : { spanEvents: measured.spanEvents }),
     textLength: measured.text.length,
     maxRssKB: process.resourceUsage().maxRSS,
     ...(warm ? { warmup: { totalMs: warm.totalMs, firstChunkMs: warm.firstChunkMs } } : {}),

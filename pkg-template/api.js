@@ -28,5 +28,7 @@ export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory,
 export { TokenLimiterProcessor as TokenLimiter } from './wasm_agent.js';
 export { UnicodeNormalizer } from './processors.js';
 export { createScorer, MastraScorer, ScorerError } from './scorers.js';
+export { Observability, OtlpExporter } from './tracing.js';
+export { SpanHandle } from './wasm_agent.js';
 export { LanguageDetector, ModerationProcessor, PIIDetector, PromptInjectionDetector, SystemPromptScrubber } from './guard-processors.js';
 export { serveAgents } from './serve-agents.js';

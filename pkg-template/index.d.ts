@@ -19,7 +19,10 @@ export type {
   WorkflowSchema, StepContext, StepDefinition, AgentStepOptions, StepCondition, MapSource, WorkflowConfig, WorkflowRunOptions,
   WorkflowRunStatus, WorkflowStepRecord, WorkflowResult, WorkflowStreamEvent, WorkflowResumeOptions, WorkflowRunQuery, WorkflowRunListEntry, WorkflowRunRecord,
   Embedder, VectorRecord,
+  SpanOptions, ExportedSpan, TracingEvent, TracingExporter, ObservabilityConfig,
 } from './wasm_agent.js';
+export { SpanHandle } from './wasm_agent.js';
+import type { ObservabilityConfig, TracingEvent, TracingExporter } from './wasm_agent.js';
 export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, toAISdkMessages, toAISdkV5Messages, Mastra, BatchPartsProcessor, TokenLimiterProcessor, createStep, createWorkflow, Step, Workflow, Run, WorkflowRunOutput } from './wasm_agent.js';
 export { TokenLimiterProcessor as TokenLimiter } from './wasm_agent.js';
 /** A request context (a `Map`, as the reference's `RequestContext`); each delegated run gets its own copy. */
@@ -242,6 +245,22 @@ declare module './wasm_agent.js' {
   }
 }
 
+/** The reference's `new Observability({ configs: { default: { serviceName, exporters, sampling } } })`, accepted as `observability`. */
+export declare class Observability {
+  constructor(config: { configs: Record<string, ObservabilityConfig> });
+  readonly configs: Record<string, ObservabilityConfig>;
+  /** The config in use: `default`, else the first. */
+  getDefaultInstance(): ObservabilityConfig | undefined;
+}
+/** Posts each finished trace to an OTLP/HTTP collector as JSON (SPEC §16.5); a failed post is logged once and dropped. */
+export declare class OtlpExporter implements TracingExporter {
+  constructor(config: { url: string; headers?: Record<string, string>; serviceName?: string; timeoutMs?: number; maxBatchSize?: number });
+  readonly name: 'otlp';
+  exportTracingEvent(event: TracingEvent): void;
+  /** Posts what is buffered; settles once every post so far was answered. */
+  flush(): Promise<void>;
+  shutdown(): Promise<void>;
+}
 /**
  * Serves `agents` to pages that `connectAgent` from `wasm-agent/client` (SPEC §21.1). `target`:
  * a `MessagePort`, or by default this worker's global scope (a dedicated Worker's `self`, or

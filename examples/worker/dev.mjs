@@ -57,7 +57,7 @@ const source = readFileSync(path.join(HERE, 'worker.js'), 'utf8').replace(
   (_, kw, q, spec) => `${kw}${q}${path.relative(HERE, resolvePackage(spec)).split(path.sep).join('/')}${q}`,
 );
 const modules = [{ type: 'ESModule', path: path.join(HERE, 'worker.js'), contents: source }];
-for (const file of ['index.workerd.js', 'api.js', 'processors.js', 'guard-processors.js', 'scorers.js', 'serve-agents.js', 'wire.js', 'wasm_agent.js', 'durable-object-store.js', 'wasm_agent_bg.wasm']) {
+for (const file of ['index.workerd.js', 'api.js', 'processors.js', 'guard-processors.js', 'scorers.js', 'tracing.js', 'serve-agents.js', 'wire.js', 'wasm_agent.js', 'durable-object-store.js', 'wasm_agent_bg.wasm']) {
   modules.push({ type: file.endsWith('.wasm') ? 'CompiledWasm' : 'ESModule', path: path.join(PKG, file), contents: readFileSync(path.join(PKG, file)) });
 }
 

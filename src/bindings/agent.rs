@@ -42,7 +42,7 @@ const KNOWN_CONFIG_KEYS: &[&str] = &[
     "id", "name", "description", "instructions", "maxRetries", "model", "defaultOptions", "tools", "memory",
     "backgroundTasks", "agents", "workflows", "scorers", "evals", "voice", "inputProcessors", "outputProcessors",
     "maxProcessorRetries", "defaultGenerateOptions", "defaultStreamOptions", "requestContextSchema", "workspace",
-    "mastra",
+    "mastra", "observability",
 ];
 /// The keys of a `{ id, url, apiKey, headers, api }` model.
 const MODEL_KEYS: &[&str] = &["id", "url", "apiKey", "headers", "api"];
@@ -80,6 +80,9 @@ pub(super) struct Inner {
     scorers: Option<JsValue>,
     /// The scorers registered with the `Mastra` the agent is in, and its storage.
     mastra: RefCell<(JsValue, JsValue)>,
+    /// `observability` of the config, else the container's (SPEC §16.1).
+    #[cfg(feature = "tracing")]
+    observability: RefCell<super::tracing::ObservabilityPair>,
 }
 
 thread_local! {
@@ -195,6 +198,11 @@ impl Agent {
         let runs_store = super::resume::runs_store(memory.as_ref());
         let idle_wrappers = RefCell::new(Vec::new());
         let agents = parse_agents(&read(&config, "agents", "config")?, "config.agents")?;
+        let observability = read(&config, "observability", "config")?;
+        #[cfg(feature = "tracing")]
+        let observability = RefCell::new((super::tracing::parse_observability(&observability, "config.observability")?, None));
+        #[cfg(not(feature = "tracing"))]
+        super::unsupported::not_in_build(&observability, "config.observability", "tracing");
         let ref_id = AGENTS.with(|a| a.reserve());
         let agent = Agent {
             inner: Rc::new(Inner {
@@ -216,6 +224,8 @@ impl Agent {
                 ref_id,
                 scorers,
                 mastra: RefCell::new((JsValue::UNDEFINED, JsValue::UNDEFINED)),
+                #[cfg(feature = "tracing")]
+                observability,
             }),
         };
         AGENTS.with(|a| a.insert(ref_id, &agent.inner));
@@ -260,6 +270,19 @@ impl Agent {
             }
         }
         *self.inner.mastra.borrow_mut() = (scorers, storage);
+    }
+
+    /// Joins a container's `observability` (used when the agent has none of its own).
+    #[doc(hidden)]
+    #[wasm_bindgen(js_name = __joinObservability, skip_typescript)]
+    pub fn join_observability(&self, observability: JsValue) -> Result<(), JsValue> {
+        #[cfg(feature = "tracing")]
+        {
+            self.inner.observability.borrow_mut().1 = super::tracing::parse_observability(&observability, "new Mastra(config).observability")?;
+        }
+        #[cfg(not(feature = "tracing"))]
+        super::unsupported::not_in_build(&observability, "new Mastra(config).observability", "tracing");
+        Ok(())
     }
 
     /// Joins a container's background task manager (`new Mastra({ agents, backgroundTasks })`),
@@ -403,11 +426,17 @@ impl Agent {
     /// A delegated run of this agent (SPEC §18.3): parsed as a call with only the copied
     /// `requestContext`, then given the supervisor's conversation as context, the call's
     /// instructions after its own, and the step limit. Memory is the core's to decide.
-    pub(crate) fn sub_run(&self, spec: &SubRunSpec, request_context: JsValue) -> Result<SubRun, JsValue> {
+    pub(crate) fn sub_run(&self, spec: &SubRunSpec, request_context: JsValue, parent: Option<(Rc<crate::core::tracing::Tracer>, String)>) -> Result<SubRun, JsValue> {
         let inner = &self.inner;
         let options = js_sys::Object::new();
         let _ = Reflect::set(&options, &"requestContext".into(), &request_context);
         let mut call = options::parse(&options.into(), &self.defaults())?;
+        #[cfg(feature = "tracing")]
+        if let Some((t, id)) = parent {
+            call.trace.parent = Some(super::tracing::Parent::Ours(t, id));
+        }
+        #[cfg(not(feature = "tracing"))]
+        drop(parent);
         call.opts.context = spec.context.clone();
         call.opts.instructions = Some(delegation::with_instructions(&inner.config.instructions, spec.instructions.as_deref()));
         let own_max = inner.config.default_options.get("maxSteps").and_then(Value::as_u64).map(|n| n.min(u32::MAX as u64) as u32);
@@ -446,6 +475,7 @@ impl Agent {
         turn.cfg.input_ids = input_ids;
         let idle = self.idle_setup(&call, &turn);
         let shared = Shared::new(turn.run_id.clone(), turn.abort.clone());
+        shared.set_trace(turn.trace.clone());
         if turn.cfg.transport != Transport::Fetch {
             shared.use_sockets();
         }
@@ -534,6 +564,8 @@ impl Agent {
         };
         let memory = call.memory.clone();
         let title = call.title.as_ref().map(|t| t.job(&model, &inner.model_name, call.max_retries));
+        #[cfg(feature = "tracing")]
+        let tracer = self.tracer(call, &run_id, &input);
         let input_len = input.len();
         let prompt = build_prompt(&inner.config.instructions, &opts, input);
         let input_start = prompt.len() - input_len;
@@ -545,8 +577,16 @@ impl Agent {
             resource_id: memory.as_ref().map(|m| m.resource_id.clone()),
             abort_signal: tool_signal,
             request_context: call.request_context.clone(),
+            #[cfg(feature = "tracing")]
+            tracing_context: super::tracing::tool_context(tracer.as_ref()),
+            #[cfg(not(feature = "tracing"))]
+            tracing_context: None,
         };
-        let penv = ProcessorEnv { run_id: run_id.clone(), request_context: call.request_context.clone(), abort_signal: env.abort_signal.clone() };
+        #[cfg(feature = "tracing")]
+        let tracing_context = super::tracing::root_context(tracer.as_ref());
+        #[cfg(not(feature = "tracing"))]
+        let tracing_context = js_sys::Object::new().into();
+        let penv = ProcessorEnv { run_id: run_id.clone(), request_context: call.request_context.clone(), abort_signal: env.abort_signal.clone(), tracing_context };
         let (own, agent) = (&call.processors, &inner.processors);
         let run_processors = crate::core::run::processors::Processors {
             input: own.input.as_ref().or(agent.input.as_ref()).map(|l| processors::instantiate(l, &penv)).unwrap_or_default(),
@@ -580,7 +620,10 @@ impl Agent {
             setting_warnings: if directive.is_none() { call.setting_warnings.clone() } else { Vec::new() },
             structured: call.structured.clone(),
             processors: run_processors,
-            delegation: JsDelegator::delegation(inner.agents.as_ref(), &call.delegation, &call.request_context, (&inner.config.id, &inner.config.name)),
+            #[cfg(feature = "tracing")]
+            delegation: JsDelegator::delegation(inner.agents.as_ref(), &call.delegation, &call.request_context, (&inner.config.id, &inner.config.name), tracer.clone()),
+            #[cfg(not(feature = "tracing"))]
+            delegation: JsDelegator::delegation(inner.agents.as_ref(), &call.delegation, &call.request_context, (&inner.config.id, &inner.config.name), None),
             scoring: scoring.is_some(),
             #[cfg(feature = "scorers")]
             completion: call.completion.as_ref().map(|c| {
@@ -591,6 +634,10 @@ impl Agent {
             completion: None,
             runs: Some(super::resume::runs_cfg(inner, call, &opts)),
             resume: None,
+            #[cfg(feature = "tracing")]
+            tracing: tracer.clone(),
+            #[cfg(not(feature = "tracing"))]
+            tracing: None,
         };
         let approvals = Rc::new(Approvals::default());
         let live = super::resume::LiveRun::new(approvals.clone(), abort.clone());
@@ -603,6 +650,10 @@ impl Agent {
                 inner.runs.borrow_mut().retain(|(r, _)| *r != id);
             }
         });
+        #[cfg(feature = "tracing")]
+        let trace = tracer.map(|t| (t.trace_id().to_string(), t.root_id().to_string()));
+        #[cfg(not(feature = "tracing"))]
+        let trace = None;
         #[cfg(feature = "watch")]
         let tap = match (&inner.memory, &call.memory) {
             (Some(m), Some(run)) => Some(super::watch::ChunkTap {
@@ -620,8 +671,38 @@ impl Agent {
             abort,
             done,
             scoring,
+            trace,
             #[cfg(feature = "watch")]
             tap,
+        })
+    }
+
+    /// The tracer of a turn, when the call is traced (SPEC §16).
+    #[cfg(feature = "tracing")]
+    fn tracer(&self, call: &CallSetup, run_id: &str, input: &[ModelMessage]) -> Option<Rc<crate::core::tracing::Tracer>> {
+        let inner = &self.inner;
+        let obs = {
+            let o = inner.observability.borrow();
+            o.0.clone().or_else(|| o.1.clone())
+        };
+        let mut secrets = Vec::new();
+        if let AgentModel::Http(e) = &inner.model {
+            secrets.extend(e.api_key.clone());
+            secrets.extend(e.headers.iter().filter(|(k, _)| crate::core::tracing::redact::is_key_header(k)).map(|(_, v)| v.clone()));
+        }
+        let instructions = Some(inner.config.instructions.join("\n")).filter(|s| !s.is_empty());
+        super::tracing::tracer_for(super::tracing::TurnTrace {
+            observability: obs.as_ref(),
+            options: &call.trace,
+            run_id,
+            agent_id: &inner.config.id,
+            agent_name: &inner.config.name,
+            instructions,
+            model_id: &inner.model_name,
+            provider: &inner.provider,
+            request_context: &call.request_context,
+            input: crate::core::step::messages_json(input),
+            secrets,
         })
     }
 

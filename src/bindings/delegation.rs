@@ -200,16 +200,24 @@ pub(crate) struct JsDelegator {
     resolved: RefCell<Vec<(String, Agent)>>,
     /// Each delegation's own request context, made for `onDelegationStart`, by tool call id.
     contexts: RefCell<Vec<(String, JsValue)>>,
+    /// The supervisor's tracer: a sub-agent's run nests under its tool call's span (SPEC §16.2).
+    tracer: Option<Rc<crate::core::tracing::Tracer>>,
 }
 
 impl JsDelegator {
     /// The run's delegation, when the agent has `agents`.
-    pub(crate) fn delegation(config: Option<&AgentsConfig>, setup: &DelegationSetup, request_context: &JsValue, parent: (&str, &str)) -> Option<Delegation> {
+    pub(crate) fn delegation(
+        config: Option<&AgentsConfig>,
+        setup: &DelegationSetup,
+        request_context: &JsValue,
+        parent: (&str, &str),
+        tracer: Option<Rc<crate::core::tracing::Tracer>>,
+    ) -> Option<Delegation> {
         // Without the feature no agent has `agents` (refused at `new Agent`): nothing to wire.
         #[cfg(not(feature = "subagents"))]
         return None;
         let config = config?.clone();
-        let host = JsDelegator { config, setup: setup.clone(), request_context: request_context.clone(), resolved: Default::default(), contexts: Default::default() };
+        let host = JsDelegator { config, setup: setup.clone(), request_context: request_context.clone(), resolved: Default::default(), contexts: Default::default(), tracer };
         let mut d = Delegation::new(Rc::new(host));
         d.include_tool_results = setup.include_tool_results;
         d.hook_error_strategy = setup.strategy;
@@ -287,7 +295,8 @@ impl Delegator for JsDelegator {
         let agent = agent.ok_or_else(|| format!("no agent '{}'", spec.key))?;
         let context = self.context_for(&spec.tool_call_id);
         self.contexts.borrow_mut().retain(|(id, _)| *id != spec.tool_call_id);
-        agent.sub_run(spec, context).map_err(|e| thrown_message(&e))
+        let parent = self.tracer.as_ref().map(|t| (t.clone(), t.span_of_tool(&spec.tool_call_id)));
+        agent.sub_run(spec, context, parent).map_err(|e| thrown_message(&e))
     }
 
     fn on_start<'a>(&'a self, ctx: &'a StartCtx) -> LocalFuture<'a, Result<Option<StartDecision>, HookError>> {

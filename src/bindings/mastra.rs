@@ -60,6 +60,7 @@ impl Mastra {
         }
         let scorers = super::scorers::check_registered(&get("scorers")?, "new Mastra(config).scorers")?;
         let storage = get("storage")?;
+        let observability = get("observability")?;
         let agents_js = get("agents")?;
         let mut agents = Vec::new();
         if !(agents_js.is_undefined() || agents_js.is_null()) {
@@ -82,6 +83,12 @@ impl Mastra {
                     let join_mastra = Reflect::get(&agent, &"__joinMastra".into()).ok().and_then(|f| f.dyn_into::<Function>().ok());
                     if let Some(f) = join_mastra {
                         f.call2(&agent, &scorers, &storage)?;
+                    }
+                }
+                if !(observability.is_undefined() || observability.is_null()) {
+                    let join_obs = Reflect::get(&agent, &"__joinObservability".into()).ok().and_then(|f| f.dyn_into::<Function>().ok());
+                    if let Some(f) = join_obs {
+                        f.call1(&agent, &observability)?;
                     }
                 }
                 agents.push((name, agent));

@@ -24,12 +24,16 @@ pub mod scorers;
 #[cfg(feature = "scorers")]
 pub mod completion;
 pub mod share;
+#[cfg(feature = "tracing")]
+pub mod span_handle;
 pub mod stop;
 pub mod structured;
 pub mod suspend;
 pub mod resume;
 pub mod tool_types;
 pub mod tools;
+#[cfg(feature = "tracing")]
+pub mod tracing;
 pub mod ui_messages;
 pub mod unsupported;
 #[cfg(feature = "watch")]

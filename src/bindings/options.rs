@@ -64,6 +64,12 @@ const OTHER_KEYS: &[&str] = &[
     "delegation",
     "scorers",
     "returnScorerData",
+    #[cfg(feature = "tracing")]
+    "tracingOptions",
+    #[cfg(feature = "tracing")]
+    "tracingContext",
+    #[cfg(feature = "tracing")]
+    "telemetry",
     "isTaskComplete",
 ];
 
@@ -141,6 +147,9 @@ pub(crate) struct CallSetup {
     /// The call's `scorers` record (replaces the agent's), checked; `returnScorerData`.
     pub scorers: Option<JsValue>,
     pub return_scorer_data: bool,
+    /// `tracingOptions`, `tracingContext`, `telemetry` (SPEC §16–17).
+    #[cfg(feature = "tracing")]
+    pub trace: super::tracing::TraceOptions,
     /// `isTaskComplete` (SPEC §15).
     #[cfg(feature = "scorers")]
     pub completion: Option<Rc<super::completion::CompletionSetup>>,
@@ -261,9 +270,13 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
     if return_scorer_data {
         return Err(error_to_js(&crate::core::features::not_built("options.returnScorerData", "scorers", "scorers")));
     }
+    #[cfg(feature = "tracing")]
+    let trace = super::tracing::parse_trace_options(&opt)?;
     #[cfg(feature = "scorers")]
     let completion = super::completion::parse(&opt("isTaskComplete")?, "options.isTaskComplete")?;
     Ok(CallSetup {
+        #[cfg(feature = "tracing")]
+        trace,
         #[cfg(feature = "scorers")]
         completion,
         scorers,

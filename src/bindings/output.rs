@@ -108,6 +108,8 @@ pub struct Shared {
     objects: Rc<ObjectStreams>,
     /// `scores`: the promise handed out and its resolve function while pending, or the value.
     scores: RefCell<(Option<Promise>, Option<Function>, Option<JsValue>)>,
+    /// The trace id and root span id of a traced run.
+    trace: RefCell<Option<(String, String)>>,
 }
 
 impl Shared {
@@ -121,7 +123,16 @@ impl Shared {
             socket_runs: RefCell::new(None),
             objects: Rc::default(),
             scores: RefCell::new((None, None, None)),
+            trace: RefCell::new(None),
         })
+    }
+
+    pub fn set_trace(&self, trace: Option<(String, String)>) {
+        *self.trace.borrow_mut() = trace;
+    }
+
+    pub fn trace(&self) -> Option<(String, String)> {
+        self.trace.borrow().clone()
     }
 
     /// `out.scores` settles with `scores` (an array, or a promise of one). Later calls change nothing.
@@ -481,10 +492,16 @@ impl AgentStreamOutput {
         out.into()
     }
 
-    /// The trace id when tracing is on; tracing arrives in a later version, so `undefined` for now.
+    /// The run's trace id (32 hex) when it is traced (an `observability` exporter), else `undefined`.
     #[wasm_bindgen(getter = traceId, unchecked_return_type = "string | undefined")]
     pub fn trace_id(&self) -> JsValue {
-        JsValue::UNDEFINED
+        self.shared.trace().map_or(JsValue::UNDEFINED, |(t, _)| t.into())
+    }
+
+    /// The id of the run's `agent_run` span (16 hex) when it is traced, else `undefined`.
+    #[wasm_bindgen(getter = spanId, unchecked_return_type = "string | undefined")]
+    pub fn span_id(&self) -> JsValue {
+        self.shared.trace().map_or(JsValue::UNDEFINED, |(_, s)| s.into())
     }
 
     /// The reply's text, all steps joined. Like every promise here, rejects with the run's error

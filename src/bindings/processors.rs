@@ -240,6 +240,8 @@ pub(crate) struct ProcessorEnv {
     pub run_id: String,
     pub request_context: JsValue,
     pub abort_signal: JsValue,
+    /// `{ currentSpan }` on the run's root span when traced, else `{}`.
+    pub tracing_context: JsValue,
 }
 
 /// The processors of one run, fresh.
@@ -313,7 +315,7 @@ impl JsProcessor {
         set("runId", &JsValue::from_str(&env.run_id));
         set("requestContext", &env.request_context);
         set("abortSignal", &env.abort_signal);
-        set("tracingContext", &Object::new());
+        set("tracingContext", &env.tracing_context);
         let common_output = Object::assign(&Object::new(), &common_input);
         let _ = Reflect::set(&common_output, &"writer".into(), &writer);
         JsProcessor {

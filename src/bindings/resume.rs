@@ -351,6 +351,7 @@ impl Agent {
         turn.cfg.resume = Some(restored);
         let idle = self.idle_setup(&call, &turn);
         let shared = Shared::new(turn.run_id.clone(), turn.abort.clone());
+        shared.set_trace(turn.trace.clone());
         spawn_run(turn, shared.clone(), call, idle);
         Ok(AgentStreamOutput::new(shared))
     }

@@ -115,6 +115,8 @@ pub struct Turn {
     pub done: Box<dyn FnOnce()>,
     /// Scorers and scoring data of the run (the first turn of a call only).
     pub scoring: Option<super::scorers::ScoreJob>,
+    /// The run's trace id and root span id, when it is traced (SPEC §16.4).
+    pub trace: Option<(String, String)>,
     /// Watchers of the run's memory thread (SPEC §21.2).
     #[cfg(feature = "watch")]
     pub tap: Option<super::watch::ChunkTap>,
@@ -206,6 +208,10 @@ async fn settle_first(
     scoring_data: Option<&serde_json::Value>,
 ) -> Result<JsValue, JsValue> {
     let full = from_json_shared(outcome.output_json(run_id));
+    if let Some((trace, span)) = sink.shared.trace() {
+        let _ = Reflect::set(&full, &"traceId".into(), &trace.into());
+        let _ = Reflect::set(&full, &"spanId".into(), &span.into());
+    }
     if let Some(data) = scoring_data {
         let _ = Reflect::set(&full, &"scoringData".into(), &super::convert::from_json(data));
     }

@@ -252,6 +252,9 @@ pub async fn call_async(f: &Function, this: &JsValue, args: &[&JsValue]) -> Resu
 }
 
 /// Per-run facts a tool's `context` carries.
+/// Makes a tool call's `tracingContext` from its tool call id.
+pub type TracingContextFn = Rc<dyn Fn(&str) -> JsValue>;
+
 #[derive(Clone)]
 pub struct ToolEnv {
     pub run_id: String,
@@ -261,6 +264,8 @@ pub struct ToolEnv {
     pub resource_id: Option<String>,
     pub abort_signal: JsValue,
     pub request_context: JsValue,
+    /// `tracingContext` of a call (SPEC §16.4), by tool call id; `{}` when the run is not traced.
+    pub tracing_context: Option<TracingContextFn>,
 }
 
 /// Validates with a Standard Schema: the parsed value, or a message for the model.
@@ -317,6 +322,8 @@ pub async fn execute(tool: &JsTool, input: JsValue, env: &ToolEnv, ctx: ToolCtx<
     set(&context, "messages", &messages);
     set(&context, "abortSignal", &env.abort_signal);
     set(&context, "requestContext", &env.request_context);
+    let tracing = env.tracing_context.as_ref().map_or_else(|| Object::new().into(), |f| f(&ctx.call.tool_call_id));
+    set(&context, "tracingContext", &tracing);
     set(&context, "writer", &writer(ctx.call, &queue));
     let agent = Object::new();
     set(&agent, "agentId", &agent_id);

@@ -40,23 +40,32 @@ export interface StreamOptions {
     agents?: Record<string, { versionId: string } | { status: 'draft' | 'published' }>;
     defaultStatus?: 'draft' | 'published';
   };
-  /** Not honoured yet (adds an `unsupported-setting` warning): no trace is recorded. */
+  /**
+   * How this run is traced (SPEC §16.3; wasm-agent/lite has no tracing and warns): join a trace
+   * (`traceId`, `parentSpanId` as the external parent), root-only `tags`, `metadata` on every
+   * span, `requestContextKeys` (dot paths) copied into metadata.
+   */
   tracingOptions?: {
     metadata?: Record<string, unknown>;
     requestContextKeys?: string[];
     traceId?: string;
     parentSpanId?: string;
     tags?: string[];
+    rootSpanName?: string;
+    hideInput?: boolean;
+    hideOutput?: boolean;
   };
-  /** Not honoured yet (adds an `unsupported-setting` warning). */
-  tracingContext?: { currentSpan?: unknown };
-  /** Not honoured yet (adds an `unsupported-setting` warning): no telemetry is collected. */
+  /** Nests this run's `agent_run` span under `currentSpan` (a tool's or processor's `tracingContext`). */
+  tracingContext?: { currentSpan?: SpanHandle | { traceId: string; id: string } };
+  /** The AI SDK's telemetry settings, mapped onto the run's spans (SPEC §17). */
   telemetry?: {
     isEnabled?: boolean;
     recordInputs?: boolean;
     recordOutputs?: boolean;
     functionId?: string;
     metadata?: Record<string, unknown>;
+    /** Not used: spans go to the `observability` exporters (a warning says so). */
+    tracer?: unknown;
   };
   /** Not honoured yet (adds an `unsupported-setting` warning): chunks are not logged for reconnecting. */
   reconnectable?: boolean | { retainMs?: number };
@@ -192,4 +201,26 @@ fn read(obj: &JsValue, key: &str, path: &str, name: &str) -> Result<JsValue, JsV
         let msg = Reflect::get(&e, &"message".into()).ok().and_then(|m| m.as_string()).unwrap_or_default();
         type_error(&format!("{path}.{name}"), &format!("could not be read (reading it threw: {msg})"))
     })
+}
+
+/// A value given for an option whose feature this build left out: one `console.warn` per name.
+#[allow(dead_code)]
+pub(crate) fn not_in_build(v: &JsValue, field: &str, feature: &str) {
+    if v.is_undefined() || v.is_null() {
+        return;
+    }
+    thread_local! {
+        static TOLD: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    }
+    let first = TOLD.with(|t| {
+        let mut t = t.borrow_mut();
+        let new = !t.iter().any(|n| n == field);
+        if new {
+            t.push(field.to_string());
+        }
+        new
+    });
+    if first {
+        super::report::warn(&format!("wasm-agent: {field} is not supported in this build (it has no '{feature}' feature, e.g. wasm-agent/lite): it is ignored."));
+    }
 }

@@ -42,6 +42,22 @@ pub trait Env {
     fn now_ms(&self) -> f64;
     /// A fresh unique id.
     fn new_id(&self) -> String;
+    /// Fills `buf` with random bytes (trace and span ids). By default they are mixed from
+    /// `new_id`, which is enough for scripted environments.
+    fn random_bytes(&self, buf: &mut [u8]) {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in self.new_id().bytes() {
+            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+        for chunk in buf.chunks_mut(8) {
+            h = h.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = h;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
+        }
+    }
     /// Sends a Responses call on a WebSocket; the events come back as the body, framed as SSE
     /// (`data: <event>`), ending after the response's last event. A runtime without one says so.
     fn socket(&self, req: SocketRequest) -> LocalFuture<'static, Result<HttpResponse, SocketError>> {

@@ -28,6 +28,7 @@ pub mod scoring;
 pub mod step;
 pub mod structured_schema;
 pub mod tools;
+pub mod tracing;
 pub mod transport;
 pub mod unsupported;
 pub mod until_idle;

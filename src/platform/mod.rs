@@ -60,6 +60,10 @@ impl Env for JsEnv {
     fn new_id(&self) -> String {
         random_uuid()
     }
+
+    fn random_bytes(&self, buf: &mut [u8]) {
+        fill_random(buf);
+    }
 }
 
 /// A version-4 UUID. `crypto.randomUUID` exists only in secure contexts, so the bytes come from

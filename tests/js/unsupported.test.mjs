@@ -34,9 +34,6 @@ const toldAbout = (name) => told.filter((l) => l.includes(`'${name}'`));
 const SENTIMENT = { type: 'object', properties: { sentiment: { type: 'string' } } };
 const UNSUPPORTED = {
   versions: { agents: { helper: { status: 'published' } } },
-  tracingOptions: { metadata: { userId: 'u1' }, tags: ['docs'] },
-  tracingContext: { currentSpan: { id: 'span-1' } },
-  telemetry: { isEnabled: true, functionId: 'chat' },
   reconnectable: { retainMs: 1000 },
 };
 
@@ -87,9 +84,8 @@ test('several unsupported options in one call: one warning each, in one list, li
   const { warnings, stepStart, chunks } = await warningsOf(agentOn(), {
     reconnectable: UNSUPPORTED.reconnectable,
     versions: UNSUPPORTED.versions,
-    telemetry: UNSUPPORTED.telemetry,
   });
-  assert.deepEqual(settingsOf(warnings), ['versions', 'telemetry', 'reconnectable']);
+  assert.deepEqual(settingsOf(warnings), ['versions', 'reconnectable']);
   assert.deepEqual(stepStart, warnings);
   assert.equal(chunks.filter((c) => c.type === 'step-start').length, 1);
 });
@@ -102,12 +98,12 @@ test('versions is always reported: the reference resolves it with its editor pac
 });
 
 test('an unsupported option given only in the agent\'s defaultOptions warns too; the call\'s own value wins', T, async () => {
-  const agent = agentOn({ defaultOptions: { telemetry: { isEnabled: true }, maxSteps: 2 } });
+  const agent = agentOn({ defaultOptions: { reconnectable: true, maxSteps: 2 } });
   const { warnings, stepStart } = await warningsOf(agent, {});
-  assert.deepEqual(settingsOf(warnings), ['telemetry']);
+  assert.deepEqual(settingsOf(warnings), ['reconnectable']);
   assert.deepEqual(stepStart, warnings);
   // The call turns it off: nothing to warn about.
-  const off = await warningsOf(agent, { telemetry: false });
+  const off = await warningsOf(agent, { reconnectable: false });
   assert.deepEqual(off.warnings, []);
 });
 

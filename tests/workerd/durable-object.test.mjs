@@ -158,7 +158,7 @@ function workerModules() {
     { type: 'ESModule', path: path.join(EXAMPLE, 'worker.js'), contents: rewrite(readFileSync(path.join(EXAMPLE, 'worker.js'), 'utf8'), EXAMPLE) },
   ];
   // The package files the example pulls in (the workerd entry imports the rest).
-  for (const file of ['index.workerd.js', 'api.js', 'processors.js', 'guard-processors.js', 'scorers.js', 'serve-agents.js', 'wire.js', 'wasm_agent.js', 'durable-object-store.js', 'wasm_agent_bg.wasm']) {
+  for (const file of ['index.workerd.js', 'api.js', 'processors.js', 'guard-processors.js', 'scorers.js', 'tracing.js', 'serve-agents.js', 'wire.js', 'wasm_agent.js', 'durable-object-store.js', 'wasm_agent_bg.wasm']) {
     const full = path.join(PKG, file);
     const type = file.endsWith('.wasm') ? 'CompiledWasm' : 'ESModule';
     modules.push({ type, path: full, contents: readFileSync(full) });
@@ -169,7 +169,7 @@ function workerModules() {
 
 before(
   async () => {
-    for (const file of ['package.json', 'index.workerd.js', 'api.js', 'processors.js', 'guard-processors.js', 'scorers.js', 'serve-agents.js', 'wire.js', 'wasm_agent.js', 'wasm_agent_bg.wasm', 'durable-object-store.js']) {
+    for (const file of ['package.json', 'index.workerd.js', 'api.js', 'processors.js', 'guard-processors.js', 'scorers.js', 'tracing.js', 'serve-agents.js', 'wire.js', 'wasm_agent.js', 'wasm_agent_bg.wasm', 'durable-object-store.js']) {
       if (!existsSync(path.join(PKG, file))) throw new Error(`pkg/${file} is missing: build the package first (./x build)`);
     }
     // The model server listens before anything fetches from it.

@@ -21,7 +21,7 @@ export function useWorker(script, bindings) {
   const env = { server: null, mf: null, baseUrl: null };
   before(
     async () => {
-      for (const file of ['index.workerd.js', 'api.js', 'processors.js', 'guard-processors.js', 'scorers.js', 'serve-agents.js', 'wire.js', 'wasm_agent.js', 'wasm_agent_bg.wasm']) {
+      for (const file of ['index.workerd.js', 'api.js', 'processors.js', 'guard-processors.js', 'scorers.js', 'tracing.js', 'serve-agents.js', 'wire.js', 'wasm_agent.js', 'wasm_agent_bg.wasm']) {
         if (!existsSync(path.join(PKG, file))) throw new Error(`pkg/${file} is missing: build the package first (./x build)`);
       }
       // The model server listens before anything fetches from it.

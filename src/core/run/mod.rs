@@ -90,6 +90,8 @@ pub struct RunConfig {
     pub runs: Option<suspend::RunsCfg>,
     /// Resume from a stored snapshot instead of starting (SPEC §19.3).
     pub resume: Option<suspend::Resume>,
+    /// The run's spans (SPEC §16), when it is traced.
+    pub tracing: Option<Rc<super::tracing::Tracer>>,
 }
 
 /// The manager a run hands background calls to, and the agent they belong to.
@@ -109,8 +111,50 @@ pub trait Sink {
 }
 
 /// Runs the loop to its end. Every chunk, including the final `finish`, `error` or `abort`,
-/// goes to `sink`; the outcome carries the aggregates.
+/// goes to `sink`; the outcome carries the aggregates. A traced run's spans follow its chunks
+/// and end with it (SPEC §16.2).
 pub async fn run(
+    cfg: RunConfig,
+    env: &dyn Env,
+    sink: &dyn Sink,
+    hooks: &dyn Hooks,
+    approvals: &Approvals,
+    abort: &AbortFlag,
+) -> RunOutcome {
+    // One await of the loop, traced or not (the sink is the only difference).
+    #[cfg(feature = "tracing")]
+    let tracer = cfg.tracing.clone();
+    #[cfg(feature = "tracing")]
+    let traced = tracer.as_deref().map(|t| {
+        t.start_run(run_facts(&cfg), env);
+        super::tracing::TracingSink { inner: sink, tracer: t, env }
+    });
+    #[cfg(feature = "tracing")]
+    let sink: &dyn Sink = match &traced {
+        Some(s) => s,
+        None => sink,
+    };
+    let outcome = run_untraced(cfg, env, sink, hooks, approvals, abort).await;
+    #[cfg(feature = "tracing")]
+    if let Some(t) = &tracer {
+        t.end_run(&outcome, env);
+    }
+    outcome
+}
+
+/// What the root and generation spans say about the run.
+#[cfg(feature = "tracing")]
+fn run_facts(cfg: &RunConfig) -> super::tracing::tracer::RunFacts<'_> {
+    super::tracing::tracer::RunFacts {
+        tools: cfg.tools.iter().map(|t| (t.name.as_str(), t.description.as_deref())).collect(),
+        max_steps: cfg.max_steps,
+        thread_id: cfg.memory.as_ref().map(|m| m.thread_id.as_str()),
+        parameters: cfg.request.settings.sampling_json(),
+        messages: messages_json(&cfg.request.messages),
+    }
+}
+
+async fn run_untraced(
     mut cfg: RunConfig,
     env: &dyn Env,
     sink: &dyn Sink,

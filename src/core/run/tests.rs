@@ -226,6 +226,7 @@ fn config(max_retries: u32, include_raw: bool) -> RunConfig {
         completion: None,
         runs: None,
         resume: None,
+        tracing: None,
     }
 }
 
