@@ -15,9 +15,18 @@ const SENSITIVE: &[&str] = &[
 /// The headers that carry a provider key.
 const KEY_HEADERS: &[&str] = &["authorization", "x-api-key", "api-key", "x-goog-api-key"];
 
-/// `api-key`, `Api Key`, `api_key` → `apikey`.
+/// `api-key`, `Api Key`, `api_key` → `apikey`. Every list entry is ASCII, so only ASCII letters and
+/// digits are kept (and the Kelvin sign, the one other character that lower-cases to ASCII): a
+/// key is redacted whenever Unicode lower-casing would redact it, without linking the Unicode
+/// tables; one with other letters is judged by its ASCII ones.
 fn normalised(key: &str) -> String {
-    key.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+    key.chars()
+        .filter_map(|c| match c {
+            '\u{212A}' => Some('k'),
+            c if c.is_ascii_alphanumeric() => Some(c.to_ascii_lowercase()),
+            _ => None,
+        })
+        .collect()
 }
 
 pub fn is_sensitive(key: &str) -> bool {

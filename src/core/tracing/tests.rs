@@ -317,3 +317,19 @@ fn otlp_body_has_the_field_names_kinds_and_attribute_encodings() {
     // A span round-trips through its exported JSON (what OtlpExporter hands back).
     assert_eq!(Span::from_json(&spans[0].to_json()), spans[0]);
 }
+
+#[test]
+fn sensitive_keys_are_judged_by_ascii_as_unicode_lower_casing_would() {
+    for k in ["api-key", "Api Key", "API_KEY", "x-goog-api-key", "Bearer Token", "\u{212A}ey", "pass\u{b7}word"] {
+        assert!(redact::is_sensitive(k), "{k}");
+    }
+    for k in ["apikeys", "tökén", "keys", "model", ""] {
+        assert!(!redact::is_sensitive(k), "{k}");
+    }
+    // What the ASCII reading relies on: no other letter or digit lower-cases to ASCII only.
+    let to_ascii: Vec<char> = (0..=0x10FFFFu32)
+        .filter_map(char::from_u32)
+        .filter(|c| !c.is_ascii() && c.is_alphanumeric() && c.to_lowercase().all(|l| l.is_ascii()))
+        .collect();
+    assert_eq!(to_ascii, vec!['\u{212A}']);
+}
