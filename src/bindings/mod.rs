@@ -43,6 +43,8 @@ pub mod watch;
 #[cfg(feature = "workflows")]
 pub mod workflow;
 #[cfg(feature = "workflows")]
+mod workflow_ctx;
+#[cfg(feature = "workflows")]
 pub mod workflow_host;
 #[cfg(feature = "workflows")]
 pub mod workflow_resume;

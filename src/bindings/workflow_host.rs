@@ -7,15 +7,15 @@ use std::rc::Rc;
 
 use js_sys::{Array, Function, Object, Promise, Reflect};
 use serde_json::Value;
-use wasm_bindgen::closure::Closure;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
-use super::convert::{error_to_js, from_json, to_json, to_json_strict};
+use super::convert::{from_json, to_json, to_json_strict};
+use super::workflow_ctx::Bound;
 use super::tools::{call_async, issue_list, thrown_message};
 use crate::core::env::LocalFuture;
 use crate::core::workflow::graph::Handle;
-use crate::core::workflow::host::{Failure, StepCall, StepCtx, WorkflowHost};
+use crate::core::workflow::host::{Failure, StepCall, WorkflowHost};
 
 /// One function (or schema) the engine calls by handle.
 pub enum HostFn {
@@ -75,59 +75,6 @@ pub fn failure(e: &JsValue) -> Failure {
     Failure::new(name, thrown_message(e))
 }
 
-fn resolved() -> JsValue {
-    Promise::resolve(&JsValue::UNDEFINED).into()
-}
-
-/// `writer`: `write(output)` (a `workflow-step-output`), `custom({ type: 'data-…' })`.
-fn writer(ctx: &Rc<StepCtx>) -> Object {
-    let w = Object::new();
-    let c = ctx.clone();
-    let write = Closure::<dyn Fn(JsValue) -> Result<JsValue, JsValue>>::new(move |v: JsValue| {
-        let v = to_json(&v, "writer.write(output)").map_err(|e| error_to_js(&e))?;
-        c.write(v);
-        Ok(resolved())
-    });
-    let c = ctx.clone();
-    let custom = Closure::<dyn Fn(JsValue) -> Result<JsValue, JsValue>>::new(move |v: JsValue| {
-        let v = to_json_strict(&v, "writer.custom(chunk)").map_err(|e| error_to_js(&e))?;
-        c.custom(v).map_err(|e| error_to_js(&e))?;
-        Ok(resolved())
-    });
-    set(&w, "write", &write.into_js_value());
-    set(&w, "custom", &custom.into_js_value());
-    w
-}
-
-/// `setState`, `suspend`, `bail` on `o` (a step's ctx, or a tool context's `workflow`).
-fn controls(o: &Object, ctx: &Rc<StepCtx>) {
-    let c = ctx.clone();
-    let set_state = Closure::<dyn Fn(JsValue) -> Result<JsValue, JsValue>>::new(move |v: JsValue| {
-        let v = to_json(&v, "setState(state)").map_err(|e| error_to_js(&e))?;
-        c.set_state(v).map_err(|e| error_to_js(&e))?;
-        Ok(resolved())
-    });
-    let c = ctx.clone();
-    let suspend = Closure::<dyn Fn(JsValue) -> Result<JsValue, JsValue>>::new(move |v: JsValue| {
-        let v = if v.is_undefined() {
-            Value::Object(Default::default())
-        } else {
-            to_json(&v, "suspend(payload)").map_err(|e| error_to_js(&e))?
-        };
-        c.suspend(v);
-        Ok(resolved())
-    });
-    let c = ctx.clone();
-    let bail = Closure::<dyn Fn(JsValue) -> Result<JsValue, JsValue>>::new(move |v: JsValue| {
-        let v = to_json(&v, "bail(result)").map_err(|e| error_to_js(&e))?;
-        c.bail(v);
-        Ok(resolved())
-    });
-    set(o, "setState", &set_state.into_js_value());
-    set(o, "suspend", &suspend.into_js_value());
-    set(o, "bail", &bail.into_js_value());
-}
-
 impl JsHost {
     /// The `ctx` of `execute(ctx)` and of conditions, `map` and sleep functions.
     fn context(&self, call: &StepCall) -> Object {
@@ -147,17 +94,10 @@ impl JsHost {
         set(&o, "abortSignal", &self.signal.borrow());
         set(&o, "requestContext", &self.request_context.borrow());
         set(&o, "mastra", &self.mastra.borrow());
-        set(&o, "writer", &writer(ctx));
-        controls(&o, ctx);
-        let c = ctx.clone();
-        let step_result = Closure::<dyn Fn(JsValue) -> JsValue>::new(move |s: JsValue| {
-            let id = s.as_string().or_else(|| get(&s, "id").as_string()).unwrap_or_default();
-            c.step_result(&id).map(|v| from_json(&v)).unwrap_or(JsValue::NULL)
-        });
-        let c = ctx.clone();
-        let init = Closure::<dyn Fn() -> JsValue>::new(move || from_json(&c.init_data()));
-        set(&o, "getStepResult", &step_result.into_js_value());
-        set(&o, "getInitData", &init.into_js_value());
+        let bound = Bound::new(ctx);
+        set(&o, "writer", &bound.writer());
+        bound.controls(&o);
+        bound.lookups(&o);
         o
     }
 
@@ -170,14 +110,15 @@ impl JsHost {
         set(&o, "mastra", &self.mastra.borrow());
         set(&o, "resumeData", &opt(&call.resume_data));
         set(&o, "suspendPayload", &opt(&call.suspend_data));
-        set(&o, "writer", &writer(ctx));
+        let bound = Bound::new(ctx);
+        set(&o, "writer", &bound.writer());
         let wf = Object::new();
         set(&wf, "runId", &JsValue::from_str(&ctx.run_id()));
         set(&wf, "workflowId", &JsValue::from_str(&ctx.workflow_id()));
         set(&wf, "state", &from_json(&call.state));
         set(&wf, "resumeData", &opt(&call.resume_data));
         set(&wf, "suspendPayload", &opt(&call.suspend_data));
-        controls(&wf, ctx);
+        bound.controls(&wf);
         set(&o, "workflow", &wf);
         o
     }

@@ -70,7 +70,20 @@ impl Env for JsEnv {
 /// `crypto.getRandomValues` when present and `Math.random` otherwise.
 pub fn random_uuid() -> String {
     let mut b = [0u8; 16];
-    fill_random(&mut b);
+    // One `getRandomValues` call per 256 ids: in Node each call costs more than the id. The
+    // refill runs with no borrow held (it is a JavaScript call).
+    let refill = UUID_POOL.with(|pool| pool.borrow().1 + 16 > POOL_BYTES);
+    if refill {
+        let mut fresh = vec![0u8; POOL_BYTES];
+        fill_random(&mut fresh);
+        UUID_POOL.with(|pool| *pool.borrow_mut() = (fresh, 0));
+    }
+    UUID_POOL.with(|pool| {
+        let (bytes, used) = &mut *pool.borrow_mut();
+        b.copy_from_slice(&bytes[*used..*used + 16]);
+        bytes[*used..*used + 16].fill(0);
+        *used += 16;
+    });
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let mut s = String::with_capacity(36);
@@ -82,6 +95,14 @@ pub fn random_uuid() -> String {
         s.push(char::from_digit((byte & 15) as u32, 16).unwrap_or('0'));
     }
     s
+}
+
+const POOL_BYTES: usize = 4096;
+
+thread_local! {
+    /// Random bytes for `random_uuid`, and how many of them are used.
+    static UUID_POOL: std::cell::RefCell<(Vec<u8>, usize)> =
+        const { std::cell::RefCell::new((Vec::new(), POOL_BYTES)) };
 }
 
 fn fill_random(out: &mut [u8]) {
