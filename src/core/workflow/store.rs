@@ -119,3 +119,32 @@ impl RunFilter {
             && self.to_date.is_none_or(|d| r.created_at <= d)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_from_a_storage_object_reads_back_and_bad_ones_name_the_field() {
+        let run = StoredRun {
+            workflow_name: "w".into(),
+            run_id: "r1".into(),
+            resource_id: Some("u".into()),
+            snapshot: json!({ "status": "suspended", "timestamp": 5.0 }),
+            created_at: 1.0,
+            updated_at: 2.0,
+        };
+        let back = StoredRun::from_record(&run.to_record(), "storage.listWorkflowRuns").unwrap();
+        assert_eq!((back.run_id.as_str(), back.resource_id.as_deref(), back.created_at, back.updated_at), ("r1", Some("u"), 1.0, 2.0));
+        assert_eq!(back.status(), "suspended");
+        let text = json!({ "workflowName": "w", "runId": "r2", "snapshot": "{\"status\":\"success\",\"timestamp\":9}" });
+        let parsed = StoredRun::from_record(&text, "x").unwrap();
+        assert_eq!((parsed.status(), parsed.created_at), ("success", 9.0));
+        let err = StoredRun::from_record(&json!({ "workflowName": "w", "runId": "r3" }), "storage.getWorkflowRunById").unwrap_err();
+        assert!(err.to_string().contains("storage.getWorkflowRunById returned run 'r3' without a snapshot object"), "{err}");
+        let f = RunFilter { resource_id: Some("u".into()), status: Some("suspended".into()), from_date: Some(1.0), ..Default::default() };
+        assert!(f.matches(&run));
+        assert!(!RunFilter { from_date: Some(1.5), ..Default::default() }.matches(&run));
+        assert_eq!(RunFilter { per_page: Some(2), page: 1, ..Default::default() }.to_json(), json!({ "perPage": 2, "page": 1 }));
+    }
+}
