@@ -1,4 +1,4 @@
-import type { RunRecord, RunStatus, ScoreFilter, ScoreRow, StorageAdapter, StorageMessage, StorageResource, StorageThread, VectorRecord } from './wasm_agent.js';
+import type { RunRecord, RunStatus, StoredWorkflowRun, WorkflowRunsQuery, ScoreFilter, ScoreRow, StorageAdapter, StorageMessage, StorageResource, StorageThread, VectorRecord } from './wasm_agent.js';
 
 /** The part of a Durable Object's `state.storage` (`DurableObjectStorage`) this store uses. */
 export interface DurableObjectStorageLike {
@@ -38,6 +38,13 @@ export declare class DurableObjectStore implements StorageAdapter {
   updateRun(args: { runId: string; patch: Partial<RunRecord>; expectedStatus?: RunStatus }): Promise<RunRecord | null>;
   listRuns(args?: { agentId?: string; threadId?: string; resourceId?: string; status?: RunStatus | RunStatus[] }): Promise<RunRecord[]>;
   deleteRun(args: { runId: string }): Promise<void>;
+  /** Workflow snapshots (SPEC §20.5), under `wfrun:<workflowName>:<runId>`; `updateWorkflowState` is a compare-and-set. */
+  persistWorkflowSnapshot(args: { workflowName: string; runId: string; resourceId?: string; snapshot: Record<string, any> }): Promise<void>;
+  loadWorkflowSnapshot(args: { workflowName: string; runId: string }): Promise<Record<string, any> | null>;
+  updateWorkflowState(args: { workflowName: string; runId: string; opts: { status: string; expectedStatus?: string } }): Promise<Record<string, any> | undefined>;
+  listWorkflowRuns(args?: WorkflowRunsQuery): Promise<{ runs: StoredWorkflowRun[]; total: number }>;
+  getWorkflowRunById(args: { runId: string; workflowName?: string }): Promise<StoredWorkflowRun | null>;
+  deleteWorkflowRunById(args: { workflowName: string; runId: string }): Promise<void>;
   /** A scorer's row (SPEC §14.2) under `score:<createdAt>:<id>`; `id` and `createdAt` are added when absent. */
   saveScore(row: Record<string, unknown>): Promise<{ score: ScoreRow }>;
   /** Stored scores in time order, matching every filter given. */

@@ -15,6 +15,9 @@
 //   msgid:<messageId>                          → that message's msg: key
 //   resource:<resourceId>                      → the resource
 //   run:<runId>                                → a suspended run's record (SPEC §19.4)
+//   wfrun:<workflowName>:<runId>               → a workflow run's snapshot record (SPEC §20.5):
+//                                                 { workflowName, runId, resourceId?, snapshot,
+//                                                 createdAt, updatedAt } (times in ms)
 //   score:<createdAt>:<scoreId>                → a scorer's row (SPEC §14.2), in time order
 //   vec:<threadId>:<messageId>                 → a message's vector record (SPEC §21.3), its
 //                                                 vector a Float32Array
@@ -34,6 +37,8 @@ const messageKey = (m) => `${messagesPrefix(m.threadId)}${m.createdAt}:${enc(m.i
 const messageIdKey = (id) => `msgid:${enc(id)}`;
 const resourceKey = (resourceId) => `resource:${enc(resourceId)}`;
 const runKey = (runId) => `run:${enc(runId)}`;
+const workflowPrefix = (workflowName) => `wfrun:${enc(workflowName)}:`;
+const workflowRunKey = (workflowName, runId) => `${workflowPrefix(workflowName)}${enc(runId)}`;
 const scoreKey = (row) => `score:${row.createdAt}:${enc(row.id)}`;
 
 /** A v4 UUID (crypto.randomUUID is in every Workers runtime and in Node). */
@@ -298,6 +303,64 @@ export class DurableObjectStore {
   /** @param {{ runId: string }} args */
   async deleteRun({ runId }) {
     await this.storage.delete(runKey(runId));
+  }
+
+  /** Creates or replaces a workflow run's snapshot (its `createdAt` kept). */
+  async persistWorkflowSnapshot({ workflowName, runId, resourceId, snapshot }) {
+    const key = workflowRunKey(workflowName, runId);
+    const old = await this.storage.get(key);
+    const now = Date.now();
+    const record = { workflowName, runId, resourceId: resourceId ?? old?.resourceId, snapshot, createdAt: old?.createdAt ?? now, updatedAt: now };
+    await this.storage.put(key, record);
+  }
+
+  /** The run's snapshot, or null. */
+  async loadWorkflowSnapshot({ workflowName, runId }) {
+    return (await this.storage.get(workflowRunKey(workflowName, runId)))?.snapshot ?? null;
+  }
+
+  /**
+   * Sets the snapshot's `status`: the updated snapshot, or undefined when the run is missing or
+   * its status is not `expectedStatus` (a compare-and-set, atomic in a Durable Object: nothing
+   * else is awaited between the read and the write).
+   */
+  async updateWorkflowState({ workflowName, runId, opts }) {
+    const key = workflowRunKey(workflowName, runId);
+    const record = await this.storage.get(key);
+    if (!record || (opts.expectedStatus !== undefined && record.snapshot.status !== opts.expectedStatus)) return undefined;
+    const snapshot = { ...record.snapshot, status: opts.status };
+    await this.storage.put(key, { ...record, snapshot, updatedAt: Date.now() });
+    return snapshot;
+  }
+
+  /** Runs matching every filter given, newest first, a page of them (`perPage`, `page` from 0). */
+  async listWorkflowRuns({ workflowName, resourceId, status, fromDate, toDate, perPage, page } = {}) {
+    const prefix = workflowName === undefined ? 'wfrun:' : workflowPrefix(workflowName);
+    const ms = (d) => (d === undefined || d === null ? undefined : +d);
+    const [from, to] = [ms(fromDate), ms(toDate)];
+    const runs = [...(await this.storage.list({ prefix })).values()]
+      .filter(
+        (r) =>
+          (resourceId === undefined || r.resourceId === resourceId) &&
+          (status === undefined || r.snapshot?.status === status) &&
+          (from === undefined || r.createdAt >= from) &&
+          (to === undefined || r.createdAt <= to),
+      )
+      .sort((a, b) => b.createdAt - a.createdAt);
+    const paged = perPage === undefined ? runs : runs.slice(perPage * (page ?? 0), perPage * ((page ?? 0) + 1));
+    return { runs: paged, total: runs.length };
+  }
+
+  /** The run record `runId` (of `workflowName` when given), or null. */
+  async getWorkflowRunById({ runId, workflowName }) {
+    if (workflowName !== undefined) return (await this.storage.get(workflowRunKey(workflowName, runId))) ?? null;
+    for (const r of (await this.storage.list({ prefix: 'wfrun:' })).values()) if (r.runId === runId) return r;
+    return null;
+  }
+
+  /** Forgets the run. */
+  async deleteWorkflowRunById({ workflowName, runId }) {
+    await this.storage.delete(workflowRunKey(workflowName, runId));
   }
 
   /** Stores a scorer's row (the agent's scorers call it, SPEC §14.2): `id` and `createdAt` are added when absent. */

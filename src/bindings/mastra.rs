@@ -95,6 +95,16 @@ impl Mastra {
             }
         }
         let workflows = read_workflows(&get("workflows")?)?;
+        #[cfg(feature = "workflows")]
+        if !(storage.is_undefined() || storage.is_null()) {
+            // Its workflows keep their runs in `storage` (SPEC §20.5).
+            let store = super::memory::store_from(&storage, "new Mastra(config).storage")?;
+            for (_, wf) in &workflows {
+                if let Some(inner) = super::workflow::lookup_workflow(wf) {
+                    *inner.storage.borrow_mut() = Some(store.clone());
+                }
+            }
+        }
         Ok(Mastra { agents, scorers, workflows, _manager: manager })
     }
 

@@ -183,11 +183,11 @@ impl JsStore {
         Ok(JsStore { obj })
     }
 
-    fn has(&self, method: &str) -> bool {
+    pub(super) fn has(&self, method: &str) -> bool {
         Reflect::get(&self.obj, &JsValue::from_str(method)).map(|f| f.is_function()).unwrap_or(false)
     }
 
-    async fn call(&self, method: &str, arg: Value) -> Result<JsValue, AgentError> {
+    pub(super) async fn call(&self, method: &str, arg: Value) -> Result<JsValue, AgentError> {
         let f: Function = Reflect::get(&self.obj, &JsValue::from_str(method))
             .ok()
             .and_then(|f| f.dyn_into().ok())
@@ -203,7 +203,7 @@ impl JsStore {
             })
     }
 
-    async fn call_json(&self, method: &str, arg: Value) -> Result<Value, AgentError> {
+    pub(super) async fn call_json(&self, method: &str, arg: Value) -> Result<Value, AgentError> {
         let v = self.call(method, arg).await?;
         to_json(&v, &format!("storage.{method}() result")).map_err(|e| AgentError::storage(e.to_string()))
     }
@@ -368,6 +368,11 @@ impl Store for JsStore {
             ));
         }
         None
+    }
+
+    #[cfg(feature = "workflows")]
+    fn workflows(&self) -> Option<&dyn crate::core::workflow::store::WorkflowStore> {
+        super::workflow_storage::js_workflows(self)
     }
 
     /// `listTasks({ agentId?, threadId?, status? })`; none without the method.

@@ -51,6 +51,8 @@ pub mod workflow_resume;
 #[cfg(feature = "workflows")]
 pub mod workflow_run;
 #[cfg(feature = "workflows")]
+pub mod workflow_storage;
+#[cfg(feature = "workflows")]
 mod workflow_types;
 
 use wasm_bindgen::prelude::*;
@@ -267,6 +269,19 @@ export interface StorageAdapter {
   listRuns?(args: { agentId?: string; threadId?: string; resourceId?: string; status?: RunStatus | RunStatus[] }): Promise<RunRecord[]> | RunRecord[];
   deleteRun?(args: { runId: string }): Promise<unknown> | unknown;
   /**
+   * Optional: keep workflow snapshots (SPEC §20.5), so a suspended workflow run resumes after a
+   * reload or in another process. Without the first five runs live only in the page or isolate
+   * (one console.warn says so). `updateWorkflowState` must be an atomic compare-and-set on
+   * `opts.expectedStatus`: `undefined` when the run is absent or its status differs.
+   * `getWorkflowRunById` is optional (a loaded run's resourceId and times).
+   */
+  persistWorkflowSnapshot?(args: { workflowName: string; runId: string; resourceId?: string; snapshot: Record<string, any> }): Promise<unknown> | unknown;
+  loadWorkflowSnapshot?(args: { workflowName: string; runId: string }): Promise<Record<string, any> | null> | Record<string, any> | null;
+  updateWorkflowState?(args: { workflowName: string; runId: string; opts: { status: string; expectedStatus?: string } }): Promise<Record<string, any> | undefined> | Record<string, any> | undefined;
+  listWorkflowRuns?(args: WorkflowRunsQuery): Promise<{ runs: StoredWorkflowRun[]; total: number }> | { runs: StoredWorkflowRun[]; total: number };
+  getWorkflowRunById?(args: { runId: string; workflowName?: string }): Promise<StoredWorkflowRun | null> | StoredWorkflowRun | null;
+  deleteWorkflowRunById?(args: { workflowName: string; runId: string }): Promise<unknown> | unknown;
+  /**
    * Optional: semantic recall's vectors (SPEC §21.3). Records arrive normalised (length 1), so
    * cosine similarity is the dot product; `queryVectors` answers best first.
    */
@@ -274,6 +289,27 @@ export interface StorageAdapter {
   queryVectors?(args: { vector: number[]; topK: number; resourceId?: string; threadId?: string; threshold?: number }): Promise<{ id: string; score: number }[]> | { id: string; score: number }[];
   /** Called by deleteThread too. */
   deleteVectors?(args: { threadId: string } | { ids: string[] }): Promise<unknown> | unknown;
+}
+
+/** A workflow run as a storage object keeps it (times in ms since the epoch). */
+export interface StoredWorkflowRun {
+  workflowName: string;
+  runId: string;
+  resourceId?: string;
+  snapshot: Record<string, any>;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** `listWorkflowRuns`' argument to a storage object (`page` counts from 0). */
+export interface WorkflowRunsQuery {
+  workflowName?: string;
+  resourceId?: string;
+  status?: string;
+  fromDate?: number;
+  toDate?: number;
+  perPage?: number;
+  page?: number;
 }
 
 /** One message's vector (its id is the message id). */

@@ -164,6 +164,17 @@ pub(crate) struct WfInner {
     pub on_error: Option<Function>,
     pub config: JsValue,
     ref_id: std::cell::Cell<u32>,
+    /// `new Mastra({ storage })`'s store, once a Mastra registers this workflow (SPEC §20.5).
+    pub storage: std::cell::RefCell<Option<Rc<dyn crate::core::memory::Store>>>,
+}
+
+impl WfInner {
+    /// The store this workflow's runs use (the package instance's without a storage keeping
+    /// workflow snapshots).
+    pub(crate) fn store(&self) -> Rc<dyn crate::core::memory::Store> {
+        let given = self.storage.borrow().clone();
+        super::workflow_storage::store_for(given.as_ref())
+    }
 }
 
 pub(crate) fn lookup_workflow(v: &JsValue) -> Option<Rc<WfInner>> {
@@ -240,7 +251,7 @@ pub fn create_workflow(
             on_error = Some(function(&f, &format!("{path}.options.onError"))?);
         }
     }
-    let inner = Rc::new(WfInner { def: Rc::new(def), on_finish, on_error, config, ref_id: Default::default() });
+    let inner = Rc::new(WfInner { def: Rc::new(def), on_finish, on_error, config, ref_id: Default::default(), storage: Default::default() });
     inner.ref_id.set(WORKFLOWS.with(|r| r.add(&inner)));
     Ok(Workflow { inner })
 }

@@ -10,7 +10,7 @@ use wasm_bindgen_futures::{future_to_promise, JsFuture};
 
 use super::convert::{error_to_js, from_json, js_kind, to_json, type_error};
 use super::workflow::Workflow;
-use super::workflow_run::{after_run, persist, Exec, Run, RunInner, WorkflowRunOutput, RUNS};
+use super::workflow_run::{after_run, persist, Exec, Run, RunInner, WorkflowRunOutput};
 use crate::core::error::AgentError;
 use crate::core::workflow::snapshot::{self, RunFilter, StoredRun};
 
@@ -60,8 +60,12 @@ async fn resume_exec(run: Rc<RunInner>, options: JsValue) -> Result<Rc<Exec>, Js
     }
     let def = run.wf.def.clone();
     let (name, id) = (def.id.clone(), run.run_id.clone());
-    let stored = RUNS
-        .with(|r| r.load(&name, &id))
+    let store = run.wf.store();
+    let runs = store.workflows().ok_or_else(|| error(&format!("No snapshot found for run '{id}' of workflow '{name}'")))?;
+    let stored = runs
+        .load_run(&name, &id)
+        .await
+        .map_err(|e| error_to_js(&e))?
         .ok_or_else(|| error(&format!("No snapshot found for run '{id}' of workflow '{name}'")))?;
     let lost = || {
         let message = format!(
@@ -85,16 +89,18 @@ async fn resume_exec(run: Rc<RunInner>, options: JsValue) -> Result<Rc<Exec>, Js
     snapshot::check_resume(run.exec().core.clone(), def.clone(), &path, &data).await.map_err(|e| error_to_js(&e))?;
     // The claim: of two resumes of this run (two tabs, a double click) only one gets here.
     let now = js_sys::Date::now();
-    if RUNS.with(|r| r.update_status(&name, &id, "running", Some("suspended"), now)).is_none() {
+    let claimed = runs.update_status(&name, &id, "running", Some("suspended"), now).await.map_err(|e| error_to_js(&e))?;
+    if claimed.is_none() {
         return Err(lost());
     }
     let include_state = get(&get(&options, "outputOptions"), "includeState").is_truthy();
     let exec = run.next_exec()?;
     let (e, wf) = (exec.clone(), run.wf.clone());
+    let store = store.clone();
     wasm_bindgen_futures::spawn_local(async move {
         let core = e.core.clone();
         let result = snapshot::resume(core.clone(), def.clone(), &stored.snapshot, path, data).await;
-        persist(&def.id, &core, snapshot::of(&core, &result));
+        persist(&*store, &def.id, &core, snapshot::of(&core, &result)).await;
         let value = Ok(result.to_json(include_state));
         e.settle(value.clone());
         after_run(&wf, &value);
@@ -171,8 +177,13 @@ impl Workflow {
         #[wasm_bindgen(unchecked_param_type = "string")] run_id: JsValue,
     ) -> Result<Promise, JsValue> {
         let id = run_id_arg(&run_id, "getWorkflowRunById(runId)")?;
-        let found = RUNS.with(|r| r.load(&self.inner.def.id, &id));
-        Ok(Promise::resolve(&found.map(|r| run_to_js(&r, true)).unwrap_or(JsValue::NULL)))
+        let wf = self.inner.clone();
+        Ok(future_to_promise(async move {
+            let store = wf.store();
+            let Some(runs) = store.workflows() else { return Ok(JsValue::NULL) };
+            let found = runs.load_run(&wf.def.id, &id).await.map_err(|e| error_to_js(&e))?;
+            Ok(found.map(|r| run_to_js(&r, true)).unwrap_or(JsValue::NULL))
+        }))
     }
 
     /// This workflow's stored runs, newest first: `{ runs, total }`.
@@ -205,12 +216,19 @@ impl Workflow {
             per_page: count("perPage")?,
             page: count("page")?.unwrap_or(0),
         };
-        let (runs, total) = RUNS.with(|r| r.list(&filter));
-        let out = js_sys::Object::new();
-        let list: Array = runs.iter().map(|r| run_to_js(r, false)).collect();
-        let _ = Reflect::set(&out, &"runs".into(), &list);
-        let _ = Reflect::set(&out, &"total".into(), &JsValue::from(total as u32));
-        Ok(Promise::resolve(&JsValue::from(out)))
+        let wf = self.inner.clone();
+        Ok(future_to_promise(async move {
+            let store = wf.store();
+            let (runs, total) = match store.workflows() {
+                Some(s) => s.list_runs(&filter).await.map_err(|e| error_to_js(&e))?,
+                None => (Vec::new(), 0),
+            };
+            let out = js_sys::Object::new();
+            let list: Array = runs.iter().map(|r| run_to_js(r, false)).collect();
+            let _ = Reflect::set(&out, &"runs".into(), &list);
+            let _ = Reflect::set(&out, &"total".into(), &JsValue::from(total as u32));
+            Ok(JsValue::from(out))
+        }))
     }
 
     /// Forgets the stored run `runId`.
@@ -220,7 +238,13 @@ impl Workflow {
         #[wasm_bindgen(unchecked_param_type = "string")] run_id: JsValue,
     ) -> Result<Promise, JsValue> {
         let id = run_id_arg(&run_id, "deleteWorkflowRunById(runId)")?;
-        RUNS.with(|r| r.delete(&self.inner.def.id, &id));
-        Ok(Promise::resolve(&JsValue::UNDEFINED))
+        let wf = self.inner.clone();
+        Ok(future_to_promise(async move {
+            let store = wf.store();
+            if let Some(runs) = store.workflows() {
+                runs.delete_run(&wf.def.id, &id).await.map_err(|e| error_to_js(&e))?;
+            }
+            Ok(JsValue::UNDEFINED)
+        }))
     }
 }

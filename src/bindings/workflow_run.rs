@@ -19,7 +19,8 @@ use super::workflow_host::JsHost;
 use crate::core::error::AgentError;
 use crate::core::workflow::context::RunCore;
 use crate::core::workflow::log::LogReader;
-use crate::core::workflow::snapshot::{self, RunStore};
+use crate::core::memory::Store;
+use crate::core::workflow::snapshot::{self, StoredRun};
 
 /// The run's end, once: its result as JSON, or why it could not start.
 #[derive(Default)]
@@ -74,14 +75,22 @@ pub(crate) struct RunInner {
     started: Cell<bool>,
 }
 
-thread_local! {
-    /// The package instance's runs (SPEC §20.5's in-memory store).
-    pub(crate) static RUNS: RunStore = RunStore::default();
-}
-
-/// Writes `snapshot` for the run of `core`.
-pub(crate) fn persist(name: &str, core: &RunCore, snapshot: Value) {
-    RUNS.with(|r| r.persist(name, &core.run_id, core.resource_id.clone(), snapshot, core.now()));
+/// Writes `snapshot` for the run of `core` to `store`; a failed write is a warning (the run
+/// goes on, but a resume from another page or process will not find it).
+pub(crate) async fn persist(store: &dyn Store, name: &str, core: &RunCore, snapshot: Value) {
+    let Some(runs) = store.workflows() else { return };
+    let now = core.now();
+    let run = StoredRun {
+        workflow_name: name.into(),
+        run_id: core.run_id.clone(),
+        resource_id: core.resource_id.clone(),
+        snapshot,
+        created_at: now,
+        updated_at: now,
+    };
+    if let Err(e) = runs.persist_snapshot(&run).await {
+        super::report::warn(&format!("wasm-agent: the snapshot of run '{}' of workflow '{name}' was not stored: {e}", core.run_id));
+    }
 }
 
 fn get(v: &JsValue, k: &str) -> JsValue {
@@ -125,24 +134,30 @@ impl Workflow {
             })
         };
         let run_id = text("runId")?.unwrap_or_else(crate::platform::random_uuid);
-        let name = self.inner.def.id.clone();
-        let stored = RUNS.with(|r| r.load(&name, &run_id));
-        let resource_id = text("resourceId")?.or_else(|| stored.as_ref().and_then(|s| s.resource_id.clone()));
-        let host = Rc::new(JsHost::default());
-        let core = RunCore::new(run_id.clone(), resource_id.clone(), Rc::new(crate::platform::JsEnv), host.clone());
-        if stored.is_none() {
-            persist(&name, &core, snapshot::initial(&core, "pending", &Value::Null));
-        }
-        let exec = Rc::new(Exec { core, settled: Rc::default() });
-        let inner = Rc::new(RunInner {
-            wf: self.inner.clone(),
-            host,
-            run_id,
-            resource_id,
-            current: RefCell::new(exec),
-            started: Cell::new(stored.is_some_and(|s| s.status() != "pending")),
-        });
-        Ok(Promise::resolve(&JsValue::from(Run { inner })))
+        let resource_id = text("resourceId")?;
+        let wf = self.inner.clone();
+        Ok(future_to_promise(async move {
+            let name = wf.def.id.clone();
+            let store = wf.store();
+            let runs = store.workflows().ok_or_else(|| error_to_js(&AgentError::storage("the workflow store keeps no snapshots")))?;
+            let stored = runs.load_run(&name, &run_id).await.map_err(|e| error_to_js(&e))?;
+            let resource_id = resource_id.or_else(|| stored.as_ref().and_then(|s| s.resource_id.clone()));
+            let host = Rc::new(JsHost::default());
+            let core = RunCore::new(run_id.clone(), resource_id.clone(), Rc::new(crate::platform::JsEnv), host.clone());
+            if stored.is_none() {
+                persist(&*store, &name, &core, snapshot::initial(&core, "pending", &Value::Null)).await;
+            }
+            let exec = Rc::new(Exec { core, settled: Rc::default() });
+            let inner = Rc::new(RunInner {
+                wf,
+                host,
+                run_id,
+                resource_id,
+                current: RefCell::new(exec),
+                started: Cell::new(stored.is_some_and(|s| s.status() != "pending")),
+            });
+            Ok(JsValue::from(Run { inner }))
+        }))
     }
 }
 
@@ -185,15 +200,16 @@ impl RunInner {
         *self.host.request_context.borrow_mut() = rc;
         self.arm(&exec.core)?;
         let (def, wf) = (self.wf.def.clone(), self.wf.clone());
-        persist(&def.id, &exec.core, snapshot::initial(&exec.core, "running", &input));
+        let store = wf.store();
         wasm_bindgen_futures::spawn_local(async move {
             let core = exec.core.clone();
+            persist(&*store, &def.id, &core, snapshot::initial(&core, "running", &input)).await;
             let r = crate::core::workflow::start(core.clone(), def.clone(), input.clone(), state).await;
             let snap = match &r {
                 Ok(res) => snapshot::of(&core, res),
                 Err(_) => snapshot::initial(&core, "failed", &input),
             };
-            persist(&def.id, &core, snap);
+            persist(&*store, &def.id, &core, snap).await;
             let value = r.map(|res| res.to_json(include_state));
             exec.settle(value.clone());
             after_run(&wf, &value);
@@ -299,9 +315,16 @@ impl Run {
     pub fn cancel(&self) -> Promise {
         self.inner.exec().core.abort.abort(Some("the run was canceled".into()));
         // A suspended run is canceled in storage too.
-        let now = js_sys::Date::now();
-        RUNS.with(|r| r.update_status(&self.inner.wf.def.id, &self.inner.run_id, "canceled", Some("suspended"), now));
-        Promise::resolve(&JsValue::UNDEFINED)
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let store = inner.wf.store();
+            if let Some(runs) = store.workflows() {
+                let now = js_sys::Date::now();
+                let r = runs.update_status(&inner.wf.def.id, &inner.run_id, "canceled", Some("suspended"), now).await;
+                r.map_err(|e| error_to_js(&e))?;
+            }
+            Ok(JsValue::UNDEFINED)
+        })
     }
 
     /// Calls `callback` with every event of the run (those so far first); returns `unwatch`.

@@ -112,6 +112,11 @@ pub trait Store {
     fn runs(&self) -> Option<&dyn crate::core::runs::RunStore> {
         None
     }
+    /// The workflow snapshots (SPEC §20.5), when this storage keeps them.
+    #[cfg(feature = "workflows")]
+    fn workflows(&self) -> Option<&dyn crate::core::workflow::store::WorkflowStore> {
+        None
+    }
 }
 
 impl Thread {

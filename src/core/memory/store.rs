@@ -21,6 +21,8 @@ pub struct InMemoryStore {
     resources: RefCell<HashMap<String, Resource>>,
     tasks: RefCell<Vec<TaskRecord>>,
     runs: crate::core::runs::MemoryRuns,
+    #[cfg(feature = "workflows")]
+    workflows: crate::core::workflow::snapshot::RunStore,
     /// Semantic recall's vectors, normalised.
     vectors: RefCell<Vec<VectorRecord>>,
 }
@@ -124,6 +126,11 @@ impl Store for InMemoryStore {
 
     fn runs(&self) -> Option<&dyn crate::core::runs::RunStore> {
         Some(&self.runs)
+    }
+
+    #[cfg(feature = "workflows")]
+    fn workflows(&self) -> Option<&dyn crate::core::workflow::store::WorkflowStore> {
+        Some(&self.workflows)
     }
 
     #[cfg(feature = "recall")]

@@ -89,4 +89,8 @@ impl Store for WatchedStore {
     fn runs(&self) -> Option<&dyn crate::core::runs::RunStore> {
         self.inner.runs()
     }
+    #[cfg(feature = "workflows")]
+    fn workflows(&self) -> Option<&dyn crate::core::workflow::store::WorkflowStore> {
+        self.inner.workflows()
+    }
 }

@@ -10,6 +10,7 @@ pub mod host;
 pub mod log;
 pub mod result;
 pub mod snapshot;
+pub mod store;
 #[cfg(test)]
 mod tests;
 
