@@ -824,3 +824,69 @@ async fn without_indexeddb_every_call_is_a_storage_error() {
         );
     }
 }
+
+/// The search ranks from block records and re-reads only candidates: over 300 vectors saved in
+/// batches (appended to blocks) it gives exactly the brute-force top K in every scope; a message
+/// record written without a block (before blocks existed) is still found; deleting a thread
+/// deletes its blocks.
+#[wasm_bindgen_test]
+async fn vector_search_through_blocks_is_exact_and_finds_records_without_blocks() {
+    use wasm_agent::core::memory::vectors::{normalized, search};
+    let name = unique_name("vector-blocks");
+    let store = IdbStore::new(&name);
+    let mut seed = 0x1234_5678u32;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        (seed as f32 / u32::MAX as f32) - 0.5
+    };
+    let all: Vec<VectorRecord> = (0..300)
+        .map(|i| VectorRecord { id: format!("v{i:03}"), thread_id: format!("t{}", i % 3), resource_id: "u".into(), vector: normalized((0..16).map(|_| next()).collect()) })
+        .collect();
+    for batch in all.chunks(70) {
+        store.save_vectors(batch).await.unwrap();
+    }
+    for _ in 0..5 {
+        let vector: Vec<f32> = (0..16).map(|_| next()).collect();
+        for (thread, resource) in [(None, Some("u")), (Some("t1"), None), (Some("t2"), Some("u")), (None, None)] {
+            let q = VectorQuery { vector: vector.clone(), top_k: 5, thread_id: thread.map(Into::into), resource_id: resource.map(Into::into), threshold: None };
+            let want: Vec<(String, f32)> = search(&all, &q).into_iter().map(|h| (h.id, h.score)).collect();
+            let got: Vec<(String, f32)> = store.query_vectors(&q).await.unwrap().into_iter().map(|h| (h.id, h.score)).collect();
+            // The same ids in the same order; scores equal up to the store normalising again.
+            assert_eq!(got.iter().map(|h| &h.0).collect::<Vec<_>>(), want.iter().map(|h| &h.0).collect::<Vec<_>>(), "scope {thread:?} {resource:?}");
+            assert!(got.iter().zip(&want).all(|(g, w)| (g.1 - w.1).abs() < 1e-5), "scores {got:?} {want:?}");
+        }
+    }
+    // A record of the per-message shape only, as an earlier version stored it.
+    js(
+        "name",
+        "
+        const db = await new Promise((res, rej) => { const r = indexedDB.open(name); r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
+        const tx = db.transaction('vectors', 'readwrite');
+        tx.objectStore('vectors').put({ id: 'old', threadId: 't0', resourceId: 'u', vector: new Float32Array(16).fill(0.25) });
+        await new Promise((res) => { tx.oncomplete = res; });
+        db.close();",
+        &[name.as_str().into()],
+    )
+    .await
+    .unwrap();
+    let q = VectorQuery { vector: vec![1.0; 16], top_k: 1, thread_id: Some("t0".into()), resource_id: None, threshold: None };
+    assert_eq!(store.query_vectors(&q).await.unwrap().into_iter().map(|h| h.id).collect::<Vec<_>>(), ["old"]);
+    store.delete_vectors(&VectorTarget::Thread("t0".into())).await.unwrap();
+    let left = js(
+        "name",
+        "
+        const db = await new Promise((res, rej) => { const r = indexedDB.open(name); r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
+        const req = db.transaction('vectors').objectStore('vectors').getAll();
+        const all = await new Promise((res) => { req.onsuccess = () => res(req.result); });
+        db.close();
+        return JSON.stringify(all.filter((r) => Array.isArray(r.id)).map((r) => [r.id[2], r.ids.length]));",
+        &[name.as_str().into()],
+    )
+    .await
+    .unwrap();
+    assert_eq!(left.as_string().unwrap(), r#"[["t1",100],["t2",100]]"#, "t0's block deleted, the others hold their 100 each");
+    drop(store);
+    IdbStore::delete_database(&name).await.unwrap();
+}

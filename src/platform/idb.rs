@@ -13,6 +13,7 @@
 
 mod conn;
 mod tx;
+mod vector_blocks;
 mod vectors;
 
 #[cfg(feature = "bench-idb")]

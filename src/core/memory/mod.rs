@@ -13,6 +13,7 @@ mod ui_messages;
 pub mod watch;
 pub mod watched;
 pub mod vectors;
+pub mod quantized;
 pub mod recall;
 
 pub use convert::{assistant_message, assistant_parts, input_messages, stored_to_model, stored_to_ui, waiting_message};

@@ -3,14 +3,18 @@
 //! searched in Rust. A search reads the scope's records with one `getAll` of its index and copies
 //! each vector into one reused buffer, so what it holds afterwards is the top-K ids only.
 
-use js_sys::{Array, Float32Array, Object, Reflect};
+use js_sys::{Array, Float32Array, Int8Array, Object, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{IdbRequest, IdbTransactionMode};
 
+use std::collections::{HashMap, HashSet};
+
 use super::conn::{VECTORS, VECTORS_BY_RESOURCE, VECTORS_BY_THREAD};
+use super::vector_blocks::{self as blocks, Pending};
 use super::tx::Tx;
 use super::IdbStore;
 use crate::core::error::AgentError;
+use crate::core::memory::quantized::{approx_dot, Candidates};
 use crate::core::memory::vectors::{dot, normalized, TopK, VectorHit, VectorQuery, VectorRecord, VectorTarget};
 
 #[cfg(feature = "recall")]
@@ -24,8 +28,78 @@ fn record(r: &VectorRecord) -> Result<JsValue, JsValue> {
     Ok(o.into())
 }
 
+/// More message records outside every block than this and a search reads all records instead.
+const MAX_UNBLOCKED: usize = 256;
+
+struct Keys {
+    id: JsValue,
+    vector: JsValue,
+    resource: JsValue,
+    thread: JsValue,
+}
+
+impl Keys {
+    fn new() -> Keys {
+        Keys { id: "id".into(), vector: "vector".into(), resource: "resourceId".into(), thread: "threadId".into() }
+    }
+}
+
+/// Scores one message record exactly and offers it to `top` when it is in the query's scope.
+fn score_record(rec: &JsValue, q: &VectorQuery, query: &[f32], buf: &mut [f32], k: &Keys, top: &mut TopK) {
+    let Ok(v) = Reflect::get(rec, &k.vector).and_then(|v| v.dyn_into::<Float32Array>()) else { return };
+    if v.length() as usize != buf.len() {
+        return;
+    }
+    let field = |key: &JsValue| Reflect::get(rec, key).ok().and_then(|x| x.as_string());
+    if q.thread_id.as_ref().is_some_and(|t| field(&k.thread).as_ref() != Some(t)) || q.resource_id.as_ref().is_some_and(|r| field(&k.resource).as_ref() != Some(r)) {
+        return;
+    }
+    v.copy_to(buf);
+    let score = dot(query, buf);
+    if top.wants(score) {
+        top.offer(score, &field(&k.id).unwrap_or_default());
+    }
+}
+
+/// (approximate score, its bound, message id).
+type Ranked = (f32, f32, String);
+
+/// Every block entry of `found` with the query's dimensions: (approximate score, bound, id), and
+/// how many entries each id has.
+fn rank(found: &Array, query: &[f32]) -> (Vec<Ranked>, HashMap<String, u32>) {
+    let (mut out, mut seen) = (Vec::new(), HashMap::new());
+    let mut codes: Vec<i8> = Vec::new();
+    let (mut scales, mut errs): (Vec<f32>, Vec<f32>) = (Vec::new(), Vec::new());
+    let dims = query.len();
+    for b in found.iter() {
+        let get = |k: &str| Reflect::get(&b, &k.into()).unwrap_or(JsValue::UNDEFINED);
+        if get("dims").as_f64() != Some(dims as f64) {
+            continue;
+        }
+        let (Ok(ids), Ok(c), Ok(s), Ok(e)) = (get("ids").dyn_into::<Array>(), get("codes").dyn_into::<Int8Array>(), get("scales").dyn_into::<Float32Array>(), get("errs").dyn_into::<Float32Array>()) else { continue };
+        let n = ids.length() as usize;
+        if c.length() as usize != n * dims || s.length() as usize != n || e.length() as usize != n {
+            continue;
+        }
+        codes.resize(n * dims, 0);
+        c.copy_to(&mut codes);
+        scales.resize(n, 0.0);
+        s.copy_to(&mut scales);
+        errs.resize(n, 0.0);
+        e.copy_to(&mut errs);
+        for (i, id) in ids.iter().enumerate() {
+            let Some(id) = id.as_string() else { continue };
+            let approx = approx_dot(query, &codes[i * dims..(i + 1) * dims], scales[i]);
+            *seen.entry(id.clone()).or_insert(0) += 1;
+            out.push((approx, errs[i], id));
+        }
+    }
+    (out, seen)
+}
+
 /// Deletes the vectors of thread `id` inside `tx` (which includes the `vectors` store).
 pub(super) fn delete_thread_vectors(tx: &mut Tx, id: &str) -> Result<(), JsValue> {
+    blocks::delete_thread_blocks(tx, id)?;
     let store = tx.store(VECTORS)?;
     let keys = store.index(VECTORS_BY_THREAD)?.get_all_keys_with_key(&id.into())?;
     tx.on_success(keys, move |req| {
@@ -45,10 +119,27 @@ impl IdbStore {
         }
         let what = format!("saving {} vectors", records.len());
         let list: Vec<JsValue> = records.iter().map(record).collect::<Result<_, _>>().map_err(|e| self.error(&what, &e))?;
+        // The block copies, one batch per thread (and dimension count), in the records' order.
+        let mut groups: Vec<Pending> = Vec::new();
+        for r in records {
+            let v = normalized(r.vector.clone());
+            let at = match groups.iter().position(|p| p.thread == r.thread_id && p.resource == r.resource_id && p.dims == v.len()) {
+                Some(at) => at,
+                None => {
+                    groups.push(Pending::new(&r.resource_id, &r.thread_id, v.len()));
+                    groups.len() - 1
+                }
+            };
+            groups[at].push(&r.id, &v);
+        }
         self.transact(&what, &[VECTORS], IdbTransactionMode::Readwrite, &mut |tx| {
             let store = tx.store(VECTORS)?;
             for r in &list {
                 store.put(r)?;
+            }
+            // Cloned: `transact` runs this again on a reopened connection.
+            for p in &groups {
+                blocks::append(tx, p.clone())?;
             }
             Ok(JsValue::UNDEFINED)
         })
@@ -56,7 +147,84 @@ impl IdbStore {
         .map(drop)
     }
 
+    /// Ranks the scope's vectors from their blocks, then re-reads exactly only those whose
+    /// bound can still reach the top K (`quantized::Candidates`). Message records no block
+    /// holds (saved before blocks existed) are re-read too; when there are many of them the
+    /// search reads every record instead.
     pub(super) async fn query_vector_records(&self, q: &VectorQuery) -> Result<Vec<VectorHit>, AgentError> {
+        let what = "searching vectors";
+        let (thread, resource) = (q.thread_id.as_deref(), q.resource_id.as_deref());
+        let reqs = self
+            .transact(what, &[VECTORS], IdbTransactionMode::Readonly, &mut |tx| {
+                let store = tx.store(VECTORS)?;
+                let keys = match (thread, resource) {
+                    (Some(t), _) => store.index(VECTORS_BY_THREAD)?.get_all_keys_with_key(&t.into())?,
+                    (None, Some(r)) => store.index(VECTORS_BY_RESOURCE)?.get_all_keys_with_key(&r.into())?,
+                    (None, None) => store.get_all_keys()?,
+                };
+                let blocks: JsValue = blocks::blocks_request(&store, thread, resource)?.into();
+                Ok(Array::of2(&blocks, &keys).into())
+            })
+            .await?;
+        let reqs: Array = reqs.unchecked_into();
+        let result = |i: u32| reqs.get(i).unchecked_into::<IdbRequest>().result().map_err(|e| self.error(what, &e));
+        let found: Array = result(0)?.unchecked_into();
+        let live: HashSet<String> = result(1)?.unchecked_into::<Array>().iter().filter_map(|k| k.as_string()).collect();
+        drop(reqs);
+        let query = normalized(q.vector.clone());
+        let (ranked, in_blocks) = rank(&found, &query);
+        self.records_read.set(self.records_read.get() + found.length() as u64);
+        drop(found);
+        let missing: Vec<&String> = live.iter().filter(|id| !in_blocks.contains_key(id.as_str())).collect();
+        if missing.len() > MAX_UNBLOCKED {
+            return self.scan_vector_records(q).await;
+        }
+        let mut cands = Candidates::new(q.top_k, q.threshold);
+        for (approx, err, id) in ranked {
+            if live.contains(&id) {
+                let sure = in_blocks.get(id.as_str()) == Some(&1);
+                cands.offer(approx, err, sure, || id);
+            }
+        }
+        let mut ids = cands.into_ids();
+        ids.extend(missing.into_iter().cloned());
+        drop(live);
+        self.rescore(q, &query, &ids).await
+    }
+
+    /// Reads the message records `ids` and keeps the top K of their exact scores in scope.
+    async fn rescore(&self, q: &VectorQuery, query: &[f32], ids: &[String]) -> Result<Vec<VectorHit>, AgentError> {
+        let mut top = TopK::new(q.top_k, q.threshold);
+        if ids.is_empty() || q.top_k == 0 {
+            return Ok(top.into_hits());
+        }
+        let what = "searching vectors";
+        let reqs = self
+            .transact(what, &[VECTORS], IdbTransactionMode::Readonly, &mut |tx| {
+                let store = tx.store(VECTORS)?;
+                let out = Array::new();
+                for id in ids {
+                    let req: JsValue = store.get(&id.as_str().into())?.into();
+                    out.push(&req);
+                }
+                Ok(out.into())
+            })
+            .await?;
+        let mut buf = vec![0f32; query.len()];
+        let keys = Keys::new();
+        for req in reqs.unchecked_into::<Array>().iter() {
+            let rec = req.unchecked_into::<IdbRequest>().result().map_err(|e| self.error(what, &e))?;
+            if !rec.is_object() {
+                continue;
+            }
+            self.records_read.set(self.records_read.get() + 1);
+            score_record(&rec, q, query, &mut buf, &keys, &mut top);
+        }
+        Ok(top.into_hits())
+    }
+
+    /// The search without blocks: every message record of the scope, scored exactly.
+    async fn scan_vector_records(&self, q: &VectorQuery) -> Result<Vec<VectorHit>, AgentError> {
         let what = "searching vectors";
         let req = self
             .transact(what, &[VECTORS], IdbTransactionMode::Readonly, &mut |tx| {
@@ -73,26 +241,9 @@ impl IdbStore {
         let query = normalized(q.vector.clone());
         let mut buf = vec![0f32; query.len()];
         let mut top = TopK::new(q.top_k, q.threshold);
-        let (id_key, vector_key, resource_key) = (JsValue::from_str("id"), JsValue::from_str("vector"), JsValue::from_str("resourceId"));
+        let keys = Keys::new();
         for rec in found.iter() {
-            let Ok(v) = Reflect::get(&rec, &vector_key).and_then(|v| v.dyn_into::<Float32Array>()) else { continue };
-            if v.length() as usize != buf.len() {
-                continue;
-            }
-            // A thread query within a resource: the thread's records of that resource only.
-            if q.thread_id.is_some() {
-                if let Some(r) = &q.resource_id {
-                    if Reflect::get(&rec, &resource_key).ok().and_then(|x| x.as_string()).as_deref() != Some(r.as_str()) {
-                        continue;
-                    }
-                }
-            }
-            v.copy_to(&mut buf);
-            let score = dot(&query, &buf);
-            if top.wants(score) {
-                let id = Reflect::get(&rec, &id_key).ok().and_then(|x| x.as_string()).unwrap_or_default();
-                top.offer(score, &id);
-            }
+            score_record(&rec, q, &query, &mut buf, &keys, &mut top);
         }
         self.records_read.set(self.records_read.get() + found.length() as u64);
         Ok(top.into_hits())
