@@ -17,7 +17,7 @@ export type {
   ScorerLike, ScoringSampling, ScorerEntry, ScoreResult, ScoringData, ScoreRow, ScoreFilter,
   CompletionScorerResult, CompletionRunResult, IsTaskCompleteConfig,
   WorkflowSchema, StepContext, StepDefinition, AgentStepOptions, StepCondition, MapSource, WorkflowConfig, WorkflowRunOptions,
-  WorkflowRunStatus, WorkflowStepRecord, WorkflowResult, WorkflowStreamEvent, WorkflowResumeOptions, WorkflowRunQuery, WorkflowRunListEntry, WorkflowRunRecord,
+  WorkflowRunStatus, WorkflowStepRecord, WorkflowResult, WorkflowStreamEvent, WorkflowResumeOptions, WorkflowRunQuery, WorkflowRunListEntry, WorkflowRunRecord, StoredWorkflowRun, WorkflowRunsQuery,
   Embedder, VectorRecord,
   SpanOptions, ExportedSpan, TracingEvent, TracingExporter, ObservabilityConfig,
 } from './wasm_agent.js';

@@ -97,10 +97,16 @@ impl Mastra {
         let workflows = read_workflows(&get("workflows")?)?;
         #[cfg(feature = "workflows")]
         if !(storage.is_undefined() || storage.is_null()) {
-            // Its workflows keep their runs in `storage` (SPEC §20.5).
-            let store = super::memory::store_from(&storage, "new Mastra(config).storage")?;
+            // Its workflows keep their runs in `storage` (SPEC §20.5). A storage object for
+            // other things only (scores, run records), with neither the memory nor the workflow
+            // methods, leaves them in the package's store.
+            let store = match super::memory::store_from(&storage, "new Mastra(config).storage") {
+                Ok(store) => Some(store),
+                Err(e) if has_workflow_methods(&storage) => return Err(e),
+                Err(_) => None,
+            };
             for (_, wf) in &workflows {
-                if let Some(inner) = super::workflow::lookup_workflow(wf) {
+                if let (Some(inner), Some(store)) = (super::workflow::lookup_workflow(wf), &store) {
                     *inner.storage.borrow_mut() = Some(store.clone());
                 }
             }
@@ -203,4 +209,12 @@ fn read_workflows(v: &JsValue) -> Result<Vec<(String, JsValue)>, JsValue> {
         }
         Ok(out)
     }
+}
+
+/// Whether `storage` has any of the workflow snapshot methods (SPEC §20.5).
+#[cfg(feature = "workflows")]
+fn has_workflow_methods(storage: &JsValue) -> bool {
+    ["persistWorkflowSnapshot", "loadWorkflowSnapshot", "updateWorkflowState"]
+        .iter()
+        .any(|m| js_sys::Reflect::get(storage, &(*m).into()).map(|f| f.is_function()).unwrap_or(false))
 }
