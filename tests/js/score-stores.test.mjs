@@ -8,34 +8,9 @@ import assert from 'node:assert/strict';
 import { Agent, T, collect, modelFor, uid, useModelServer } from './helpers.mjs';
 import { createScorer, InMemoryStore, Memory } from '../../pkg/index.node.js';
 import { DurableObjectStore } from '../../pkg/durable-object-store.js';
+import { fakeDurableStorage as fakeStorage } from './durable-storage-helpers.mjs';
 
 const srv = useModelServer();
-
-/** The part of Durable Object storage the store uses, over a Map (list sorts keys, as DO does). */
-function fakeStorage() {
-  const m = new Map();
-  const pick = (keys) => new Map(keys.filter((k) => m.has(k)).map((k) => [k, structuredClone(m.get(k))]));
-  return {
-    async get(k) {
-      return Array.isArray(k) ? pick(k) : structuredClone(m.get(k));
-    },
-    async put(k, v) {
-      if (typeof k === 'string') m.set(k, structuredClone(v));
-      else for (const [key, val] of Object.entries(k)) m.set(key, structuredClone(val));
-    },
-    async delete(k) {
-      for (const key of [k].flat()) m.delete(key);
-      return true;
-    },
-    async list({ prefix = '', reverse = false, limit } = {}) {
-      let keys = [...m.keys()].filter((k) => k.startsWith(prefix)).sort();
-      if (reverse) keys.reverse();
-      if (limit !== undefined) keys = keys.slice(0, limit);
-      return pick(keys);
-    },
-    keys: () => [...m.keys()],
-  };
-}
 
 const lengthScorer = createScorer({ id: 'length', description: 'words in the answer' })
   .generateScore(({ run }) => run.output[0].content.parts.filter((p) => p.type === 'text').map((p) => p.text).join(' ').split(' ').length / 10)

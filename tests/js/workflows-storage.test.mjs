@@ -10,30 +10,7 @@ import assert from 'node:assert/strict';
 import { T } from './helpers.mjs';
 import { createStep, createWorkflow, Mastra, InMemoryStore } from '../../pkg/index.node.js';
 import { DurableObjectStore } from '../../pkg/durable-object-store.js';
-
-/** The part of Durable Object storage the store uses, over a Map (list sorts keys, as DO does). */
-function fakeStorage() {
-  const m = new Map();
-  const pick = (keys) => new Map(keys.filter((k) => m.has(k)).map((k) => [k, structuredClone(m.get(k))]));
-  return {
-    async get(k) {
-      return Array.isArray(k) ? pick(k) : structuredClone(m.get(k));
-    },
-    async put(k, v) {
-      if (typeof k === 'string') m.set(k, structuredClone(v));
-      else for (const [key, val] of Object.entries(k)) m.set(key, structuredClone(val));
-    },
-    async delete(k) {
-      for (const key of [k].flat()) m.delete(key);
-      return true;
-    },
-    async list({ prefix = '' } = {}) {
-      return pick([...m.keys()].filter((k) => k.startsWith(prefix)).sort());
-    },
-    keys: () => [...m.keys()],
-    raw: m,
-  };
-}
+import { fakeDurableStorage as fakeStorage } from './durable-storage-helpers.mjs';
 
 /** A storage object (a DurableObjectStore) whose workflow calls are recorded. */
 function recorded(store, calls) {
