@@ -18,3 +18,36 @@ export function table(rows, left = 1) {
     })
     .join('\n');
 }
+
+/**
+ * Runs every mode `runs` times at every size, each run a fresh child (`runChild(mode, url, n)`)
+ * against one local model server, rotating which mode goes first in a round so none always
+ * runs first or last. Returns the runs that worked and the ones that failed.
+ */
+export async function runAlternating({ modes, sizes, runs, runChild, startModelServer }) {
+  const width = Math.max(...modes.map((m) => m.length)) + 1;
+  const results = [];
+  const failures = [];
+  const server = await startModelServer({ host: '127.0.0.1' });
+  try {
+    for (const n of sizes) {
+      for (let r = 0; r < runs; r++) {
+        for (let k = 0; k < modes.length; k++) {
+          const mode = modes[(r + k) % modes.length];
+          const result = await runChild(mode, server.url, n);
+          if (result.error) {
+            failures.push({ n, run: r + 1, ...result });
+            console.error(`\nFAILED: ${mode} N=${n} run ${r + 1}: ${result.error}${result.stderr ? `\n${result.stderr}` : ''}\n`);
+            continue;
+          }
+          results.push({ n, run: r + 1, ...result });
+          const ms = Number.isFinite(result.totalMs) ? result.totalMs.toFixed(1) : '-';
+          process.stdout.write(`  N=${n} run ${r + 1}/${runs} ${mode.padEnd(width)} ${ms} ms\n`);
+        }
+      }
+    }
+  } finally {
+    await server.close();
+  }
+  return { results, failures };
+}

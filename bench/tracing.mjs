@@ -5,7 +5,7 @@
 // medians side by side. The goal of issue 16 is printed, not asserted: traced ≤ 1.05× untraced.
 
 import os from 'node:os';
-import { median, table } from './report.mjs';
+import { median, table, runAlternating } from './report.mjs';
 
 const MODES = ['untraced', 'traced'];
 const GOAL = 1.05;
@@ -14,28 +14,7 @@ const fixed = (v, d = 2) => (Number.isFinite(v) ? v.toFixed(d) : '-');
 /** Runs the benchmark; returns true when a run failed. */
 export async function tracingBenchmark({ sizes, runs, json, runChild, startModelServer, writeReport }) {
   console.log(`tracing benchmark: N = ${sizes.join(', ')} deltas, ${runs} run(s) per mode, node ${process.version}, ${os.cpus()[0]?.model ?? 'unknown'}`);
-  const results = [];
-  const failures = [];
-  const server = await startModelServer({ host: '127.0.0.1' });
-  try {
-    for (const n of sizes) {
-      for (let r = 0; r < runs; r++) {
-        for (let k = 0; k < MODES.length; k++) {
-          const mode = MODES[(r + k) % MODES.length];
-          const result = await runChild(mode, server.url, n);
-          if (result.error) {
-            failures.push({ n, run: r + 1, ...result });
-            console.error(`\nFAILED: ${mode} N=${n} run ${r + 1}: ${result.error}${result.stderr ? `\n${result.stderr}` : ''}\n`);
-            continue;
-          }
-          results.push({ n, run: r + 1, ...result });
-          process.stdout.write(`  N=${n} run ${r + 1}/${runs} ${mode.padEnd(9)} ${fixed(result.totalMs, 1)} ms\n`);
-        }
-      }
-    }
-  } finally {
-    await server.close();
-  }
+  const { results, failures } = await runAlternating({ modes: MODES, sizes, runs, runChild, startModelServer });
   const rows = [['N', 'untraced µs/chunk', 'traced µs/chunk', 'traced × untraced', 'untraced CPU µs/chunk', 'traced CPU µs/chunk', 'CPU ×']];
   const goals = [];
   for (const n of sizes) {
