@@ -1,8 +1,8 @@
-//! `toAISdkStream(output, { from: 'agent' })` and its older name `toAISdkV5Stream` (SPEC §10):
-//! an agent run as the AI SDK 5 UI message stream, for the `ai` package's `readUIMessageStream`,
-//! `createUIMessageStreamResponse` and `useChat`.
+//! `toAISdkStream(output, { from: 'agent' | 'workflow' })` and its older name `toAISdkV5Stream`
+//! (SPEC §10, §20.6): an agent run or a workflow run as the AI SDK 5 UI message stream, for the
+//! `ai` package's `readUIMessageStream`, `createUIMessageStreamResponse` and `useChat`.
 //!
-//! The mapping is `core::ai_sdk`; this file only moves values. The returned stream pulls: each
+//! The mappings are `core::ai_sdk` and `core::ai_sdk_workflow`; this file only moves values. The returned stream pulls: each
 //! pull reads chunks from the source until one gives parts, so the source is read no faster than
 //! the consumer reads. Cancelling the returned stream cancels the source (for an agent's
 //! `fullStream` that aborts the run). Must never hold a `RefCell` borrow across an `.await`.
@@ -25,8 +25,13 @@ use crate::core::error::AgentError;
 #[wasm_bindgen(typescript_custom_section)]
 const TS_AI_SDK: &'static str = r#"
 export interface AISdkStreamOptions {
-  /** What `output` is; `'agent'`, the output of `agent.stream()`, is the only source so far. */
-  from?: 'agent';
+  /**
+   * What `output` is: `'agent'` (default), the output of `agent.stream()`, or `'workflow'`, the
+   * output of `run.stream()` (parts `data-workflow` and `data-workflow-step`, SPEC §20.6).
+   */
+  from?: 'agent' | 'workflow';
+  /** `from: 'workflow'`: an agent step's text, reasoning and tool chunks become parts too (default `true`). */
+  includeTextStreamParts?: boolean;
   /**
    * Send the run's `finishReason` on the `finish` part, as `ai`'s own `toUIMessageStream()` does
    * (default `true`; `useChat` hands it to `onFinish`). `false` for a reader whose schema
@@ -52,10 +57,17 @@ export type AISdkUIMessageChunk =
   | { type: `data-${string}`; id?: string; data: unknown; transient?: boolean };
 "#;
 
+/// What the consumer has been told, for the kind of run being converted.
+enum Ui {
+    Agent(UiState),
+    #[cfg(feature = "workflows")]
+    Workflow(crate::core::ai_sdk_workflow::WorkflowUiState),
+}
+
 /// The source's reader and what the consumer has been told.
 struct Pump {
     reader: ReadableStreamDefaultReader,
-    state: RefCell<UiState>,
+    state: RefCell<Ui>,
 }
 
 /// The pump while the stream runs; emptied when it ends or is cancelled, so the closures the
@@ -92,10 +104,13 @@ impl Pump {
                     return true;
                 }
             };
-            let parts = {
-                let mut state = self.state.borrow_mut();
-                state.now_ms = js_sys::Date::now();
-                to_ui_parts(&chunk, &mut state)
+            let parts = match &mut *self.state.borrow_mut() {
+                Ui::Agent(state) => {
+                    state.now_ms = js_sys::Date::now();
+                    to_ui_parts(&chunk, state)
+                }
+                #[cfg(feature = "workflows")]
+                Ui::Workflow(state) => crate::core::ai_sdk_workflow::workflow_ui_parts(&chunk, state),
             };
             if !parts.is_empty() {
                 for part in &parts {
@@ -107,8 +122,8 @@ impl Pump {
     }
 }
 
-/// Converts the output of `agent.stream()` (or its `fullStream`) into the AI SDK 5 UI message
-/// stream.
+/// Converts the output of `agent.stream()` (or its `fullStream`), or with `from: 'workflow'` the
+/// output of a workflow run's `stream()`, into the AI SDK 5 UI message stream.
 ///
 /// ```ts
 /// import { readUIMessageStream } from 'ai';
@@ -119,19 +134,19 @@ impl Pump {
 /// // In a route handler: return createUIMessageStreamResponse({ stream: toAISdkStream(output) });
 /// ```
 ///
-/// Reads `fullStream` (readable once: read the UI stream instead). Throws a `TypeError` when
-/// `output` is neither, or `options.from` is not `'agent'`.
+/// Reads `fullStream` (an agent's is readable once: read the UI stream instead). Throws a
+/// `TypeError` when `output` is neither, or `options.from` is neither `'agent'` nor `'workflow'`.
 #[wasm_bindgen(js_name = toAISdkStream, unchecked_return_type = "ReadableStream<AISdkUIMessageChunk>")]
 pub fn to_ai_sdk_stream(
     #[wasm_bindgen(unchecked_param_type = "AgentStreamOutput | ReadableStream<ChunkType>")] output: JsValue,
     #[wasm_bindgen(unchecked_optional_param_type = "AISdkStreamOptions")] options: Option<JsValue>,
 ) -> Result<ReadableStream, JsValue> {
-    let omit_finish_reason = check_options(&options.unwrap_or(JsValue::UNDEFINED))?;
-    let source = source_stream(&output)?;
+    let ui = check_options(&options.unwrap_or(JsValue::UNDEFINED))?;
+    let source = source_stream(&output, matches!(ui, Ui::Agent(_)))?;
     let get_reader: Function = Reflect::get(&source, &"getReader".into())?.unchecked_into();
     // Throws for a stream that is locked (already being read).
     let reader: ReadableStreamDefaultReader = get_reader.call0(&source)?.unchecked_into();
-    let slot: Slot = Rc::new(RefCell::new(Some(Rc::new(Pump { reader, state: RefCell::new(UiState::new(omit_finish_reason)) }))));
+    let slot: Slot = Rc::new(RefCell::new(Some(Rc::new(Pump { reader, state: RefCell::new(ui) }))));
     ui_stream(slot)
 }
 
@@ -156,10 +171,10 @@ fn chunk_json(value: &JsValue) -> Result<serde_json::Value, AgentError> {
     }
 }
 
-/// Checks the options; returns whether `finishReason` is left out (`sendFinishReason: false`).
-fn check_options(options: &JsValue) -> Result<bool, JsValue> {
+/// Checks the options; returns the state of the conversion they ask for.
+fn check_options(options: &JsValue) -> Result<Ui, JsValue> {
     if options.is_undefined() || options.is_null() {
-        return Ok(false);
+        return Ok(Ui::Agent(UiState::new(false)));
     }
     if !options.is_object() {
         return Err(type_error(
@@ -167,23 +182,37 @@ fn check_options(options: &JsValue) -> Result<bool, JsValue> {
             &format!("expected an object like {{ from: 'agent' }}, got {}", js_kind(options)),
         ));
     }
-    let send = Reflect::get(options, &"sendFinishReason".into())
-        .map_err(|e| type_error("options.sendFinishReason", &format!("could not be read ({})", thrown_message(&e))))?;
-    if !(send.is_undefined() || send.as_bool().is_some()) {
-        return Err(type_error("options.sendFinishReason", &format!("expected a boolean, got {}", js_kind(&send))));
-    }
-    let omit = send.as_bool() == Some(false);
+    let omit = flag(options, "sendFinishReason")? == Some(false);
     let from = Reflect::get(options, &"from".into())
         .map_err(|e| type_error("options.from", &format!("could not be read ({})", thrown_message(&e))))?;
     match from.as_string() {
-        _ if from.is_undefined() => Ok(omit),
-        Some(s) if s == "agent" => Ok(omit),
-        Some(s) => Err(type_error("options.from", &format!("expected 'agent' (the only source so far), got '{s}'"))),
-        None => Err(type_error(
-            "options.from",
-            &format!("expected 'agent' (the only source so far), got {}", js_kind(&from)),
-        )),
+        _ if from.is_undefined() => Ok(Ui::Agent(UiState::new(omit))),
+        Some(s) if s == "agent" => Ok(Ui::Agent(UiState::new(omit))),
+        Some(s) if s == "workflow" => workflow_ui(flag(options, "includeTextStreamParts")?.unwrap_or(true)),
+        Some(s) => Err(type_error("options.from", &format!("expected 'agent' or 'workflow', got '{s}'"))),
+        None => Err(type_error("options.from", &format!("expected 'agent' or 'workflow', got {}", js_kind(&from)))),
     }
+}
+
+#[cfg(feature = "workflows")]
+fn workflow_ui(include_text: bool) -> Result<Ui, JsValue> {
+    Ok(Ui::Workflow(crate::core::ai_sdk_workflow::WorkflowUiState::new(include_text)))
+}
+
+#[cfg(not(feature = "workflows"))]
+fn workflow_ui(_include_text: bool) -> Result<Ui, JsValue> {
+    Err(error_to_js(&crate::core::features::not_built("options.from", "workflows", "workflows")))
+}
+
+/// An optional boolean option.
+fn flag(options: &JsValue, key: &str) -> Result<Option<bool>, JsValue> {
+    let field = format!("options.{key}");
+    let v = Reflect::get(options, &key.into())
+        .map_err(|e| type_error(&field, &format!("could not be read ({})", thrown_message(&e))))?;
+    if !(v.is_undefined() || v.as_bool().is_some()) {
+        return Err(type_error(&field, &format!("expected a boolean, got {}", js_kind(&v))));
+    }
+    Ok(v.as_bool())
 }
 
 fn is_stream(v: &JsValue) -> bool {
@@ -191,7 +220,7 @@ fn is_stream(v: &JsValue) -> bool {
 }
 
 /// The stream to read: `output` itself, or its `fullStream`.
-fn source_stream(output: &JsValue) -> Result<JsValue, JsValue> {
+fn source_stream(output: &JsValue, agent: bool) -> Result<JsValue, JsValue> {
     if is_stream(output) {
         return Ok(output.clone());
     }
@@ -202,10 +231,8 @@ fn source_stream(output: &JsValue) -> Result<JsValue, JsValue> {
             return Ok(full);
         }
     }
-    Err(type_error(
-        "output",
-        &format!("expected the output of agent.stream() or its fullStream (a ReadableStream), got {}", js_kind(output)),
-    ))
+    let what = if agent { "agent.stream()" } else { "a workflow run's stream()" };
+    Err(type_error("output", &format!("expected the output of {what} or its fullStream (a ReadableStream), got {}", js_kind(output))))
 }
 
 fn ui_stream(slot: Slot) -> Result<ReadableStream, JsValue> {

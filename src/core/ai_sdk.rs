@@ -325,7 +325,7 @@ fn known_call(p: &Value, state: &mut UiState, out: &mut Vec<Value>) -> Option<St
 }
 
 /// `{ type: 'data-…', data, id?, transient? }` from a chunk of that shape, other fields dropped.
-fn data_part(v: &Value) -> Option<Value> {
+pub(crate) fn data_part(v: &Value) -> Option<Value> {
     let kind = str_at(v, "type").filter(|t| t.starts_with("data-"))?;
     let mut part = Map::new();
     part.insert("type".into(), kind.into());

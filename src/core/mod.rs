@@ -4,6 +4,8 @@ pub mod abort;
 pub mod background;
 pub mod ai_sdk;
 pub mod ai_sdk_agents;
+#[cfg(feature = "workflows")]
+pub mod ai_sdk_workflow;
 pub mod backlog;
 pub mod base64;
 pub mod chunk;
