@@ -138,7 +138,7 @@ impl Pump {
 /// `TypeError` when `output` is neither, or `options.from` is neither `'agent'` nor `'workflow'`.
 #[wasm_bindgen(js_name = toAISdkStream, unchecked_return_type = "ReadableStream<AISdkUIMessageChunk>")]
 pub fn to_ai_sdk_stream(
-    #[wasm_bindgen(unchecked_param_type = "AgentStreamOutput | ReadableStream<ChunkType>")] output: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "AgentStreamOutput | ReadableStream<ChunkType> | WorkflowRunOutput | ReadableStream<WorkflowStreamEvent>")] output: JsValue,
     #[wasm_bindgen(unchecked_optional_param_type = "AISdkStreamOptions")] options: Option<JsValue>,
 ) -> Result<ReadableStream, JsValue> {
     let ui = check_options(&options.unwrap_or(JsValue::UNDEFINED))?;
@@ -153,7 +153,7 @@ pub fn to_ai_sdk_stream(
 /// The same function under its older name.
 #[wasm_bindgen(js_name = toAISdkV5Stream, unchecked_return_type = "ReadableStream<AISdkUIMessageChunk>")]
 pub fn to_ai_sdk_v5_stream(
-    #[wasm_bindgen(unchecked_param_type = "AgentStreamOutput | ReadableStream<ChunkType>")] output: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "AgentStreamOutput | ReadableStream<ChunkType> | WorkflowRunOutput | ReadableStream<WorkflowStreamEvent>")] output: JsValue,
     #[wasm_bindgen(unchecked_optional_param_type = "AISdkStreamOptions")] options: Option<JsValue>,
 ) -> Result<ReadableStream, JsValue> {
     to_ai_sdk_stream(output, options)
@@ -223,6 +223,15 @@ fn is_stream(v: &JsValue) -> bool {
 fn source_stream(output: &JsValue, agent: bool) -> Result<JsValue, JsValue> {
     if is_stream(output) {
         return Ok(output.clone());
+    }
+    // An output of the other kind is caught before its fullStream is taken, so the call can be
+    // repeated with the right `from`. A bare stream cannot be told apart and is read as asked.
+    let has = |key: &str| output.is_object() && Reflect::has(output, &key.into()).unwrap_or(false);
+    if agent && has("workflowId") {
+        return Err(type_error("options.from", "'agent' (the default), but output is a workflow run's; pass { from: 'workflow' }"));
+    }
+    if !agent && has("textStream") {
+        return Err(type_error("options.from", "'workflow', but output is the output of agent.stream(); pass { from: 'agent' }"));
     }
     if output.is_object() && Reflect::has(output, &"fullStream".into()).unwrap_or(false) {
         // The getter throws when fullStream was already taken; that message says what to do.

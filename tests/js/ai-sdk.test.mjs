@@ -349,8 +349,9 @@ test('bad arguments are TypeErrors naming the field; a taken fullStream says so'
     assert.match(err.message, /^output: expected the output of agent\.stream\(\) or its fullStream/);
   }
   for (const [options, says] of [
-    [{ from: 'workflow' }, /^options\.from: expected 'agent'.*got 'workflow'/],
-    [{ from: 42 }, /^options\.from: expected 'agent'.*got a number/],
+    [{ from: 'workflow' }, /^options\.from: 'workflow', but output is the output of agent\.stream\(\); pass \{ from: 'agent' \}/],
+    [{ from: 'network' }, /^options\.from: expected 'agent' or 'workflow', got 'network'/],
+    [{ from: 42 }, /^options\.from: expected 'agent' or 'workflow', got a number/],
     ['agent', /^options: expected an object/],
   ]) {
     const err = await errorOf(() => toAISdkStream(out, options));

@@ -88,10 +88,13 @@ test("from: 'workflow': a suspended step is shown with its payload and the run e
   assert.equal(parts.at(-2).data.status, 'suspended');
 });
 
-test("toAISdkStream options: a bad from or includeTextStreamParts is a TypeError naming the field", () => {
-  const wf = createWorkflow({ id: 'x' }).then(add('a', 1)).commit();
+test("toAISdkStream options: a bad from or includeTextStreamParts is a TypeError naming the field", T, async () => {
+  const wf = createWorkflow({ id: 'x', inputSchema: obj({ n: num }) }).then(add('a', 1)).commit();
+  const out = (await wf.createRun()).stream({ inputData: { n: 1 } });
+  // A workflow run read as an agent's output (the default from) is refused before its stream is taken.
+  assert.throws(() => toAISdkStream(out), { name: 'TypeError', message: /^options\.from: 'agent' \(the default\), but output is a workflow run's; pass \{ from: 'workflow' \}/ });
+  assert.equal((await collect(toAISdkStream(out, { from: 'workflow' }))).at(-1).type, 'finish');
   assert.throws(() => toAISdkStream({}, { from: 'network' }), { name: 'TypeError', message: /options\.from: expected 'agent' or 'workflow', got 'network'/ });
   assert.throws(() => toAISdkStream({}, { from: 'workflow', includeTextStreamParts: 'yes' }), { name: 'TypeError', message: /options\.includeTextStreamParts: expected a boolean, got/ });
   assert.throws(() => toAISdkStream(42, { from: 'workflow' }), { name: 'TypeError', message: /output: expected the output of a workflow run's stream\(\)/ });
-  assert.ok(wf);
 });
