@@ -23,7 +23,14 @@ export type {
 } from './wasm_agent.js';
 export { SpanHandle } from './wasm_agent.js';
 import type { ObservabilityConfig, TracingEvent, TracingExporter } from './wasm_agent.js';
-export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, toAISdkMessages, toAISdkV5Messages, Mastra, BatchPartsProcessor, TokenLimiterProcessor, createStep, createWorkflow, Step, Workflow, Run, WorkflowRunOutput } from './wasm_agent.js';
+export { Agent, AgentStreamOutput, createTool, stepCountIs, hasToolCall, Memory, InMemoryStore, IndexedDBStore, toAISdkStream, toAISdkV5Stream, toAISdkMessages, toAISdkV5Messages, Mastra, BatchPartsProcessor, TokenLimiterProcessor, createWorkflow, Step, Workflow, Run, WorkflowRunOutput } from './wasm_agent.js';
+import type { Agent, AgentStepOptions, Step, StepDefinition, Tool, Workflow } from './wasm_agent.js';
+/**
+ * A workflow step (SPEC §20.1): from a definition (`execute` gets a typed `StepContext`), or from
+ * an agent, a tool or a workflow. Two signatures, so an inline `execute`'s argument is typed.
+ */
+export declare function createStep(def: StepDefinition): Step;
+export declare function createStep(def: Agent | Tool | Workflow, options?: AgentStepOptions): Step;
 export { TokenLimiterProcessor as TokenLimiter } from './wasm_agent.js';
 /** A request context (a `Map`, as the reference's `RequestContext`); each delegated run gets its own copy. */
 export declare class RequestContext extends Map<string, unknown> {}

@@ -13,6 +13,8 @@ import {
   stepCountIs,
   toAISdkStream,
   toAISdkV5Stream,
+  createStep,
+  createWorkflow,
   BatchPartsProcessor,
   TokenLimiter,
   TokenLimiterProcessor,
@@ -658,8 +660,19 @@ async function aiSdk() {
   // Options are optional; a fullStream works as well.
   toAISdkStream(await agent.stream('Hi'));
   toAISdkV5Stream((await agent.stream('Hi')).fullStream);
-  // @ts-expect-error 'agent' is the only source
-  toAISdkStream(out, { from: 'workflow' });
+  // @ts-expect-error 'agent' and 'workflow' are the sources
+  toAISdkStream(out, { from: 'network' });
+  // @ts-expect-error includeTextStreamParts is a boolean
+  toAISdkStream(out, { from: 'workflow', includeTextStreamParts: 'yes' });
+}
+
+async function workflowToUi() {
+  const step = createStep({ id: 'one', execute: async ({ inputData, suspend }) => (inputData ? inputData : suspend({ why: 'no input' })) });
+  const wf = createWorkflow({ id: 'wf' }).then(step).commit();
+  const run = await wf.createRun();
+  const ui: ReadableStream<AISdkUIMessageChunk> = toAISdkStream(run.stream({ inputData: {} }), { from: 'workflow', includeTextStreamParts: false });
+  toAISdkStream(run.observeStream().fullStream, { from: 'workflow' });
+  return ui;
 }
 
 function durableObject(storage: DurableObjectStorageLike) {
@@ -742,6 +755,10 @@ async function scorers() {
   const store = new InMemoryStore();
   const rows = await store.listScores({ runId: 'r1' });
   void [rows[0]?.score satisfies number | undefined, (await store.saveScore({ scorerId: 's' })).score.id];
+  const idb = new IndexedDBStore({ name: 'scores' });
+  void [(await idb.listScores({ scorerId: 's' }))[0]?.createdAt satisfies string | undefined, (await idb.saveScore({ scorerId: 's', score: 1 })).score.id];
+  // @ts-expect-error a row is an object
+  await idb.saveScore('row');
 }
 
-void [cancelled, weatherTool, memoryCalls, outputs, wrongNarrowing, reading, approval, aiSdk, durableObject, processors, scorers];
+void [cancelled, weatherTool, memoryCalls, outputs, wrongNarrowing, reading, approval, aiSdk, durableObject, processors, scorers, workflowToUi];
