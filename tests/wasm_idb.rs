@@ -152,6 +152,96 @@ behaviour! {
     unknown_parts_and_metadata_survive_a_round_trip => suite_round_trip,
     run_records_are_saved_claimed_once_listed_and_deleted => suite_runs,
     vectors_are_searched_by_cosine_in_scope_and_deleted_with_their_thread => suite_vectors,
+    workflow_snapshots_are_kept_claimed_once_listed_newest_first_and_deleted => suite_workflow_runs,
+}
+
+/// Workflow snapshots (SPEC §20.5): a re-saved run keeps when it was created and its resource,
+/// the status compare-and-set lets one claimer through, listing filters and pages newest first.
+async fn suite_workflow_runs(s: &dyn Store) {
+    use wasm_agent::core::workflow::snapshot::{RunFilter, StoredRun};
+    let w = s.workflows().expect("this store keeps workflow snapshots");
+    let run = |name: &str, id: &str, resource: Option<&str>, status: &str, at: f64| StoredRun {
+        workflow_name: name.into(),
+        run_id: id.into(),
+        resource_id: resource.map(str::to_owned),
+        snapshot: json!({ "status": status, "runId": id, "context": { "step": { "status": status, "payload": { "n": 1 } } } }),
+        created_at: at,
+        updated_at: at,
+    };
+    assert!(w.load_run("wf", "r1").await.unwrap().is_none());
+    w.persist_snapshot(&run("wf", "r1", Some("u1"), "running", 10.0)).await.unwrap();
+    w.persist_snapshot(&run("wf", "r2", None, "suspended", 20.0)).await.unwrap();
+    w.persist_snapshot(&run("other", "r1", Some("u2"), "success", 30.0)).await.unwrap();
+    // Saved again later with no resource: createdAt and the resource stay.
+    w.persist_snapshot(&run("wf", "r1", None, "suspended", 40.0)).await.unwrap();
+    let r1 = w.load_run("wf", "r1").await.unwrap().expect("r1 is stored");
+    assert_eq!((r1.status(), r1.resource_id.as_deref(), r1.created_at, r1.updated_at), ("suspended", Some("u1"), 10.0, 40.0));
+    assert_eq!(r1.snapshot["context"]["step"]["payload"], json!({ "n": 1 }));
+    assert_eq!(w.load_run("other", "r1").await.unwrap().map(|r| r.status().to_owned()).as_deref(), Some("success"), "one run id in two workflows is two runs");
+    // Compare-and-set: the first claim of the suspended run wins, the second finds it running.
+    let claimed = w.update_status("wf", "r1", "running", Some("suspended"), 50.0).await.unwrap();
+    assert_eq!(claimed.as_ref().map(|v| v["status"].clone()), Some(json!("running")));
+    assert_eq!(claimed.unwrap()["context"]["step"]["payload"], json!({ "n": 1 }), "the whole snapshot comes back");
+    assert!(w.update_status("wf", "r1", "running", Some("suspended"), 51.0).await.unwrap().is_none());
+    assert!(w.update_status("wf", "missing", "running", None, 52.0).await.unwrap().is_none());
+    assert_eq!(w.load_run("wf", "r1").await.unwrap().unwrap().updated_at, 50.0);
+    let names = |(runs, total): (Vec<StoredRun>, usize)| (runs.into_iter().map(|r| format!("{}/{}", r.workflow_name, r.run_id)).collect::<Vec<_>>(), total);
+    let all = RunFilter::default();
+    assert_eq!(names(w.list_runs(&all).await.unwrap()), (vec!["other/r1".into(), "wf/r2".into(), "wf/r1".into()], 3));
+    let wf = RunFilter { workflow_name: Some("wf".into()), ..RunFilter::default() };
+    assert_eq!(names(w.list_runs(&wf).await.unwrap()), (vec!["wf/r2".into(), "wf/r1".into()], 2));
+    let suspended = RunFilter { status: Some("suspended".into()), ..RunFilter::default() };
+    assert_eq!(names(w.list_runs(&suspended).await.unwrap()), (vec!["wf/r2".into()], 1));
+    let mine = RunFilter { resource_id: Some("u1".into()), ..RunFilter::default() };
+    assert_eq!(names(w.list_runs(&mine).await.unwrap()), (vec!["wf/r1".into()], 1));
+    let dated = RunFilter { from_date: Some(15.0), to_date: Some(25.0), ..RunFilter::default() };
+    assert_eq!(names(w.list_runs(&dated).await.unwrap()), (vec!["wf/r2".into()], 1));
+    let page = RunFilter { per_page: Some(2), page: 1, ..RunFilter::default() };
+    assert_eq!(names(w.list_runs(&page).await.unwrap()), (vec!["wf/r1".into()], 3));
+    w.delete_run("wf", "r1").await.unwrap();
+    w.delete_run("wf", "never-was").await.unwrap();
+    assert!(w.load_run("wf", "r1").await.unwrap().is_none());
+    assert!(w.load_run("other", "r1").await.unwrap().is_some(), "only that workflow's run is deleted");
+}
+
+/// Scorers' rows (SPEC §14.2) in IndexedDB: stamped as `InMemoryStore` stamps them, replaced by
+/// id, filtered, oldest first, and still there for another store on the database.
+#[wasm_bindgen_test]
+async fn scores_are_stamped_replaced_by_id_filtered_and_kept_for_the_next_page() {
+    use wasm_agent::core::scoring::ScoreRows;
+    let name = unique_name("scores");
+    let idb = IdbStore::new(&name);
+    let memory = ScoreRows::default();
+    let mut n = 0;
+    let mut next = || {
+        n += 1;
+        format!("id-{n}")
+    };
+    let rows = [
+        (json!({ "scorerId": "tone", "runId": "r1", "score": 0.5, "entityType": "AGENT" }), at(1)),
+        (json!({ "scorerId": "len", "runId": "r1", "score": 1 }), at(2)),
+        (json!({ "scorerId": "tone", "runId": "r2", "score": 0.9, "createdAt": at(0) }), at(3)),
+    ];
+    for (row, now) in rows.iter() {
+        let a = idb.save_score(row.clone(), &mut next, now).await.unwrap();
+        let b = memory.save(row.clone(), &mut || a["id"].as_str().unwrap().to_owned(), now);
+        assert_eq!(a, b, "the row as stored is the in-memory store's");
+    }
+    // A row with a stored id replaces that row.
+    let again = idb.save_score(json!({ "id": "id-2", "scorerId": "len", "runId": "r1", "score": 2 }), &mut next, &at(4)).await.unwrap();
+    memory.save(again.clone(), &mut || -> String { unreachable!("the row has an id") }, &at(4));
+    for filter in [json!(null), json!({ "runId": "r1" }), json!({ "scorerId": "tone" }), json!({ "scorerId": "tone", "runId": "r2" }), json!({ "entityType": "AGENT" }), json!({ "runId": "none" })] {
+        assert_eq!(idb.list_scores(&filter).await.unwrap(), memory.list(&filter), "filter {filter}");
+    }
+    let listed = idb.list_scores(&json!(null)).await.unwrap();
+    assert_eq!(listed.iter().map(|r| r["id"].as_str().unwrap()).collect::<Vec<_>>(), ["id-3", "id-1", "id-2"], "oldest createdAt first");
+    assert_eq!(listed[2]["score"], 2);
+    assert_eq!(listed[2]["createdAt"], json!(at(4)), "a replacing row is the whole row, stamped anew");
+    drop(idb);
+    let reopened = IdbStore::new(&name);
+    assert_eq!(reopened.list_scores(&json!({ "runId": "r1" })).await.unwrap().len(), 2, "the rows outlive the store object");
+    drop(reopened);
+    IdbStore::delete_database(&name).await.unwrap();
 }
 
 /// Semantic recall's vectors (SPEC §21.3): upsert, top-K by cosine within a thread or resource,
@@ -185,6 +275,53 @@ async fn suite_vectors(s: &dyn Store) {
     s.delete_vectors(&VectorTarget::Ids(vec!["d".into()])).await.unwrap();
     s.delete_vectors(&VectorTarget::Thread("t2".into())).await.unwrap();
     assert!(s.query_vectors(&q([1.0, 0.0, 0.0], 10, None, None, None)).await.unwrap().is_empty());
+}
+
+#[wasm_bindgen_test]
+async fn a_version_4_database_upgrades_to_5_keeping_its_records_and_gains_workflow_runs_and_scores() {
+    use wasm_agent::core::workflow::snapshot::StoredRun;
+    let name = unique_name("upgrade-4-5");
+    // The version 4 schema as the previous release made it, with a thread and a vector.
+    js(
+        "name",
+        "
+        const db = await new Promise((res, rej) => {
+          const r = indexedDB.open(name, 4);
+          r.onupgradeneeded = () => {
+            const d = r.result;
+            d.createObjectStore('threads', { keyPath: 'id' }).createIndex('byResource', 'resourceId');
+            d.createObjectStore('messages', { keyPath: 'id' }).createIndex('byThreadTime', ['threadId', 'createdAt', 'id']);
+            d.createObjectStore('resources', { keyPath: 'id' });
+            d.createObjectStore('tasks', { keyPath: 'id' });
+            const runs = d.createObjectStore('runs', { keyPath: 'runId' });
+            runs.createIndex('threadId', 'threadId');
+            runs.createIndex('agentStatus', ['agentId', 'status']);
+            d.createObjectStore('runChunks', { keyPath: ['runId', 'seq'] });
+            const vectors = d.createObjectStore('vectors', { keyPath: 'id' });
+            vectors.createIndex('byThread', 'threadId');
+            vectors.createIndex('byResource', 'resourceId');
+            const tx = r.transaction;
+            tx.objectStore('threads').put({ id: 'old', resourceId: 'u', createdAt: 'a', updatedAt: 'b' });
+            tx.objectStore('vectors').put({ id: 'm1', threadId: 'old', resourceId: 'u', vector: new Float32Array([0, 1]) });
+          };
+          r.onsuccess = () => res(r.result);
+          r.onerror = () => rej(r.error);
+        });
+        db.close();",
+        &[name.as_str().into()],
+    )
+    .await
+    .unwrap();
+    let store = IdbStore::new(&name);
+    assert_eq!(store.get_thread_by_id("old").await.unwrap().map(|t| t.id).as_deref(), Some("old"), "kept across the upgrade");
+    let q = VectorQuery { vector: vec![0.0, 1.0], top_k: 1, thread_id: None, resource_id: Some("u".into()), threshold: None };
+    assert_eq!(store.query_vectors(&q).await.unwrap().len(), 1, "vectors kept");
+    let run = StoredRun { workflow_name: "wf".into(), run_id: "r".into(), resource_id: None, snapshot: json!({ "status": "suspended" }), created_at: 1.0, updated_at: 1.0 };
+    store.workflows().unwrap().persist_snapshot(&run).await.expect("version 5 keeps workflow runs");
+    assert_eq!(store.workflows().unwrap().load_run("wf", "r").await.unwrap().map(|r| r.status().to_owned()).as_deref(), Some("suspended"));
+    store.save_score(json!({ "scorerId": "s" }), &mut || "s1".into(), &at(0)).await.expect("version 5 keeps scores");
+    drop(store);
+    IdbStore::delete_database(&name).await.unwrap();
 }
 
 #[wasm_bindgen_test]
@@ -572,7 +709,7 @@ async fn operations_started_together_share_one_open() {
 }
 
 #[wasm_bindgen_test]
-async fn the_schema_is_version_4_and_records_are_plain_objects() {
+async fn the_schema_is_version_5_and_records_are_plain_objects() {
     let name = unique_name("schema");
     let store = IdbStore::new(&name);
     store.save_thread(&thread("t1", "u", 3)).await.unwrap();
@@ -582,7 +719,7 @@ async fn the_schema_is_version_4_and_records_are_plain_objects() {
         "name",
         "
         const db = await new Promise((res, rej) => { const r = indexedDB.open(name); r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
-        const tx = db.transaction(['threads', 'messages', 'resources', 'tasks', 'runs', 'runChunks', 'vectors']);
+        const tx = db.transaction(['threads', 'messages', 'resources', 'tasks', 'runs', 'runChunks', 'vectors', 'workflowRuns', 'scores']);
         const get = (req) => new Promise((res) => { req.onsuccess = () => res(req.result); });
         const messages = tx.objectStore('messages');
         const out = {
@@ -598,6 +735,8 @@ async fn the_schema_is_version_4_and_records_are_plain_objects() {
           chunkKey: tx.objectStore('runChunks').keyPath,
           vectorKey: tx.objectStore('vectors').keyPath,
           vectorIndexes: [...tx.objectStore('vectors').indexNames].map((n) => [n, tx.objectStore('vectors').index(n).keyPath]),
+          workflowRunKey: tx.objectStore('workflowRuns').keyPath,
+          scoreKey: tx.objectStore('scores').keyPath,
           message: await get(messages.get('m1')),
         };
         db.close();
@@ -607,8 +746,10 @@ async fn the_schema_is_version_4_and_records_are_plain_objects() {
     .await
     .unwrap();
     let seen: serde_json::Value = serde_json::from_str(&seen.as_string().unwrap()).unwrap();
-    assert_eq!(seen["version"], 4);
-    assert_eq!(seen["stores"], json!(["messages", "resources", "runChunks", "runs", "tasks", "threads", "vectors"]));
+    assert_eq!(seen["version"], 5);
+    assert_eq!(seen["stores"], json!(["messages", "resources", "runChunks", "runs", "scores", "tasks", "threads", "vectors", "workflowRuns"]));
+    assert_eq!(seen["workflowRunKey"], json!(["workflowName", "runId"]));
+    assert_eq!(seen["scoreKey"], "id");
     assert_eq!(seen["vectorKey"], "id");
     assert_eq!(seen["vectorIndexes"], json!([["byResource", "resourceId"], ["byThread", "threadId"]]));
     assert_eq!(seen["runKey"], "runId");

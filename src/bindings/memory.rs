@@ -76,14 +76,7 @@ impl JsInMemoryStore {
     /// `createdAt` are added when absent.
     #[wasm_bindgen(js_name = saveScore, unchecked_return_type = "Promise<{ score: ScoreRow }>")]
     pub fn save_score(&self, #[wasm_bindgen(unchecked_param_type = "Record<string, unknown>")] row: JsValue) -> Promise {
-        let saved = if row.is_object() {
-            to_json(&row, "saveScore(row)").map(|row| {
-                let now = crate::core::memory::iso_time(js_sys::Date::now());
-                self.scores.save(row, &mut || crate::core::env::Env::new_id(&crate::platform::JsEnv), &now)
-            })
-        } else {
-            Err(AgentError::invalid("saveScore(row)", format!("expected an object, got {}", js_kind(&row))))
-        };
+        let saved = score_row(&row).map(|row| self.scores.save(row, &mut new_score_id, &score_time()));
         match saved {
             Ok(score) => Promise::resolve(&from_json(&serde_json::json!({ "score": score }))),
             Err(e) => Promise::reject(&error_to_js(&e)),
@@ -93,12 +86,35 @@ impl JsInMemoryStore {
     /// The stored scores matching every filter given, oldest first.
     #[wasm_bindgen(js_name = listScores, unchecked_return_type = "Promise<ScoreRow[]>")]
     pub fn list_scores(&self, #[wasm_bindgen(unchecked_param_type = "ScoreFilter")] filter: Option<JsValue>) -> Promise {
-        let filter = filter.as_ref().map(|f| to_json(f, "listScores(filter)")).transpose();
-        match filter {
-            Ok(f) => Promise::resolve(&from_json(&Value::Array(self.scores.list(&f.unwrap_or(Value::Null))))),
+        match score_filter(filter.as_ref()) {
+            Ok(f) => Promise::resolve(&from_json(&Value::Array(self.scores.list(&f)))),
             Err(e) => Promise::reject(&error_to_js(&e)),
         }
     }
+}
+
+/// `saveScore`'s argument as JSON: an object, or an error naming it.
+#[cfg(feature = "scorers")]
+fn score_row(row: &JsValue) -> Result<Value, AgentError> {
+    match row.is_object() {
+        true => to_json(row, "saveScore(row)"),
+        false => Err(AgentError::invalid("saveScore(row)", format!("expected an object, got {}", js_kind(row)))),
+    }
+}
+
+#[cfg(feature = "scorers")]
+fn score_filter(filter: Option<&JsValue>) -> Result<Value, AgentError> {
+    Ok(filter.map(|f| to_json(f, "listScores(filter)")).transpose()?.unwrap_or(Value::Null))
+}
+
+#[cfg(feature = "scorers")]
+fn new_score_id() -> String {
+    crate::core::env::Env::new_id(&crate::platform::JsEnv)
+}
+
+#[cfg(feature = "scorers")]
+fn score_time() -> String {
+    crate::core::memory::iso_time(js_sys::Date::now())
 }
 
 impl Default for JsInMemoryStore {
@@ -111,7 +127,8 @@ impl Default for JsInMemoryStore {
 /// they survive a reload with no server.
 #[wasm_bindgen(js_name = IndexedDBStore)]
 pub struct JsIndexedDbStore {
-    _store: Rc<dyn Store>,
+    #[cfg_attr(not(feature = "scorers"), allow(dead_code))]
+    idb: Rc<crate::platform::idb::IdbStore>,
     id: u32,
     name: String,
 }
@@ -127,9 +144,9 @@ impl JsIndexedDbStore {
             None if name.is_undefined() || name.is_null() => DEFAULT_DB.to_string(),
             _ => return Err(type_error("new IndexedDBStore(options).name", &format!("expected a non-empty string, got {}", js_kind(&name)))),
         };
-        let store: Rc<dyn Store> = Rc::new(crate::platform::idb::IdbStore::new(&name));
-        let id = register_store(&store);
-        Ok(JsIndexedDbStore { _store: store, id, name })
+        let idb = Rc::new(crate::platform::idb::IdbStore::new(&name));
+        let id = register_store(&(idb.clone() as Rc<dyn Store>));
+        Ok(JsIndexedDbStore { idb, id, name })
     }
 
     #[doc(hidden)]
@@ -143,6 +160,31 @@ impl JsIndexedDbStore {
     #[wasm_bindgen(js_name = __dbName, skip_typescript)]
     pub fn db_name(&self) -> String {
         self.name.clone()
+    }
+}
+
+#[cfg(feature = "scorers")]
+#[wasm_bindgen(js_class = IndexedDBStore)]
+impl JsIndexedDbStore {
+    /// Stores a scorer's row in the database (an agent's scorers call it after a run, SPEC
+    /// §14.2); `id` and `createdAt` are added when absent. A row with a stored id replaces it.
+    #[wasm_bindgen(js_name = saveScore, unchecked_return_type = "Promise<{ score: ScoreRow }>")]
+    pub fn save_score(&self, #[wasm_bindgen(unchecked_param_type = "Record<string, unknown>")] row: JsValue) -> Promise {
+        let (row, idb) = (score_row(&row), self.idb.clone());
+        future_to_promise(async move {
+            let score = idb.save_score(row.map_err(|e| error_to_js(&e))?, &mut new_score_id, &score_time()).await;
+            Ok(from_json(&serde_json::json!({ "score": score.map_err(|e| error_to_js(&e))? })))
+        })
+    }
+
+    /// The stored scores matching every filter given, oldest first.
+    #[wasm_bindgen(js_name = listScores, unchecked_return_type = "Promise<ScoreRow[]>")]
+    pub fn list_scores(&self, #[wasm_bindgen(unchecked_param_type = "ScoreFilter")] filter: Option<JsValue>) -> Promise {
+        let (filter, idb) = (score_filter(filter.as_ref()), self.idb.clone());
+        future_to_promise(async move {
+            let rows = idb.list_scores(&filter.map_err(|e| error_to_js(&e))?).await.map_err(|e| error_to_js(&e))?;
+            Ok(from_json(&Value::Array(rows)))
+        })
     }
 }
 

@@ -79,7 +79,7 @@ impl ScoringCapture {
 }
 
 /// The scores a built-in store keeps (`saveScore` / `listScores` of `InMemoryStore`): rows as the
-/// scorers gave them, with an `id` and `createdAt` added when absent, in the order saved.
+/// scorers gave them, with an `id` and `createdAt` added when absent, listed oldest first.
 #[derive(Default)]
 pub struct ScoreRows(std::cell::RefCell<Vec<Value>>);
 
@@ -90,18 +90,7 @@ impl ScoreRows {
     /// Stores `row` (an object) and gives it back as stored. A row with the id of a stored one
     /// replaces it.
     pub fn save(&self, row: Value, new_id: &mut dyn FnMut() -> String, now: &str) -> Value {
-        let mut row = match row {
-            Value::Object(o) => o,
-            _ => serde_json::Map::new(),
-        };
-        if !row.get("id").is_some_and(Value::is_string) {
-            row.insert("id".into(), new_id().into());
-        }
-        if !row.get("createdAt").is_some_and(Value::is_string) {
-            row.insert("createdAt".into(), now.into());
-        }
-        row.insert("updatedAt".into(), now.into());
-        let row = Value::Object(row);
+        let row = stamp_score(row, new_id, now);
         let mut rows = self.0.borrow_mut();
         match rows.iter_mut().find(|r| r["id"] == row["id"]) {
             Some(old) => *old = row.clone(),
@@ -113,9 +102,42 @@ impl ScoreRows {
     /// The rows matching every filter `filter` gives (`runId`, `scorerId`, `entityId`,
     /// `entityType`, `source`), oldest first.
     pub fn list(&self, filter: &Value) -> Vec<Value> {
-        let wanted: Vec<(&str, &Value)> = FILTERS.iter().filter_map(|k| filter.get(*k).filter(|v| !v.is_null()).map(|v| (*k, v))).collect();
-        self.0.borrow().iter().filter(|r| wanted.iter().all(|(k, v)| r.get(*k) == Some(*v))).cloned().collect()
+        let mut rows: Vec<Value> = self.0.borrow().iter().filter(|r| score_matches(filter, r)).cloned().collect();
+        oldest_first(&mut rows);
+        rows
     }
+}
+
+/// Sorts rows by `createdAt` (ISO times sort as text); the sort is stable, so rows of one
+/// millisecond keep the order they came in.
+pub fn oldest_first(rows: &mut [Value]) {
+    rows.sort_by(|a, b| a["createdAt"].as_str().unwrap_or_default().cmp(b["createdAt"].as_str().unwrap_or_default()));
+}
+
+/// `row` (an object; anything else becomes `{}`) as a store keeps it: an `id` and `createdAt`
+/// added when absent, `updatedAt` set to `now`.
+pub fn stamp_score(row: Value, new_id: &mut dyn FnMut() -> String, now: &str) -> Value {
+    let mut row = match row {
+        Value::Object(o) => o,
+        _ => serde_json::Map::new(),
+    };
+    if !row.get("id").is_some_and(Value::is_string) {
+        row.insert("id".into(), new_id().into());
+    }
+    if !row.get("createdAt").is_some_and(Value::is_string) {
+        row.insert("createdAt".into(), now.into());
+    }
+    row.insert("updatedAt".into(), now.into());
+    Value::Object(row)
+}
+
+/// Whether `row` has every field `filter` gives among `runId`, `scorerId`, `entityId`,
+/// `entityType` and `source` (null ones ignored).
+pub fn score_matches(filter: &Value, row: &Value) -> bool {
+    FILTERS.iter().all(|k| match filter.get(*k) {
+        None | Some(Value::Null) => true,
+        Some(v) => row.get(*k) == Some(v),
+    })
 }
 
 #[cfg(test)]
@@ -158,9 +180,12 @@ mod tests {
         assert_eq!(ids(json!({ "runId": "r1" })), ["s1", "own"]);
         assert_eq!(ids(json!({ "runId": "r1", "scorerId": "x" })), ["s1"]);
         assert_eq!(ids(json!({ "scorerId": null })), ["s1", "own", "s2"], "null filters nothing");
-        // The same id again replaces the row, keeping its place.
+        // The same id again replaces the row; stamped anew, it lists by its new createdAt.
         rows.save(json!({ "scorerId": "y", "runId": "r1", "score": 1, "id": "own" }), &mut id, "2026-01-01T00:00:03.000Z");
-        assert_eq!(ids(json!({})), ["s1", "own", "s2"]);
+        assert_eq!(ids(json!({})), ["s1", "s2", "own"]);
+        // Oldest first by createdAt, whatever order the rows came in.
+        rows.save(json!({ "scorerId": "z", "runId": "r3", "createdAt": "2025-12-31T00:00:00.000Z" }), &mut id, "2026-01-01T00:00:04.000Z");
+        assert_eq!(ids(json!({})), ["s3", "s1", "s2", "own"]);
         assert_eq!(rows.list(&json!({ "scorerId": "y" }))[0]["score"], 1);
     }
 

@@ -15,6 +15,10 @@ mod conn;
 mod tx;
 mod vector_blocks;
 mod vectors;
+#[cfg(feature = "workflows")]
+mod workflows;
+#[cfg(feature = "scorers")]
+mod scores;
 
 #[cfg(feature = "bench-idb")]
 mod bench;
@@ -127,10 +131,10 @@ impl IdbStore {
         storage_error(&self.conn.name, what, e)
     }
 
-    /// The record `id` of `store`, as JSON.
-    async fn get(&self, store: &str, id: &str, what: &str) -> Result<Option<Value>, AgentError> {
+    /// The record of `store` with key `key`, as JSON.
+    async fn get(&self, store: &str, key: &JsValue, what: &str) -> Result<Option<Value>, AgentError> {
         let req = self
-            .transact(what, &[store], Readonly, &mut |tx| tx.store(store)?.get(&id.into()).map(JsValue::from))
+            .transact(what, &[store], Readonly, &mut |tx| tx.store(store)?.get(key).map(JsValue::from))
             .await?;
         let value = req.unchecked_into::<IdbRequest>().result().map_err(|e| self.error(what, &e))?;
         if value.is_undefined() || value.is_null() {
@@ -155,6 +159,15 @@ impl IdbStore {
                 tx.store(store)?.index(index)?.get_all_with_key(key).map(JsValue::from)
             })
             .await?;
+        let records = self.read_array(req.unchecked_into::<IdbRequest>().result(), what)?;
+        self.records_read.set(self.records_read.get() + records.len() as u64);
+        Ok(records)
+    }
+
+    /// Every record of `store` (for the stores whose records are few: tasks, runs, workflow
+    /// runs, scores), filtered by the caller.
+    async fn all(&self, store: &str, what: &str) -> Result<Vec<Value>, AgentError> {
+        let req = self.transact(what, &[store], Readonly, &mut |tx| tx.store(store)?.get_all().map(JsValue::from)).await?;
         let records = self.read_array(req.unchecked_into::<IdbRequest>().result(), what)?;
         self.records_read.set(self.records_read.get() + records.len() as u64);
         Ok(records)
@@ -203,7 +216,7 @@ use IdbTransactionMode::{Readonly, Readwrite};
 impl Store for IdbStore {
     fn get_thread_by_id<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<Thread>, AgentError>> {
         Box::pin(async move {
-            let record = self.get(THREADS, id, &format!("reading thread '{id}'")).await?;
+            let record = self.get(THREADS, &id.into(), &format!("reading thread '{id}'")).await?;
             record.map(|v| Thread::from_json(&v, SOURCE)).transpose()
         })
     }
@@ -332,7 +345,7 @@ impl Store for IdbStore {
 
     fn get_resource<'a>(&'a self, id: &'a str) -> LocalFuture<'a, Result<Option<Resource>, AgentError>> {
         Box::pin(async move {
-            let record = self.get(RESOURCES, id, &format!("reading resource '{id}'")).await?;
+            let record = self.get(RESOURCES, &id.into(), &format!("reading resource '{id}'")).await?;
             record.map(|v| Resource::from_json(&v, SOURCE)).transpose()
         })
     }
@@ -349,16 +362,18 @@ impl Store for IdbStore {
 
     fn list_tasks<'a>(&'a self, filter: &'a TaskFilter) -> LocalFuture<'a, Result<Vec<TaskRecord>, AgentError>> {
         Box::pin(async move {
-            let what = "listing background tasks";
-            // Tasks are few; one read of the store, filtered here.
-            let req = self.transact(what, &[TASKS], Readonly, &mut |tx| tx.store(TASKS)?.get_all().map(JsValue::from)).await?;
-            let records = self.read_array(req.unchecked_into::<IdbRequest>().result(), what)?;
+            let records = self.all(TASKS, "listing background tasks").await?;
             let tasks: Result<Vec<TaskRecord>, AgentError> = records.iter().map(|r| TaskRecord::from_json(r, "IndexedDB")).collect();
             Ok(tasks?.into_iter().filter(|t| filter.matches(t)).collect())
         })
     }
 
     fn runs(&self) -> Option<&dyn RunStore> {
+        Some(self)
+    }
+
+    #[cfg(feature = "workflows")]
+    fn workflows(&self) -> Option<&dyn crate::core::workflow::store::WorkflowStore> {
         Some(self)
     }
 
@@ -386,7 +401,7 @@ impl RunStore for IdbStore {
 
     fn get_run<'a>(&'a self, run_id: &'a str) -> LocalFuture<'a, Result<Option<RunRecord>, AgentError>> {
         Box::pin(async move {
-            let record = self.get(RUNS, run_id, &format!("reading run '{run_id}'")).await?;
+            let record = self.get(RUNS, &run_id.into(), &format!("reading run '{run_id}'")).await?;
             record.map(|v| RunRecord::from_json(&v, SOURCE)).transpose()
         })
     }
@@ -439,10 +454,7 @@ impl RunStore for IdbStore {
 
     fn list_runs<'a>(&'a self, filter: &'a RunFilter) -> LocalFuture<'a, Result<Vec<RunRecord>, AgentError>> {
         Box::pin(async move {
-            let what = "listing runs";
-            // Waiting runs are few; one read of the store, filtered here.
-            let req = self.transact(what, &[RUNS], Readonly, &mut |tx| tx.store(RUNS)?.get_all().map(JsValue::from)).await?;
-            let records = self.read_array(req.unchecked_into::<IdbRequest>().result(), what)?;
+            let records = self.all(RUNS, "listing runs").await?;
             let runs: Result<Vec<RunRecord>, AgentError> = records.iter().map(|r| RunRecord::from_json(r, SOURCE)).collect();
             Ok(runs?.into_iter().filter(|r| filter.matches(r)).collect())
         })

@@ -15,7 +15,7 @@ use super::tx::{dom_error, error_message, error_name, race, storage_error};
 use crate::core::error::{AgentError, StorageKind};
 
 /// The schema version this code writes and reads. Bump it together with a new arm in `upgrade`.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 pub(super) const THREADS: &str = "threads";
 pub(super) const MESSAGES: &str = "messages";
@@ -29,6 +29,10 @@ pub(super) const RUN_CHUNKS: &str = "runChunks";
 pub(super) const VECTORS: &str = "vectors";
 pub(super) const VECTORS_BY_THREAD: &str = "byThread";
 pub(super) const VECTORS_BY_RESOURCE: &str = "byResource";
+/// Workflow snapshots (version 5, SPEC §20.5), by `[workflowName, runId]`.
+pub(super) const WORKFLOW_RUNS: &str = "workflowRuns";
+/// Scorers' rows (version 5, SPEC §14.2), by `id`.
+pub(super) const SCORES: &str = "scores";
 /// `threads` by `resourceId`.
 pub(super) const BY_RESOURCE: &str = "byResource";
 /// `messages` by `[threadId, createdAt, id]`: a thread's messages in time order.
@@ -75,6 +79,15 @@ fn upgrade(db: &IdbDatabase, old_version: u32) -> Result<(), JsValue> {
                 let vectors = db.create_object_store_with_optional_parameters(VECTORS, &by_id)?;
                 vectors.create_index_with_str(VECTORS_BY_THREAD, "threadId")?;
                 vectors.create_index_with_str(VECTORS_BY_RESOURCE, "resourceId")?;
+            }
+            5 => {
+                let by_run = IdbObjectStoreParameters::new();
+                let key: Array = ["workflowName", "runId"].iter().map(|k| JsValue::from_str(k)).collect();
+                by_run.set_key_path(&key);
+                db.create_object_store_with_optional_parameters(WORKFLOW_RUNS, &by_run)?;
+                let by_id = IdbObjectStoreParameters::new();
+                by_id.set_key_path(&"id".into());
+                db.create_object_store_with_optional_parameters(SCORES, &by_id)?;
             }
             _ => {}
         }
