@@ -47,6 +47,8 @@ mod workflow_ctx;
 #[cfg(feature = "workflows")]
 pub mod workflow_host;
 #[cfg(feature = "workflows")]
+mod workflow_live;
+#[cfg(feature = "workflows")]
 pub mod workflow_resume;
 #[cfg(feature = "workflows")]
 pub mod workflow_run;

@@ -10,7 +10,7 @@ use wasm_bindgen_futures::{future_to_promise, JsFuture};
 
 use super::convert::{error_to_js, from_json, js_kind, to_json, type_error};
 use super::workflow::Workflow;
-use super::workflow_run::{after_run, persist, Exec, Run, RunInner, WorkflowRunOutput};
+use super::workflow_run::{after_run, persist, store_checkpoints, Exec, Run, RunInner, WorkflowRunOutput};
 use crate::core::error::AgentError;
 use crate::core::workflow::snapshot::{self, RunFilter, StoredRun};
 
@@ -97,7 +97,10 @@ async fn resume_exec(run: Rc<RunInner>, options: JsValue) -> Result<Rc<Exec>, Js
     let exec = run.next_exec()?;
     let (e, wf) = (exec.clone(), run.wf.clone());
     let store = store.clone();
+    store_checkpoints(&store, &def.id, &exec.core);
+    let live = super::workflow_live::hold(&def.id, &id);
     wasm_bindgen_futures::spawn_local(async move {
+        let _live = live;
         let core = e.core.clone();
         let result = snapshot::resume(core.clone(), def.clone(), &stored.snapshot, path, data).await;
         persist(&*store, &def.id, &core, snapshot::of(&core, &result)).await;
@@ -108,8 +111,58 @@ async fn resume_exec(run: Rc<RunInner>, options: JsValue) -> Result<Rc<Exec>, Js
     Ok(exec)
 }
 
+/// Re-runs a run left `running` by a page or process that died, from its last finished step.
+async fn restart_exec(run: Rc<RunInner>) -> Result<Rc<Exec>, JsValue> {
+    let def = run.wf.def.clone();
+    let (name, id) = (def.id.clone(), run.run_id.clone());
+    let store = run.wf.store();
+    // The run first, then its snapshot: one read after taking it, so a restart elsewhere that
+    // finished in between is seen as finished, not run twice.
+    let live = super::workflow_live::try_hold(&name, &id).await.map_err(|place| {
+        error_to_js(&AgentError::Resume {
+            code: "in-progress",
+            message: format!("Run '{id}' of workflow '{name}' is running {place}; restart() only re-runs a run whose page or process died"),
+        })
+    })?;
+    let none = || error(&format!("No snapshot found for run '{id}' of workflow '{name}'"));
+    let runs = store.workflows().ok_or_else(none)?;
+    let stored = runs.load_run(&name, &id).await.map_err(|e| error_to_js(&e))?.ok_or_else(none)?;
+    if stored.status() != "running" {
+        return Err(error(&format!(
+            "Run '{id}' of workflow '{name}' is not running (status: {}); restart() re-runs a run left running by a page or process that died",
+            stored.status()
+        )));
+    }
+    let exec = run.next_exec()?;
+    let (e, wf) = (exec.clone(), run.wf.clone());
+    store_checkpoints(&store, &name, &exec.core);
+    wasm_bindgen_futures::spawn_local(async move {
+        let _live = live;
+        let core = e.core.clone();
+        let result = snapshot::restart(core.clone(), def.clone(), &stored.snapshot).await;
+        persist(&*store, &def.id, &core, snapshot::of(&core, &result)).await;
+        let value = Ok(result.to_json(false));
+        e.settle(value.clone());
+        after_run(&wf, &value);
+    });
+    Ok(exec)
+}
+
 #[wasm_bindgen]
 impl Run {
+    /// Re-runs a run left `running` by a page, worker or process that died (SPEC §20.2), from
+    /// its last finished step: finished steps keep their outputs, the rest run again. Rejects
+    /// when the run is not `running`, has no snapshot, or is running here or (Web Locks) in
+    /// another page or worker of the origin.
+    #[wasm_bindgen(unchecked_return_type = "Promise<WorkflowResult>")]
+    pub fn restart(&self) -> Promise {
+        let run = self.inner.clone();
+        future_to_promise(async move {
+            let exec = restart_exec(run).await?;
+            JsFuture::from(exec.result_promise()).await
+        })
+    }
+
     /// Resumes the suspended run: the step (`step`, else the only suspended one) runs again with
     /// `resumeData`. Rejects when the run is not suspended, has no snapshot, the data fails the
     /// step's `resumeSchema` (the run stays suspended), or another resume of it won.

@@ -16,6 +16,7 @@ use web_sys::{ReadableStream, ReadableStreamDefaultController};
 use super::convert::{error_to_js, from_json, js_kind, to_json, type_error};
 use super::workflow::{WfInner, Workflow};
 use super::workflow_host::JsHost;
+use crate::core::env::LocalFuture;
 use crate::core::error::AgentError;
 use crate::core::workflow::context::RunCore;
 use crate::core::workflow::log::LogReader;
@@ -91,6 +92,20 @@ pub(crate) async fn persist(store: &dyn Store, name: &str, core: &RunCore, snaps
     if let Err(e) = runs.persist_snapshot(&run).await {
         super::report::warn(&format!("wasm-agent: the snapshot of run '{}' of workflow '{name}' was not stored: {e}", core.run_id));
     }
+}
+
+/// Sends the engine's `running` snapshot after each top-level node to `store` (SPEC §20.5), so
+/// `restart` finds the run's last finished step. Holds the run weakly: it owns the hook.
+pub(crate) fn store_checkpoints(store: &Rc<dyn Store>, name: &str, core: &Rc<RunCore>) {
+    let (store, name, run) = (store.clone(), name.to_owned(), Rc::downgrade(core));
+    *core.checkpoint.borrow_mut() = Some(Rc::new(move |snapshot: Value| -> LocalFuture<'static, ()> {
+        let (store, name, run) = (store.clone(), name.clone(), run.clone());
+        Box::pin(async move {
+            if let Some(core) = run.upgrade() {
+                persist(&*store, &name, &core, snapshot).await;
+            }
+        })
+    }));
 }
 
 fn get(v: &JsValue, k: &str) -> JsValue {
@@ -201,8 +216,10 @@ impl RunInner {
         self.arm(&exec.core)?;
         let (def, wf) = (self.wf.def.clone(), self.wf.clone());
         let store = wf.store();
+        store_checkpoints(&store, &def.id, &exec.core);
         wasm_bindgen_futures::spawn_local(async move {
             let core = exec.core.clone();
+            let _live = super::workflow_live::hold(&def.id, &core.run_id);
             persist(&*store, &def.id, &core, snapshot::initial(&core, "running", &input)).await;
             let r = crate::core::workflow::start(core.clone(), def.clone(), input.clone(), state).await;
             let snap = match &r {

@@ -41,6 +41,37 @@ window.stored = async (runId) => {
   return r && { status: r.status, result: r.result ?? null, resourceId: r.resourceId ?? null };
 };
 
+// fetch → slow (waits for window.release(), so a page can be closed while it runs) → save.
+let release;
+window.release = () => release?.();
+window.ran = [];
+const tracked = (id, f) => createStep({ id, execute: async (ctx) => { window.ran.push(id); return f(ctx); } });
+const slow = createWorkflow({ id: 'reload-slow' })
+  .then(tracked('fetch', ({ inputData }) => ({ n: inputData.n * 2 })))
+  .then(tracked('slow', async ({ inputData }) => { await new Promise((r) => (release = r)); return { n: inputData.n + 1 }; }))
+  .then(tracked('save', ({ inputData }) => ({ saved: inputData.n })))
+  .commit();
+/** Starts a slow run and returns once it waits in its second step (after the snapshot of the first). */
+window.startSlow = async () => {
+  const run = await slow.createRun();
+  window.slowResult = run.start({ inputData: { n: 5 } });
+  while (!window.ran.includes('slow')) await new Promise((r) => setTimeout(r, 1));
+  return run.runId;
+};
+window.slowRuns = async () => (await slow.listWorkflowRuns({ status: 'running' })).runs.map((r) => r.runId);
+/** restart(), letting its slow step go on as soon as it waits. */
+window.restart = async (runId) => {
+  const letGo = setInterval(() => window.ran.includes('slow') && window.release(), 1);
+  try {
+    const r = await (await slow.createRun({ runId })).restart();
+    return { status: r.status, result: r.result, fetch: r.steps.fetch?.output };
+  } catch (e) {
+    return { error: { name: e.name, code: e.code, message: e.message } };
+  } finally {
+    clearInterval(letGo);
+  }
+};
+
 const storage = new IndexedDBStore({ name: 'wasm-agent-scores-page' });
 const length = createScorer({ id: 'length', description: 'Words in the reply' })
   .generateScore(({ run }) => run.output[0].content.parts.filter((p) => p.type === 'text').map((p) => p.text).join(' ').split(' ').length);

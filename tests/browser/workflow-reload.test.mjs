@@ -3,7 +3,9 @@
 //
 // SPEC §20.5: a workflow outside any Mastra keeps its snapshots in the default storage, IndexedDB
 // in a page; so a run suspended before a reload is listed and resumed after it, from where it
-// stopped, and two tabs resuming it are serialized by IndexedDB (exactly one runs). SPEC §14.2:
+// stopped, and two tabs resuming it are serialized by IndexedDB (exactly one runs). SPEC §20.2: a
+// run whose page was closed mid-step is found `running` and `restart()` goes on from its last
+// finished step, while a run another page still executes (its Web Lock held) is refused. SPEC §14.2:
 // an IndexedDBStore keeps the scores its agent's scorers save. The page is workflow-page.html +
 // workflow-page.mjs, served with pkg/ by static-server.mjs.
 
@@ -113,5 +115,28 @@ test("an IndexedDBStore keeps its agent's scores across a reload", T, async () =
   assert.equal(rows.length, 2);
   assert.deepEqual(rows.map((r) => r.score), [words(run.text), words(second.text)], 'oldest first');
   assert.deepEqual(await page.evaluate((id) => window.scores({ runId: id }), run.runId), [{ runId: run.runId, scorerId: 'length', score: words(run.text) }]);
+  await context.close();
+});
+
+test('a run whose page closed mid-step is restarted from its last finished step by another page; a live one is refused', T, async () => {
+  const context = await browser.newContext();
+  context.setDefaultTimeout(WAIT);
+  const [a, b] = [await openPage(context), await openPage(context)];
+  const runId = await a.evaluate(() => window.startSlow());
+  assert.deepEqual(await b.evaluate(() => window.slowRuns()), [runId]);
+  // Page a still runs it: its Web Lock says so.
+  const refused = await b.evaluate((id) => window.restart(id), runId);
+  assert.equal(refused.error?.code, 'in-progress', JSON.stringify(refused));
+  assert.match(refused.error.message, /is running in another page or worker of this origin/);
+  await a.close();
+  // The browser frees a closed page's locks soon after, not at once: until then restart refuses.
+  let restarted;
+  for (const until = Date.now() + WAIT; ; await new Promise((r) => setTimeout(r, 50))) {
+    restarted = await b.evaluate((id) => window.restart(id), runId);
+    if (restarted.error?.code !== 'in-progress' || Date.now() > until) break;
+  }
+  assert.deepEqual(restarted, { status: 'success', result: { saved: 11 }, fetch: { n: 10 } });
+  assert.deepEqual(await b.evaluate(() => window.ran), ['slow', 'save'], 'fetch ran once, in the page that closed');
+  assert.deepEqual(await b.evaluate(() => window.slowRuns()), []);
   await context.close();
 });

@@ -60,7 +60,11 @@ test('a Mastra storage object gets the snapshots: pending, running, suspended, t
   const first = await run.start({ inputData: { item: 'laptop' } });
   assert.equal(first.status, 'suspended');
   const persisted = calls.filter(([m]) => m === 'persistWorkflowSnapshot').map(([, a]) => a.snapshot.status);
-  assert.deepEqual(persisted, ['pending', 'running', 'suspended']);
+  // pending at createRun, running at the start and after prepare (every step but the last), then the end.
+  assert.deepEqual(persisted, ['pending', 'running', 'running', 'suspended']);
+  const afterPrepare = calls.filter(([m]) => m === 'persistWorkflowSnapshot')[2][1].snapshot;
+  assert.deepEqual(afterPrepare.context.prepare.output, { item: 'LAPTOP' });
+  assert.equal(afterPrepare.context.approve, undefined);
   const [, arg] = calls.find(([m]) => m === 'persistWorkflowSnapshot');
   assert.equal(arg.workflowName, 'wf-store-1');
   assert.equal(arg.runId, run.runId);

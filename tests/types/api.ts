@@ -672,6 +672,8 @@ async function workflowToUi() {
   const run = await wf.createRun();
   const ui: ReadableStream<AISdkUIMessageChunk> = toAISdkStream(run.stream({ inputData: {} }), { from: 'workflow', includeTextStreamParts: false });
   toAISdkStream(run.observeStream().fullStream, { from: 'workflow' });
+  const restarted = await (await wf.createRun({ runId: run.runId })).restart();
+  void (restarted.status satisfies 'success' | 'failed' | 'suspended' | 'canceled' | 'tripwire');
   return ui;
 }
 

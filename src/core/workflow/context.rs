@@ -12,6 +12,10 @@ use super::log::EventLog;
 use crate::core::abort::AbortFlag;
 use crate::core::env::Env;
 
+/// Stores a `running` snapshot (SPEC §20.5: after every step); the engine awaits it before the
+/// next node starts, so the writes of one run land in order.
+pub type Checkpoint = Rc<dyn Fn(Value) -> crate::core::env::LocalFuture<'static, ()>>;
+
 pub const USAGE_FIELDS: [&str; 6] =
     ["inputTokens", "outputTokens", "totalTokens", "reasoningTokens", "cachedInputTokens", "cacheCreationInputTokens"];
 
@@ -24,6 +28,8 @@ pub struct RunCore {
     pub abort: AbortFlag,
     pub request_context: RefCell<Value>,
     pub state: RefCell<Value>,
+    /// Where the snapshot after each top-level node goes; none in tests that do not ask.
+    pub checkpoint: RefCell<Option<Checkpoint>>,
     usage: RefCell<[f64; 6]>,
     /// The `stepCallId` announced in `workflow-start`, taken by the first step that starts.
     pub(super) first_call: RefCell<Option<String>>,
@@ -42,6 +48,7 @@ impl RunCore {
             abort: AbortFlag::new(),
             request_context: RefCell::new(Value::Object(Map::new())),
             state: RefCell::new(Value::Object(Map::new())),
+            checkpoint: RefCell::new(None),
             usage: RefCell::new([0.0; 6]),
             first_call: RefCell::new(None),
             path: RefCell::new(Vec::new()),

@@ -155,6 +155,11 @@ pub fn exec_nodes(scope: Rc<Scope>) -> LocalFuture<'static, Outcome> {
                 Outcome::Success(v) => input = v,
                 other => return other,
             }
+            // After each top-level node but the last (the run's end writes its own snapshot).
+            let checkpoint = scope.run.checkpoint.borrow().clone();
+            if let Some(store) = checkpoint.filter(|_| scope.prefix.is_empty() && i + 1 < count) {
+                store(super::snapshot::running(&scope)).await;
+            }
         }
         Outcome::Success(input)
     })

@@ -136,3 +136,53 @@ fn the_store_claims_a_suspended_run_once_and_lists_filters_and_deletes() {
     assert!(!store.delete("wf", "b"));
     assert!(store.load("wf", "b").is_none());
 }
+
+#[test]
+fn a_run_writes_a_running_snapshot_after_each_node_and_restarts_from_the_last_finished_one() {
+    let t = T::new();
+    let calls = Rc::new(RefCell::new(Vec::<String>::new()));
+    let step = |id: &'static str, n: i64| {
+        let calls = calls.clone();
+        t.step(id, move |c| {
+            calls.borrow_mut().push(id.to_string());
+            Ok(json!({ "n": c.input["n"].as_i64().unwrap() + n }))
+        })
+    };
+    let w = wf("r", vec![Node::Step(step("one", 1)), Node::Step(step("two", 10)), Node::Step(step("three", 100))]);
+    let run = t.run_core();
+    let written = Rc::new(RefCell::new(Vec::<Value>::new()));
+    let into = written.clone();
+    *run.checkpoint.borrow_mut() = Some(Rc::new(move |snap: Value| -> crate::core::env::LocalFuture<'static, ()> {
+        into.borrow_mut().push(snap);
+        Box::pin(std::future::ready(()))
+    }));
+    *run.state.borrow_mut() = json!({ "kept": true });
+    let r = block_on(super::super::start(run.clone(), w.clone(), json!({ "n": 0 }), None)).unwrap();
+    assert_eq!(r.result, Some(json!({ "n": 111 })));
+    let written = written.borrow();
+    // After one and after two; the run's end writes its own.
+    assert_eq!(written.len(), 2);
+    assert!(written.iter().all(|s| s["status"] == "running"));
+    assert_eq!(written[0]["context"]["one"]["output"], json!({ "n": 1 }));
+    assert!(written[0]["context"].get("two").is_none());
+    assert_eq!(written[0]["context"]["input"], json!({ "n": 0 }));
+    assert_eq!(written[0]["stepExecutionPath"], json!(["one"]));
+    assert_eq!(written[0]["state"], json!({ "kept": true }));
+
+    // The page died while two ran: the last snapshot it wrote is the one after one.
+    calls.borrow_mut().clear();
+    let again = t.run_core();
+    let r = block_on(snapshot::restart(again.clone(), w.clone(), &written[0]));
+    assert_eq!(r.status, Status::Success, "{:?}", r.error);
+    assert_eq!(r.result, Some(json!({ "n": 111 })));
+    assert_eq!(*calls.borrow(), ["two", "three"], "the finished step did not run again");
+    let ev = again.log.snapshot();
+    assert_eq!(
+        types(&ev),
+        ["workflow-start two", "workflow-step-start two", "workflow-step-result two", "workflow-step-start three", "workflow-step-result three", "workflow-finish"]
+    );
+    assert_eq!(ev[0]["payload"]["args"], json!({ "n": 0 }), "a restart's args are the run's input");
+    assert_eq!(r.steps["one"]["output"], json!({ "n": 1 }));
+    assert_eq!(r.to_json(false)["stepExecutionPath"], json!(["one", "two", "three"]));
+    assert_eq!(*again.state.borrow(), json!({ "kept": true }));
+}

@@ -44,6 +44,19 @@ pub fn of(run: &RunCore, result: &WorkflowResult) -> Value {
     })
 }
 
+/// The snapshot of a run going on at `scope` (the top level) after a node finished: `running`,
+/// with every step's record so far, so `restart` can go on from the last finished step.
+pub fn running(scope: &Scope) -> Value {
+    let run = &scope.run;
+    let mut context = Map::new();
+    context.insert("input".into(), scope.init.clone());
+    context.extend(scope.steps.borrow().clone());
+    json!({ "runId": run.run_id, "status": "running", "value": {}, "context": context, "nestedContext": *scope.nested.borrow(),
+        "activePaths": [], "activeStepsPath": {}, "suspendedPaths": {}, "suspended": [], "resumeLabels": {}, "waitingPaths": {},
+        "serializedStepGraph": [], "stepExecutionPath": *run.path.borrow(), "result": null, "error": null,
+        "requestContext": *run.request_context.borrow(), "state": *run.state.borrow(), "timestamp": run.now() })
+}
+
 /// The snapshot written at `createRun` (`pending`) and when the run starts (`running`).
 pub fn initial(run: &RunCore, status: &str, input: &Value) -> Value {
     json!({ "runId": run.run_id, "status": status, "value": {}, "context": { "input": input }, "nestedContext": {}, "activePaths": [],
@@ -94,12 +107,39 @@ pub async fn resume(
     path: Vec<String>,
     data: Value,
 ) -> WorkflowResult {
+    let first = path.join(".");
+    go_on(run, def, snapshot, path, data.clone(), &first, data).await
+}
+
+/// Restarts a run left `running` (its page or isolate died) from its snapshot: finished steps
+/// give their recorded outputs, the step that was running and every later one run again.
+/// `workflow-start` names the first step to run and has `args` = the run's input.
+pub async fn restart(run: Rc<RunCore>, def: Rc<WorkflowDef>, snapshot: &Value) -> WorkflowResult {
+    let context = snapshot.get("context").cloned().unwrap_or_default();
+    let done = |id: &str| context.get(id).and_then(|r| r.get("status")).and_then(Value::as_str) == Some("success");
+    let ids: Vec<String> = def.nodes.borrow().iter().flat_map(|n| n.steps().into_iter().map(|s| s.id.clone())).collect();
+    let first = ids.iter().find(|id| !done(id)).or(ids.first()).cloned().unwrap_or_default();
+    let input = context.get("input").cloned().unwrap_or(Value::Null);
+    go_on(run, def, snapshot, Vec::new(), Value::Null, &first, input).await
+}
+
+/// Runs the nodes again over a snapshot's records: `workflow-start` (`first`, `args`), the
+/// state, request context and path restored, then every node with the plan (`path` resumes).
+async fn go_on(
+    run: Rc<RunCore>,
+    def: Rc<WorkflowDef>,
+    snapshot: &Value,
+    path: Vec<String>,
+    data: Value,
+    first: &str,
+    args: Value,
+) -> WorkflowResult {
     run.started.set(true);
     let call_id = run.env.new_id();
     *run.first_call.borrow_mut() = Some(call_id.clone());
     run.emit(
         "workflow-start",
-        json!({ "workflowId": def.id, "stepName": path.join("."), "args": data, "stepCallId": call_id, "startedAt": run.now(), "status": "running" }),
+        json!({ "workflowId": def.id, "stepName": first, "args": args, "stepCallId": call_id, "startedAt": run.now(), "status": "running" }),
     );
     *run.state.borrow_mut() = snapshot.get("state").cloned().unwrap_or_else(|| json!({}));
     if let Some(rc) = snapshot.get("requestContext").filter(|v| v.is_object()) {
