@@ -4,11 +4,16 @@
 // - baseline: the same 100 trivial async step functions called in a plain loop, each getting a
 //   fresh context object and its input, the output passed on (what any engine must do at least);
 // - start: `run.start()` of a committed 100-step `.then` chain of the same functions;
-// - stream: `run.stream()` read to its end through `fullStream` (every event reaches JavaScript).
+// - stream: `run.stream()` read to its end through `fullStream` (every event reaches JavaScript);
+// - storage: `run.start()` with a storage object (a DurableObjectStore over a Map, as in a
+//   Durable Object): a snapshot after every step, each a whole `WorkflowRunState` (§20.5), as the
+//   reference writes them; not counted against the target, which is for snapshots in memory.
 // Per-step figures are (median run time) / steps; the overhead is the difference to the baseline.
 // Each run checks the result, so a wrong run fails the benchmark.
 
-import { createStep, createWorkflow } from '../pkg/index.node.js';
+import { createStep, createWorkflow, Mastra } from '../pkg/index.node.js';
+import { DurableObjectStore } from '../pkg/durable-object-store.js';
+import { fakeDurableStorage } from '../tests/js/durable-storage-helpers.mjs';
 import { median, table } from './report.mjs';
 
 const arg = (name, dflt) => {
@@ -19,9 +24,15 @@ const RUNS = arg('runs', 30);
 const STEPS = arg('steps', 100);
 
 const fns = Array.from({ length: STEPS }, () => async ({ inputData }) => ({ n: inputData.n + 1 }));
-let wf = createWorkflow({ id: 'bench-chain' });
-fns.forEach((execute, i) => (wf = wf.then(createStep({ id: `s${i}`, execute }))));
-wf = wf.commit();
+const chain = (id) => {
+  let w = createWorkflow({ id });
+  fns.forEach((execute, i) => (w = w.then(createStep({ id: `s${i}`, execute }))));
+  return w.commit();
+};
+const wf = chain('bench-chain');
+// Its own workflow (a Mastra gives its workflows its storage) and a fresh Map per run, so the
+// storage does not grow over the runs.
+const stored = () => new Mastra({ workflows: { w: chain('bench-stored') }, storage: new DurableObjectStore(fakeDurableStorage()) }).getWorkflow('w');
 
 function check(n) {
   if (n !== STEPS) throw new Error(`wrong result: ${n}, expected ${STEPS}`);
@@ -35,6 +46,10 @@ const modes = {
   },
   async start() {
     const r = await (await wf.createRun()).start({ inputData: { n: 0 } });
+    check(r.result.n);
+  },
+  async storage() {
+    const r = await (await stored().createRun()).start({ inputData: { n: 0 } });
     check(r.result.n);
   },
   async stream() {

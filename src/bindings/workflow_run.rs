@@ -95,8 +95,12 @@ pub(crate) async fn persist(store: &dyn Store, name: &str, core: &RunCore, snaps
 }
 
 /// Sends the engine's `running` snapshot after each top-level node to `store` (SPEC §20.5), so
-/// `restart` finds the run's last finished step. Holds the run weakly: it owns the hook.
+/// `restart` finds the run's last finished step, when the store outlives this process. Holds
+/// the run weakly: it owns the hook.
 pub(crate) fn store_checkpoints(store: &Rc<dyn Store>, name: &str, core: &Rc<RunCore>) {
+    if !store.workflows().is_some_and(|w| w.outlives_process()) {
+        return;
+    }
     let (store, name, run) = (store.clone(), name.to_owned(), Rc::downgrade(core));
     *core.checkpoint.borrow_mut() = Some(Rc::new(move |snapshot: Value| -> LocalFuture<'static, ()> {
         let (store, name, run) = (store.clone(), name.clone(), run.clone());

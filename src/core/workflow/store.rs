@@ -26,6 +26,12 @@ pub trait WorkflowStore {
     /// Matching runs, newest first, and how many match in all.
     fn list_runs<'a>(&'a self, filter: &'a RunFilter) -> LocalFuture<'a, Result<(Vec<StoredRun>, usize), AgentError>>;
     fn delete_run<'a>(&'a self, workflow_name: &'a str, run_id: &'a str) -> LocalFuture<'a, Result<(), AgentError>>;
+    /// Whether what it keeps outlives this process (IndexedDB, a storage object). A run writes
+    /// its after-each-step snapshots only to such a store: they are there for `restart` after
+    /// the process died, and memory dies with it (in memory they cost 3× the engine's time).
+    fn outlives_process(&self) -> bool {
+        true
+    }
 }
 
 fn ready<'a, T: 'a>(v: T) -> LocalFuture<'a, T> {
@@ -56,6 +62,9 @@ impl WorkflowStore for RunStore {
     fn delete_run<'a>(&'a self, workflow_name: &'a str, run_id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
         self.delete(workflow_name, run_id);
         ready(Ok(()))
+    }
+    fn outlives_process(&self) -> bool {
+        false
     }
 }
 
