@@ -64,6 +64,13 @@ fn count(v: &JsValue, path: &str) -> Result<Option<u32>, JsValue> {
     }
 }
 
+fn flag(v: &JsValue, path: &str) -> Result<Option<bool>, JsValue> {
+    if absent(v) {
+        return Ok(None);
+    }
+    v.as_bool().map(Some).ok_or_else(|| type_error(path, &format!("expected a boolean, got {}", js_kind(v))))
+}
+
 /// A step made by `createStep`.
 #[wasm_bindgen]
 pub struct Step {
@@ -239,8 +246,11 @@ pub fn create_workflow(
     let options = get(&config, "options");
     let (mut on_finish, mut on_error) = (None, None);
     if !absent(&options) {
-        if let Some(b) = get(&options, "validateInputs").as_bool() {
+        if let Some(b) = flag(&get(&options, "validateInputs"), &format!("{path}.options.validateInputs"))? {
             def.validate_inputs = b;
+        }
+        if let Some(b) = flag(&get(&options, "validateOutputs"), &format!("{path}.options.validateOutputs"))? {
+            def.validate_outputs = b;
         }
         let f = get(&options, "onFinish");
         if !absent(&f) {
@@ -251,7 +261,14 @@ pub fn create_workflow(
             on_error = Some(function(&f, &format!("{path}.options.onError"))?);
         }
     }
-    let inner = Rc::new(WfInner { def: Rc::new(def), on_finish, on_error, config, ref_id: Default::default(), storage: Default::default() });
+    let inner = Rc::new(WfInner {
+        def: Rc::new(def),
+        on_finish,
+        on_error,
+        config,
+        ref_id: Default::default(),
+        storage: Default::default(),
+    });
     inner.ref_id.set(WORKFLOWS.with(|r| r.add(&inner)));
     Ok(Workflow { inner })
 }

@@ -11,8 +11,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 use super::convert::{from_json, to_json, to_json_strict};
-use super::workflow_ctx::Bound;
 use super::tools::{call_async, issue_list, thrown_message};
+use super::workflow_ctx::Bound;
 use crate::core::env::LocalFuture;
 use crate::core::workflow::graph::Handle;
 use crate::core::workflow::host::{Failure, StepCall, WorkflowHost};
@@ -155,6 +155,7 @@ async fn run_agent(
         .and_then(|f| f.call0(&full))
         .map_err(|e| failure(&e))?
         .unchecked_into();
+    let mut tripwire = None;
     loop {
         let r = JsFuture::from(reader.read()).await.map_err(|e| failure(&e))?;
         if get(&r, "done").is_truthy() {
@@ -170,7 +171,13 @@ async fn run_agent(
             call.ctx.forward(chunk);
             return Err(Failure::new("Error", message));
         }
+        if chunk.get("type").and_then(Value::as_str) == Some("tripwire") {
+            tripwire = chunk.get("payload").cloned();
+        }
         call.ctx.forward(chunk);
+    }
+    if let Some(payload) = tripwire {
+        return Err(Failure::tripwire(payload));
     }
     let key = if structured { "object" } else { "text" };
     let v = JsFuture::from(Promise::resolve(&get(&out, key))).await.map_err(|e| failure(&e))?;

@@ -62,7 +62,7 @@ export interface WorkflowConfig {
   outputSchema?: WorkflowSchema;
   stateSchema?: WorkflowSchema;
   retryConfig?: { attempts?: number; delay?: number };
-  options?: { validateInputs?: boolean; onFinish?: (result: WorkflowResult) => void; onError?: (info: { error: Error; result: WorkflowResult }) => void };
+  options?: { validateInputs?: boolean; /** Check each step's output against its outputSchema (default false, as the reference). */ validateOutputs?: boolean; onFinish?: (result: WorkflowResult) => void; onError?: (info: { error: Error; result: WorkflowResult }) => void };
 }
 
 export interface WorkflowResumeOptions {
@@ -136,6 +136,8 @@ export interface WorkflowResult {
   stepExecutionPath: string[];
   result?: any;
   error?: Error;
+  /** Status `tripwire`: what the agent step's processor said when it stopped the run. */
+  tripwire?: TripwirePayload;
   suspended?: string[][];
   suspendPayload?: Record<string, unknown>;
   state?: unknown;

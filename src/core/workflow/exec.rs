@@ -314,7 +314,13 @@ pub(super) async fn exec_step(scope: &Rc<Scope>, step: &Rc<StepDef>, input: Valu
     scope.record(&step.id, Value::Object(rec.clone()));
     let out = match validate_input(scope, step, &input).await {
         Err(f) => BodyOut::Err(f),
-        Ok(()) => attempt(scope, step, &name, input.clone(), &extra).await,
+        Ok(()) => match attempt(scope, step, &name, input.clone(), &extra).await {
+            BodyOut::Ok(v) => match validate_output(scope, step, &v).await {
+                Ok(()) => BodyOut::Ok(v),
+                Err(f) => BodyOut::Err(f),
+            },
+            other => other,
+        },
     };
     let ended = run.now();
     let mut ev = step_event(&name, &call_id, &input, started, "");
@@ -383,6 +389,15 @@ async fn validate_input(scope: &Scope, step: &StepDef, input: &Value) -> Result<
     }
 }
 
+/// `options.validateOutputs`: a step's output against its `outputSchema` (off by default, as the
+/// reference); a mismatch fails the step, after its retries.
+async fn validate_output(scope: &Scope, step: &StepDef, output: &Value) -> Result<(), Failure> {
+    match (&step.output_schema, scope.def.validate_outputs) {
+        (Some(s), true) => check(scope, s, output, "output").await.map_err(Failure::from),
+        _ => Ok(()),
+    }
+}
+
 /// The step's body, again after a throw up to its retries (else the workflow's), `delay` apart.
 pub(super) async fn attempt(scope: &Rc<Scope>, step: &StepDef, name: &str, input: Value, extra: &Extra) -> BodyOut {
     let run = &scope.run;
@@ -435,7 +450,7 @@ pub(super) async fn attempt(scope: &Rc<Scope>, step: &StepDef, name: &str, input
         }
         match res {
             Ok(v) => return BodyOut::Ok(v),
-            Err(f) if n >= retries || run.abort.is_aborted() => return BodyOut::Err(f),
+            Err(f) if f.tripwire.is_some() || n >= retries || run.abort.is_aborted() => return BodyOut::Err(f),
             Err(_) => {
                 n += 1;
                 let delay = scope.def.retry.delay_ms;

@@ -152,6 +152,8 @@ pub struct WorkflowDef {
     pub retry: RetryConfig,
     /// `options.validateInputs` (default true).
     pub validate_inputs: bool,
+    /// `options.validateOutputs` (default false): step outputs against their `outputSchema`.
+    pub validate_outputs: bool,
     pub nodes: RefCell<Vec<Node>>,
     pub committed: std::cell::Cell<bool>,
     /// Counts `.map` steps for their ids.
@@ -168,6 +170,7 @@ impl WorkflowDef {
             state_schema: None,
             retry: RetryConfig::default(),
             validate_inputs: true,
+            validate_outputs: false,
             nodes: RefCell::new(Vec::new()),
             committed: std::cell::Cell::new(false),
             maps: std::cell::Cell::new(0),

@@ -19,11 +19,20 @@ use crate::core::error::AgentError;
 pub struct Failure {
     pub name: String,
     pub message: String,
+    /// An agent step's processor stopped it (`{ reason, retry, metadata, processorId }`): the
+    /// step is not retried and the run ends `tripwire`, not `failed`.
+    pub tripwire: Option<Value>,
 }
 
 impl Failure {
     pub fn new(name: impl Into<String>, message: impl Into<String>) -> Self {
-        Failure { name: name.into(), message: message.into() }
+        Failure { name: name.into(), message: message.into(), tripwire: None }
+    }
+
+    /// A processor's abort inside an agent step, from its `tripwire` chunk's payload.
+    pub fn tripwire(payload: Value) -> Self {
+        let reason = payload.get("reason").and_then(Value::as_str).unwrap_or("a processor stopped the agent");
+        Failure { name: "TripWire".into(), message: reason.to_string(), tripwire: Some(payload) }
     }
 
     pub fn to_json(&self) -> Value {

@@ -12,6 +12,8 @@ pub enum Status {
     Failed,
     Suspended,
     Canceled,
+    /// A processor of an agent step stopped the run on purpose (e.g. moderation).
+    Tripwire,
 }
 
 impl Status {
@@ -21,6 +23,7 @@ impl Status {
             Status::Failed => "failed",
             Status::Suspended => "suspended",
             Status::Canceled => "canceled",
+            Status::Tripwire => "tripwire",
         }
     }
 }
@@ -35,6 +38,8 @@ pub struct WorkflowResult {
     pub step_execution_path: Vec<String>,
     pub result: Option<Value>,
     pub error: Option<Failure>,
+    /// `{ reason, retry, metadata, processorId }` of a `tripwire` run.
+    pub tripwire: Option<Value>,
     pub suspended: Vec<Vec<String>>,
     pub state: Value,
     /// `{ steps, nested }` of the top level, for the snapshot.
@@ -45,6 +50,7 @@ impl WorkflowResult {
     pub fn from_outcome(scope: &Scope, outcome: Outcome) -> Self {
         let (status, result, error) = match outcome {
             Outcome::Success(v) | Outcome::Bailed(v) => (Status::Success, Some(v), None),
+            Outcome::Failed(f) if f.tripwire.is_some() => (Status::Tripwire, None, Some(f)),
             Outcome::Failed(f) => (Status::Failed, None, Some(f)),
             Outcome::Suspended => (Status::Suspended, None, None),
             Outcome::Canceled => (Status::Canceled, None, None),
@@ -59,7 +65,8 @@ impl WorkflowResult {
             run_id: scope.run.run_id.clone(),
             step_execution_path: scope.run.path.borrow().clone(),
             result,
-            error,
+            tripwire: error.as_ref().and_then(|f| f.tripwire.clone()),
+            error: error.filter(|f| f.tripwire.is_none()),
             suspended: scope.suspended.borrow().clone(),
             state: scope.run.state.borrow().clone(),
             context: scope.context_json(),
@@ -92,6 +99,9 @@ impl WorkflowResult {
         if let Some(e) = &self.error {
             m.insert("error".into(), e.to_json());
         }
+        if let Some(t) = &self.tripwire {
+            m.insert("tripwire".into(), t.clone());
+        }
         if self.status == Status::Suspended {
             m.insert("suspended".into(), json!(self.suspended));
             m.insert("suspendPayload".into(), Value::Object(self.suspend_payload()));
@@ -109,9 +119,10 @@ pub fn finish_events(scope: &Scope, result: &WorkflowResult) {
     if result.status == Status::Canceled {
         run.emit("workflow-canceled", json!({}));
     }
-    let metadata = match &result.error {
-        Some(e) => json!({ "errorMessage": e.message }),
-        None => json!({}),
+    let metadata = match (&result.error, &result.tripwire) {
+        (Some(e), _) => json!({ "errorMessage": e.message }),
+        (None, Some(t)) => json!({ "tripwire": t }),
+        (None, None) => json!({}),
     };
     let mut payload =
         json!({ "workflowStatus": result.status.as_str(), "output": { "usage": run.usage() }, "metadata": metadata });

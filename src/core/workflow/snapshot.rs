@@ -38,6 +38,7 @@ pub fn of(run: &RunCore, result: &WorkflowResult) -> Value {
         "stepExecutionPath": result.step_execution_path,
         "result": result.result,
         "error": result.error.as_ref().map(|e| e.to_json()),
+        "tripwire": result.tripwire,
         "requestContext": *run.request_context.borrow(),
         "state": result.state,
         "timestamp": run.now(),
@@ -117,7 +118,8 @@ pub async fn resume(
 pub async fn restart(run: Rc<RunCore>, def: Rc<WorkflowDef>, snapshot: &Value) -> WorkflowResult {
     let context = snapshot.get("context").cloned().unwrap_or_default();
     let done = |id: &str| context.get(id).and_then(|r| r.get("status")).and_then(Value::as_str) == Some("success");
-    let ids: Vec<String> = def.nodes.borrow().iter().flat_map(|n| n.steps().into_iter().map(|s| s.id.clone())).collect();
+    let ids: Vec<String> =
+        def.nodes.borrow().iter().flat_map(|n| n.steps().into_iter().map(|s| s.id.clone())).collect();
     let first = ids.iter().find(|id| !done(id)).or(ids.first()).cloned().unwrap_or_default();
     let input = context.get("input").cloned().unwrap_or(Value::Null);
     go_on(run, def, snapshot, Vec::new(), Value::Null, &first, input).await

@@ -627,3 +627,6 @@ fn create_run_needs_a_committed_workflow_with_steps_and_a_committed_one_is_close
 
 #[path = "resume_tests.rs"]
 mod resume;
+
+#[path = "checks_tests.rs"]
+mod checks;
