@@ -10,7 +10,7 @@ use wasm_bindgen_futures::{future_to_promise, JsFuture};
 
 use super::convert::{error_to_js, from_json, js_kind, to_json, type_error};
 use super::workflow::Workflow;
-use super::workflow_run::{after_run, persist, store_checkpoints, Exec, Run, RunInner, WorkflowRunOutput};
+use super::workflow_run::{after_run, store_snapshots, Exec, Run, RunInner, WorkflowRunOutput};
 use crate::core::error::AgentError;
 use crate::core::workflow::snapshot::{self, RunFilter, StoredRun};
 
@@ -97,13 +97,12 @@ async fn resume_exec(run: Rc<RunInner>, options: JsValue) -> Result<Rc<Exec>, Js
     let exec = run.next_exec()?;
     let (e, wf) = (exec.clone(), run.wf.clone());
     let store = store.clone();
-    store_checkpoints(&store, &def.id, &exec.core);
+    store_snapshots(&store, &def.id, &exec.core);
     let live = super::workflow_live::hold(&def.id, &id);
     wasm_bindgen_futures::spawn_local(async move {
         let _live = live;
         let core = e.core.clone();
         let result = snapshot::resume(core.clone(), def.clone(), &stored.snapshot, path, data).await;
-        persist(&*store, &def.id, &core, snapshot::of(&core, &result)).await;
         let value = Ok(result.to_json(include_state));
         e.settle(value.clone());
         after_run(&wf, &value);
@@ -135,12 +134,11 @@ async fn restart_exec(run: Rc<RunInner>) -> Result<Rc<Exec>, JsValue> {
     }
     let exec = run.next_exec()?;
     let (e, wf) = (exec.clone(), run.wf.clone());
-    store_checkpoints(&store, &name, &exec.core);
+    store_snapshots(&store, &name, &exec.core);
     wasm_bindgen_futures::spawn_local(async move {
         let _live = live;
         let core = e.core.clone();
         let result = snapshot::restart(core.clone(), def.clone(), &stored.snapshot).await;
-        persist(&*store, &def.id, &core, snapshot::of(&core, &result)).await;
         let value = Ok(result.to_json(false));
         e.settle(value.clone());
         after_run(&wf, &value);

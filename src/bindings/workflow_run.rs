@@ -76,10 +76,10 @@ pub(crate) struct RunInner {
     started: Cell<bool>,
 }
 
-/// Writes `snapshot` for the run of `core` to `store`; a failed write is a warning (the run
-/// goes on, but a resume from another page or process will not find it).
-pub(crate) async fn persist(store: &dyn Store, name: &str, core: &RunCore, snapshot: Value) {
-    let Some(runs) = store.workflows() else { return };
+/// Writes `snapshot` for the run of `core` to `store` (a store without workflow methods keeps
+/// nothing, and says so once where it is set up).
+pub(crate) async fn persist(store: &dyn Store, name: &str, core: &RunCore, snapshot: Value) -> Result<(), AgentError> {
+    let Some(runs) = store.workflows() else { return Ok(()) };
     let now = core.now();
     let run = StoredRun {
         workflow_name: name.into(),
@@ -89,24 +89,23 @@ pub(crate) async fn persist(store: &dyn Store, name: &str, core: &RunCore, snaps
         created_at: now,
         updated_at: now,
     };
-    if let Err(e) = runs.persist_snapshot(&run).await {
-        super::report::warn(&format!("wasm-agent: the snapshot of run '{}' of workflow '{name}' was not stored: {e}", core.run_id));
-    }
+    runs.persist_snapshot(&run).await
 }
 
-/// Sends the engine's `running` snapshot after each top-level node to `store` (SPEC §20.5), so
-/// `restart` finds the run's last finished step, when the store outlives this process. Holds
-/// the run weakly: it owns the hook.
-pub(crate) fn store_checkpoints(store: &Rc<dyn Store>, name: &str, core: &Rc<RunCore>) {
-    if !store.workflows().is_some_and(|w| w.outlives_process()) {
-        return;
-    }
+/// Gives the engine its way to `store` (SPEC §20.5): the snapshots at the start and the end of
+/// an execution, and a `running` one after each top-level node when the store outlives this
+/// process (so `restart` finds the run's last finished step). A write that fails fails the run
+/// with a `StorageError`. Holds the run weakly: it owns the hook.
+pub(crate) fn store_snapshots(store: &Rc<dyn Store>, name: &str, core: &Rc<RunCore>) {
+    let Some(runs) = store.workflows() else { return };
+    core.per_step.set(runs.outlives_process());
     let (store, name, run) = (store.clone(), name.to_owned(), Rc::downgrade(core));
-    *core.checkpoint.borrow_mut() = Some(Rc::new(move |snapshot: Value| -> LocalFuture<'static, ()> {
+    *core.persist.borrow_mut() = Some(Rc::new(move |snapshot: Value| -> LocalFuture<'static, Result<(), AgentError>> {
         let (store, name, run) = (store.clone(), name.clone(), run.clone());
         Box::pin(async move {
-            if let Some(core) = run.upgrade() {
-                persist(&*store, &name, &core, snapshot).await;
+            match run.upgrade() {
+                Some(core) => persist(&*store, &name, &core, snapshot).await,
+                None => Ok(()),
             }
         })
     }));
@@ -164,7 +163,8 @@ impl Workflow {
             let host = Rc::new(JsHost::default());
             let core = RunCore::new(run_id.clone(), resource_id.clone(), Rc::new(crate::platform::JsEnv), host.clone());
             if stored.is_none() {
-                persist(&*store, &name, &core, snapshot::initial(&core, "pending", &Value::Null)).await;
+                let pending = snapshot::initial(&core, "pending", &Value::Null);
+                persist(&*store, &name, &core, pending).await.map_err(|e| error_to_js(&e))?;
             }
             let exec = Rc::new(Exec { core, settled: Rc::default() });
             let inner = Rc::new(RunInner {
@@ -220,17 +220,19 @@ impl RunInner {
         self.arm(&exec.core)?;
         let (def, wf) = (self.wf.def.clone(), self.wf.clone());
         let store = wf.store();
-        store_checkpoints(&store, &def.id, &exec.core);
+        store_snapshots(&store, &def.id, &exec.core);
         wasm_bindgen_futures::spawn_local(async move {
             let core = exec.core.clone();
             let _live = super::workflow_live::hold(&def.id, &core.run_id);
-            persist(&*store, &def.id, &core, snapshot::initial(&core, "running", &input)).await;
+            // The engine writes the run's snapshots; one that did not start is written here.
             let r = crate::core::workflow::start(core.clone(), def.clone(), input.clone(), state).await;
-            let snap = match &r {
-                Ok(res) => snapshot::of(&core, res),
-                Err(_) => snapshot::initial(&core, "failed", &input),
-            };
-            persist(&*store, &def.id, &core, snap).await;
+            if r.is_err() {
+                let failed = snapshot::initial(&core, "failed", &input);
+                if let Err(e) = persist(&*store, &def.id, &core, failed).await {
+                    let message = format!("wasm-agent: the failed run '{}' of workflow '{}' was not stored: {e}", core.run_id, def.id);
+                    super::report::warn(&message);
+                }
+            }
             let value = r.map(|res| res.to_json(include_state));
             exec.settle(value.clone());
             after_run(&wf, &value);

@@ -7,7 +7,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { T } from './helpers.mjs';
+import { T, collect } from './helpers.mjs';
 import { createStep, createWorkflow, Mastra, InMemoryStore } from '../../pkg/index.node.js';
 import { DurableObjectStore } from '../../pkg/durable-object-store.js';
 import { fakeDurableStorage as fakeStorage } from './durable-storage-helpers.mjs';
@@ -170,4 +170,73 @@ test('InMemoryStore as Mastra storage keeps its own runs; a storage object witho
   const ours = warned.filter((w) => w.includes('persistWorkflowSnapshot'));
   assert.equal(ours.length, 1, warned.join('\n'));
   assert.match(ours[0], /workflow runs are kept only in this page or process/);
+});
+
+test('a snapshot the storage cannot write fails the run with a StorageError; the stream still ends with workflow-finish', T, async () => {
+  /** A Durable Object store that refuses the `nth` write (from 0) of a snapshot of status `refuse`. */
+  const refusing = (refuse, nth) => {
+    const store = new DurableObjectStore(fakeStorage());
+    const write = store.persistWorkflowSnapshot.bind(store);
+    let seen = 0;
+    store.persistWorkflowSnapshot = async (arg) => {
+      if (arg.snapshot.status === refuse && seen++ === nth) throw new Error('disk full');
+      return write(arg);
+    };
+    return store;
+  };
+  const refusedAt = async (status, nth = 0) => {
+    const counts = { one: 0, two: 0 };
+    const wf = createWorkflow({ id: `wf-refuse-${status}-${nth}` })
+      .then(createStep({ id: 'one', execute: async () => { counts.one++; return { a: 1 }; } }))
+      .then(createStep({ id: 'two', execute: async () => { counts.two++; return { b: 2 }; } }))
+      .commit();
+    const mastra = new Mastra({ workflows: { w: wf }, storage: refusing(status, nth) });
+    const w = mastra.getWorkflow('w');
+    return { counts, wf: w, run: await w.createRun().catch((e) => e) };
+  };
+
+  const pending = (await refusedAt('pending')).run;
+  assert.ok(pending instanceof Error, 'createRun rejects when the run cannot be recorded');
+  assert.equal(pending.name, 'StorageError');
+  assert.match(pending.message, /persistWorkflowSnapshot failed: disk full/);
+
+  // The running snapshot at the start: no step runs; the stream ends failed, result rejects.
+  {
+    const { counts, wf, run } = await refusedAt('running', 0);
+    const out = run.stream({ inputData: {} });
+    const events = await collect(out.fullStream);
+    assert.deepEqual(events.map((e) => e.type), ['workflow-start', 'workflow-finish']);
+    assert.equal(events.at(-1).payload.workflowStatus, 'failed');
+    assert.match(events.at(-1).payload.metadata.errorMessage, /disk full/);
+    await assert.rejects(out.result, { name: 'StorageError', message: /disk full/ });
+    assert.deepEqual(counts, { one: 0, two: 0 });
+    assert.equal((await wf.getWorkflowRunById(run.runId)).status, 'failed');
+  }
+
+  // The running snapshot after step one: step two never starts, the run is failed.
+  {
+    const { counts, wf, run } = await refusedAt('running', 1);
+    const out = run.stream({ inputData: {} });
+    const events = await collect(out.fullStream);
+    assert.equal(events.at(-1).type, 'workflow-finish');
+    assert.equal(events.at(-1).payload.workflowStatus, 'failed');
+    const r = await out.result;
+    assert.equal(r.status, 'failed');
+    assert.equal(r.error.name, 'StorageError');
+    assert.deepEqual(counts, { one: 1, two: 0 });
+    assert.equal((await wf.getWorkflowRunById(run.runId)).status, 'failed');
+  }
+
+  // At the end: both steps ran, but the run could not be recorded as done, so it is failed.
+  {
+    const { counts, wf, run } = await refusedAt('success');
+    const r = await run.start({ inputData: {} });
+    assert.deepEqual(counts, { one: 1, two: 1 });
+    assert.equal(r.status, 'failed');
+    assert.equal(r.error.name, 'StorageError');
+    assert.match(r.error.message, /disk full/);
+    const stored = await wf.getWorkflowRunById(run.runId);
+    assert.equal(stored.status, 'failed', 'the failed end was written after the refused one');
+    assert.equal(stored.error.name, 'StorageError');
+  }
 });

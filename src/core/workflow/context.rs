@@ -11,10 +11,11 @@ use super::host::WorkflowHost;
 use super::log::EventLog;
 use crate::core::abort::AbortFlag;
 use crate::core::env::Env;
+use crate::core::error::AgentError;
 
-/// Stores a `running` snapshot (SPEC §20.5: after every step); the engine awaits it before the
-/// next node starts, so the writes of one run land in order.
-pub type Checkpoint = Rc<dyn Fn(Value) -> crate::core::env::LocalFuture<'static, ()>>;
+/// Writes a snapshot of the run to its store (SPEC §20.5); the engine awaits each write before
+/// it goes on, so the writes of one run land in order, and a failed one fails the run.
+pub type Persist = Rc<dyn Fn(Value) -> crate::core::env::LocalFuture<'static, Result<(), AgentError>>>;
 
 pub const USAGE_FIELDS: [&str; 6] =
     ["inputTokens", "outputTokens", "totalTokens", "reasoningTokens", "cachedInputTokens", "cacheCreationInputTokens"];
@@ -28,8 +29,11 @@ pub struct RunCore {
     pub abort: AbortFlag,
     pub request_context: RefCell<Value>,
     pub state: RefCell<Value>,
-    /// Where the snapshot after each top-level node goes; none in tests that do not ask.
-    pub checkpoint: RefCell<Option<Checkpoint>>,
+    /// Where the run's snapshots go (when it starts, when it ends); none in tests that do not ask.
+    pub persist: RefCell<Option<Persist>>,
+    /// Also a `running` snapshot after each top-level node, for `restart` after a crash: only
+    /// to a store that outlives the process.
+    pub per_step: Cell<bool>,
     usage: RefCell<[f64; 6]>,
     /// The `stepCallId` announced in `workflow-start`, taken by the first step that starts.
     pub(super) first_call: RefCell<Option<String>>,
@@ -48,12 +52,22 @@ impl RunCore {
             abort: AbortFlag::new(),
             request_context: RefCell::new(Value::Object(Map::new())),
             state: RefCell::new(Value::Object(Map::new())),
-            checkpoint: RefCell::new(None),
+            persist: RefCell::new(None),
+            per_step: Cell::new(false),
             usage: RefCell::new([0.0; 6]),
             first_call: RefCell::new(None),
             path: RefCell::new(Vec::new()),
             started: Cell::new(false),
         })
+    }
+
+    /// Writes `snapshot` through the run's `persist`, if it has one.
+    pub async fn save(&self, snapshot: Value) -> Result<(), AgentError> {
+        let persist = self.persist.borrow().clone();
+        match persist {
+            Some(p) => p(snapshot).await,
+            None => Ok(()),
+        }
     }
 
     /// `{ type, runId, from: 'WORKFLOW', payload }`.

@@ -156,9 +156,10 @@ pub fn exec_nodes(scope: Rc<Scope>) -> LocalFuture<'static, Outcome> {
                 other => return other,
             }
             // After each top-level node but the last (the run's end writes its own snapshot).
-            let checkpoint = scope.run.checkpoint.borrow().clone();
-            if let Some(store) = checkpoint.filter(|_| scope.prefix.is_empty() && i + 1 < count) {
-                store(super::snapshot::running(&scope)).await;
+            if scope.prefix.is_empty() && i + 1 < count && scope.run.per_step.get() {
+                if let Err(e) = scope.run.save(super::snapshot::running(&scope)).await {
+                    return Outcome::Failed(e.into());
+                }
             }
         }
         Outcome::Success(input)

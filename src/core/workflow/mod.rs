@@ -24,8 +24,9 @@ use result::WorkflowResult;
 
 use crate::core::error::AgentError;
 
-/// Starts a run: `workflow-start`, the input and initial state checked (a failure ends the run
-/// at once with `workflow-finish` `failed` and is returned as the error), then every node.
+/// Starts a run: `workflow-start`, the input and initial state checked and the `running`
+/// snapshot written (a failure of either ends the run at once with `workflow-finish` `failed`
+/// and is returned as the error), then every node, then the end (`result::end`).
 pub async fn start(
     run: Rc<RunCore>,
     def: Rc<WorkflowDef>,
@@ -41,7 +42,11 @@ pub async fn start(
         json!({ "workflowId": def.id, "stepName": first, "args": input, "stepCallId": call_id, "startedAt": run.now(), "status": "running" }),
     );
     let scope = Scope::new(run.clone(), def.clone(), String::new(), input.clone());
-    if let Err(e) = check_start(&scope, &def, &input, initial_state.as_ref()).await {
+    let checked = match check_start(&scope, &def, &input, initial_state.as_ref()).await {
+        Ok(()) => run.save(snapshot::initial(&run, "running", &input)).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = checked {
         run.emit("workflow-finish", json!({ "workflowStatus": "failed", "output": { "usage": run.usage() }, "metadata": { "errorMessage": e.to_string() } }));
         run.log.close();
         return Err(e);
@@ -50,9 +55,7 @@ pub async fn start(
         *run.state.borrow_mut() = s;
     }
     let outcome = exec::exec_nodes(scope.clone()).await;
-    let result = WorkflowResult::from_outcome(&scope, outcome);
-    result::finish_events(&scope, &result);
-    Ok(result)
+    Ok(result::end(&scope, outcome).await)
 }
 
 async fn check_start(scope: &Scope, def: &WorkflowDef, input: &Value, state: Option<&Value>) -> Result<(), AgentError> {

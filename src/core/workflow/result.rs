@@ -113,6 +113,18 @@ impl WorkflowResult {
     }
 }
 
+/// The run's end: its result, its snapshot written (a write that fails makes it a failed run
+/// with the `StorageError`, whose snapshot is tried once more), then the closing events.
+pub async fn end(scope: &Scope, outcome: Outcome) -> WorkflowResult {
+    let mut result = WorkflowResult::from_outcome(scope, outcome);
+    if let Err(e) = scope.run.save(super::snapshot::of(&scope.run, &result)).await {
+        result = WorkflowResult::from_outcome(scope, Outcome::Failed(e.into()));
+        let _ = scope.run.save(super::snapshot::of(&scope.run, &result)).await;
+    }
+    finish_events(scope, &result);
+    result
+}
+
 /// `workflow-canceled` (when canceled) and `workflow-finish`, then the log closes.
 pub fn finish_events(scope: &Scope, result: &WorkflowResult) {
     let run = &scope.run;

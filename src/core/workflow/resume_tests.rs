@@ -3,6 +3,8 @@
 
 use super::*;
 use crate::core::workflow::snapshot::{self, RunFilter, RunStore};
+use crate::core::env::LocalFuture;
+use crate::core::error::AgentError;
 
 /// A step that suspends with `{ ask: true }` unless resumed, then returns what it was given.
 fn ask(t: &T, calls: Rc<Cell<u32>>) -> Rc<StepDef> {
@@ -152,17 +154,19 @@ fn a_run_writes_a_running_snapshot_after_each_node_and_restarts_from_the_last_fi
     let run = t.run_core();
     let written = Rc::new(RefCell::new(Vec::<Value>::new()));
     let into = written.clone();
-    *run.checkpoint.borrow_mut() = Some(Rc::new(move |snap: Value| -> crate::core::env::LocalFuture<'static, ()> {
+    *run.persist.borrow_mut() = Some(Rc::new(move |snap: Value| -> LocalFuture<'static, Result<(), AgentError>> {
         into.borrow_mut().push(snap);
-        Box::pin(std::future::ready(()))
+        Box::pin(std::future::ready(Ok(())))
     }));
+    run.per_step.set(true);
     *run.state.borrow_mut() = json!({ "kept": true });
     let r = block_on(super::super::start(run.clone(), w.clone(), json!({ "n": 0 }), None)).unwrap();
     assert_eq!(r.result, Some(json!({ "n": 111 })));
-    let written = written.borrow();
-    // After one and after two; the run's end writes its own.
-    assert_eq!(written.len(), 2);
-    assert!(written.iter().all(|s| s["status"] == "running"));
+    let all = written.borrow();
+    let statuses: Vec<&str> = all.iter().map(|s| s["status"].as_str().unwrap()).collect();
+    // At the start, after one, after two (not after the last: the end writes its own), the end.
+    assert_eq!(statuses, ["running", "running", "running", "success"]);
+    let written = &all[1..3];
     assert_eq!(written[0]["context"]["one"]["output"], json!({ "n": 1 }));
     assert!(written[0]["context"].get("two").is_none());
     assert_eq!(written[0]["context"]["input"], json!({ "n": 0 }));
@@ -185,4 +189,63 @@ fn a_run_writes_a_running_snapshot_after_each_node_and_restarts_from_the_last_fi
     assert_eq!(r.steps["one"]["output"], json!({ "n": 1 }));
     assert_eq!(r.to_json(false)["stepExecutionPath"], json!(["one", "two", "three"]));
     assert_eq!(*again.state.borrow(), json!({ "kept": true }));
+}
+
+/// A run whose store refuses write number `fail_at` (counting from 0); the statuses it was asked to write.
+fn failing_store(t: &T, fail_at: usize) -> (Rc<RunCore>, Rc<RefCell<Vec<String>>>) {
+    let run = t.run_core();
+    let asked = Rc::new(RefCell::new(Vec::<String>::new()));
+    let into = asked.clone();
+    *run.persist.borrow_mut() = Some(Rc::new(move |snap: Value| -> LocalFuture<'static, Result<(), AgentError>> {
+        let n = into.borrow().len();
+        into.borrow_mut().push(snap["status"].as_str().unwrap_or_default().to_string());
+        Box::pin(std::future::ready(if n == fail_at { Err(AgentError::storage("disk full")) } else { Ok(()) }))
+    }));
+    run.per_step.set(true);
+    (run, asked)
+}
+
+#[test]
+fn a_snapshot_that_cannot_be_written_fails_the_run_with_a_storage_error_and_the_stream_still_finishes() {
+    let t = T::new();
+    let ran = Rc::new(RefCell::new(Vec::<&str>::new()));
+    let step = |id: &'static str| {
+        let ran = ran.clone();
+        t.step(id, move |_| {
+            ran.borrow_mut().push(id);
+            Ok(json!({}))
+        })
+    };
+    let w = wf("s", vec![Node::Step(step("one")), Node::Step(step("two"))]);
+
+    // The write at the start: the run does not start.
+    let (run, asked) = failing_store(&t, 0);
+    let e = block_on(super::super::start(run.clone(), w.clone(), json!({}), None)).unwrap_err();
+    assert_eq!(e.name(), "StorageError");
+    assert!(ran.borrow().is_empty());
+    assert_eq!(types(&run.log.snapshot()), ["workflow-start one", "workflow-finish"]);
+    assert_eq!(*asked.borrow(), ["running"]);
+
+    // The write after step one: step two never starts.
+    let (run, asked) = failing_store(&t, 1);
+    let r = block_on(super::super::start(run.clone(), w.clone(), json!({}), None)).unwrap();
+    assert_eq!(r.status, Status::Failed);
+    let e = r.error.clone().unwrap();
+    assert_eq!(e.name, "StorageError");
+    assert!(e.message.contains("disk full"), "{}", e.message);
+    assert_eq!(*ran.borrow(), ["one"]);
+    assert_eq!(*asked.borrow(), ["running", "running", "failed"], "the failed end is written after the refused write");
+    let ev = run.log.snapshot();
+    assert_eq!(ev.last().unwrap()["type"], "workflow-finish");
+    assert_eq!(ev.last().unwrap()["payload"]["workflowStatus"], "failed");
+
+    // The write at the end: the steps ran, but the run is not stored as done, so it is failed.
+    ran.borrow_mut().clear();
+    let (run, asked) = failing_store(&t, 2);
+    let r = block_on(super::super::start(run.clone(), w.clone(), json!({}), None)).unwrap();
+    assert_eq!(*ran.borrow(), ["one", "two"]);
+    assert_eq!(r.status, Status::Failed);
+    assert_eq!(r.error.unwrap().name, "StorageError");
+    assert_eq!(*asked.borrow(), ["running", "running", "success", "failed"]);
+    assert_eq!(run.log.snapshot().last().unwrap()["payload"]["workflowStatus"], "failed");
 }

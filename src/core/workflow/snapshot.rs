@@ -156,9 +156,7 @@ async fn go_on(
     let scope = Scope::new(run.clone(), def, String::new(), input);
     *scope.resume.borrow_mut() = Some(Rc::new(ResumePlan::from_context(&level, path, data)));
     let outcome = exec::exec_nodes(scope.clone()).await;
-    let result = WorkflowResult::from_outcome(&scope, outcome);
-    result::finish_events(&scope, &result);
-    result
+    result::end(&scope, outcome).await
 }
 
 /// One stored run.
