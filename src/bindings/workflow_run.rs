@@ -73,6 +73,8 @@ pub(crate) struct RunInner {
     pub(crate) resource_id: Option<String>,
     /// The latest execution (what `observeStream`, `watch` and `cancel` act on).
     current: RefCell<Rc<Exec>>,
+    /// `watch` callers waiting for the next execution (a resume or restart of this run).
+    next_wakers: RefCell<Vec<Waker>>,
     started: Cell<bool>,
 }
 
@@ -173,6 +175,7 @@ impl Workflow {
                 run_id,
                 resource_id,
                 current: RefCell::new(exec),
+                next_wakers: RefCell::default(),
                 started: Cell::new(stored.is_some_and(|s| s.status() != "pending")),
             });
             Ok(JsValue::from(Run { inner }))
@@ -263,8 +266,37 @@ impl RunInner {
         );
         self.arm(&core)?;
         let exec = Rc::new(Exec { core, settled: Rc::default() });
-        *self.current.borrow_mut() = exec.clone();
+        let old = self.current.replace(exec.clone());
+        // The placeholder of a run made from a stored one never runs: its readers end here.
+        if old.core.log.len() == 0 {
+            old.core.log.close();
+        }
+        let wakers = std::mem::take(&mut *self.next_wakers.borrow_mut());
+        wakers.into_iter().for_each(Waker::wake);
         Ok(exec)
+    }
+
+    /// The execution after `exec` once there is one; `None` when `exec` ended the run for good
+    /// (not suspended) or the run is gone.
+    async fn after(this: std::rc::Weak<Self>, exec: Rc<Exec>) -> Option<Rc<Exec>> {
+        poll_fn(|cx| {
+            let Some(run) = this.upgrade() else { return Poll::Ready(None) };
+            let current = run.exec();
+            if !Rc::ptr_eq(&current, &exec) {
+                return Poll::Ready(Some(current));
+            }
+            let ended = match &*exec.settled.value.borrow() {
+                Some(Ok(v)) => v["status"] != "suspended",
+                Some(Err(_)) => true,
+                None => false,
+            };
+            if ended {
+                return Poll::Ready(None);
+            }
+            run.next_wakers.borrow_mut().push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
     }
 }
 
@@ -350,7 +382,8 @@ impl Run {
         })
     }
 
-    /// Calls `callback` with every event of the run (those so far first); returns `unwatch`.
+    /// Calls `callback` with every event of the run (those so far first), also of its resumes
+    /// and restarts after a suspension; returns `unwatch`.
     #[wasm_bindgen(unchecked_return_type = "() => void")]
     pub fn watch(
         &self,
@@ -360,15 +393,23 @@ impl Run {
             .dyn_into()
             .map_err(|v| type_error("watch(callback)", &format!("expected a function, got {}", js_kind(&v))))?;
         let on = Rc::new(Cell::new(true));
-        let mut reader = self.inner.exec().core.log.reader();
+        let (run, mut exec) = (Rc::downgrade(&self.inner), self.inner.exec());
         let flag = on.clone();
         wasm_bindgen_futures::spawn_local(async move {
-            while let Some(e) = reader.next().await {
-                if !flag.get() {
-                    break;
+            loop {
+                let mut reader = exec.core.log.reader();
+                while let Some(e) = reader.next().await {
+                    if !flag.get() {
+                        return;
+                    }
+                    // A throwing callback must not stop the run or the other readers.
+                    let _ = cb.call1(&JsValue::UNDEFINED, &from_json(&e));
                 }
-                // A throwing callback must not stop the run or the other readers.
-                let _ = cb.call1(&JsValue::UNDEFINED, &from_json(&e));
+                // Suspended: a resume (or a restart) of this run goes on in a new execution.
+                match RunInner::after(run.clone(), exec).await {
+                    Some(next) if flag.get() => exec = next,
+                    _ => return,
+                }
             }
         });
         let unwatch = Closure::<dyn Fn()>::new(move || on.set(false));

@@ -119,3 +119,30 @@ test('cancel of a suspended run makes it canceled; listWorkflowRuns filters and 
 });
 
 noUnhandledRejections();
+
+test('watch follows the run across its resume: attached before the start, and on a run made from a stored one', T, async () => {
+  const wf = approvalFlow('approval-watch', []);
+  const run = await wf.createRun();
+  const seen = [];
+  const unwatch = run.watch((e) => seen.push(`${e.type}${e.payload?.workflowStatus ? ` ${e.payload.workflowStatus}` : ''}`));
+  assert.equal((await run.start({ inputData: { item: 'pen' } })).status, 'suspended');
+  await run.resume({ resumeData: { approved: true } });
+  await new Promise((r) => setTimeout(r, 0));
+  assert.deepEqual(seen.filter((t) => t.startsWith('workflow-finish') || t === 'workflow-start'), [
+    'workflow-start', 'workflow-finish suspended', 'workflow-start', 'workflow-finish success',
+  ]);
+  unwatch();
+
+  // createRun({ runId }) of the suspended run of another Run object: watch, then resume.
+  const second = await wf.createRun();
+  await second.start({ inputData: { item: 'cup' } });
+  const again = await wf.createRun({ runId: second.runId });
+  const later = [];
+  again.watch((e) => later.push(e.type));
+  const r = await again.resume({ resumeData: { approved: false } });
+  assert.equal(r.status, 'success');
+  await new Promise((r) => setTimeout(r, 0));
+  assert.equal(later[0], 'workflow-start');
+  assert.equal(later.at(-1), 'workflow-finish');
+  assert.ok(later.includes('workflow-step-result'));
+});
