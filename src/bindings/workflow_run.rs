@@ -268,7 +268,7 @@ impl RunInner {
         let exec = Rc::new(Exec { core, settled: Rc::default() });
         let old = self.current.replace(exec.clone());
         // The placeholder of a run made from a stored one never runs: its readers end here.
-        if old.core.log.len() == 0 {
+        if old.core.log.is_empty() {
             old.core.log.close();
         }
         let wakers = std::mem::take(&mut *self.next_wakers.borrow_mut());
