@@ -172,7 +172,20 @@ impl Agent {
                 (AgentModel::Http(endpoint), provider, name)
             }
         };
-        let tools = parse_tools(&read(&config, "tools", "config")?, "config.tools", false)?;
+        #[allow(unused_mut)]
+        let mut tools = parse_tools(&read(&config, "tools", "config")?, "config.tools", false)?;
+        let workflows = read(&config, "workflows", "config")?;
+        #[cfg(feature = "workflows")]
+        for tool in super::workflow_tools::parse_workflow_tools(&workflows, "config.workflows")? {
+            if tools.iter().any(|t| t.def.name == tool.def.name) {
+                return Err(type_error("config.workflows", &format!("offers the tool '{}', which config.tools already has", tool.def.name)));
+            }
+            tools.push(tool);
+        }
+        #[cfg(not(feature = "workflows"))]
+        if !(workflows.is_undefined() || workflows.is_null()) {
+            return Err(js(crate::core::features::not_built("config.workflows", "workflows", "workflows")));
+        }
         let processors = ProcessorLists {
             input: processors::parse_list(&read(&config, "inputProcessors", "config")?, "config.inputProcessors", true)?,
             output: processors::parse_list(&read(&config, "outputProcessors", "config")?, "config.outputProcessors", false)?,

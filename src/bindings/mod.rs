@@ -55,6 +55,8 @@ pub mod workflow_run;
 #[cfg(feature = "workflows")]
 pub mod workflow_storage;
 #[cfg(feature = "workflows")]
+mod workflow_tools;
+#[cfg(feature = "workflows")]
 mod workflow_types;
 
 use wasm_bindgen::prelude::*;

@@ -7,6 +7,15 @@ const WORKFLOW_TYPES: &'static str = r#"
 /** A JSON Schema object or a Standard Schema value (zod and others). */
 export type WorkflowSchema = Record<string, unknown> | { '~standard': { validate(value: unknown): unknown } };
 
+export interface AgentConfig {
+  /**
+   * Committed workflows, each offered to the model as the tool `workflow-<key>` with the input
+   * `{ inputData, initialState? }`; the model reads `{ result, runId }` or `{ error, runId }`, and
+   * the run's events stream inside the agent's `fullStream` as `tool-output` chunks.
+   */
+  workflows?: Record<string, Workflow>;
+}
+
 /** What a step's `execute`, a condition, a `map` function and a sleep function get. */
 export interface StepContext<I = any, S = any> {
   inputData: I;

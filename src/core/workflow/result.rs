@@ -116,6 +116,11 @@ impl WorkflowResult {
 /// The run's end: its result, its snapshot written (a write that fails makes it a failed run
 /// with the `StorageError`, whose snapshot is tried once more), then the closing events.
 pub async fn end(scope: &Scope, outcome: Outcome) -> WorkflowResult {
+    // A run canceled while its last step ran is canceled, though that step finished (§20.2).
+    let outcome = match outcome {
+        Outcome::Success(_) | Outcome::Bailed(_) if scope.run.abort.is_aborted() => Outcome::Canceled,
+        o => o,
+    };
     let mut result = WorkflowResult::from_outcome(scope, outcome);
     if let Err(e) = scope.run.save(super::snapshot::of(&scope.run, &result)).await {
         result = WorkflowResult::from_outcome(scope, Outcome::Failed(e.into()));

@@ -115,9 +115,9 @@ fn resume_data_is_checked_against_the_steps_resume_schema() {
 #[test]
 fn the_store_claims_a_suspended_run_once_and_lists_filters_and_deletes() {
     let store = RunStore::default();
-    store.persist("wf", "a", Some("user-1".into()), json!({ "status": "suspended", "context": { "input": 1 } }), 10.0);
-    store.persist("wf", "b", None, json!({ "status": "success", "context": { "input": 2 } }), 20.0);
-    store.persist("other", "c", None, json!({ "status": "suspended" }), 30.0);
+    store.persist("wf", "a", Some("user-1".into()), &json!({ "status": "suspended", "context": { "input": 1 } }), 10.0);
+    store.persist("wf", "b", None, &json!({ "status": "success", "context": { "input": 2 } }), 20.0);
+    store.persist("other", "c", None, &json!({ "status": "suspended" }), 30.0);
     assert!(store.update_status("wf", "a", "running", Some("suspended"), 40.0).is_some());
     assert!(store.update_status("wf", "a", "running", Some("suspended"), 41.0).is_none(), "the second claim loses");
     assert!(store.update_status("wf", "missing", "running", None, 41.0).is_none());
@@ -137,6 +137,9 @@ fn the_store_claims_a_suspended_run_once_and_lists_filters_and_deletes() {
     assert!(store.delete("wf", "b"));
     assert!(!store.delete("wf", "b"));
     assert!(store.load("wf", "b").is_none());
+    assert_eq!(store.load("other", "c").unwrap().status(), "suspended", "the runs after a deleted one are still found");
+    store.persist("other", "c", None, &json!({ "status": "success" }), 50.0);
+    assert_eq!((store.load("other", "c").unwrap().status(), store.list(&RunFilter::default()).1), ("success", 2));
 }
 
 #[test]

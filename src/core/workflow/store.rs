@@ -40,7 +40,7 @@ fn ready<'a, T: 'a>(v: T) -> LocalFuture<'a, T> {
 
 impl WorkflowStore for RunStore {
     fn persist_snapshot<'a>(&'a self, run: &'a StoredRun) -> LocalFuture<'a, Result<(), AgentError>> {
-        self.persist(&run.workflow_name, &run.run_id, run.resource_id.clone(), run.snapshot.clone(), run.updated_at);
+        self.persist(&run.workflow_name, &run.run_id, run.resource_id.clone(), &run.snapshot, run.updated_at);
         ready(Ok(()))
     }
     fn load_run<'a>(&'a self, workflow_name: &'a str, run_id: &'a str) -> LocalFuture<'a, Result<Option<StoredRun>, AgentError>> {

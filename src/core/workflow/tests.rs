@@ -523,6 +523,14 @@ fn cancel_lets_the_running_step_finish_starts_no_later_step_and_ends_canceled() 
         ],
     );
     assert_eq!(t.go(&w, json!(null)).0.status, Status::Canceled);
+    // Canceled while the last step runs: still canceled, with that step's output kept.
+    let w = wf("c3", vec![Node::Step(t.step("only", |c| {
+        c.ctx.abort().abort(None);
+        Ok(json!(7))
+    }))]);
+    let (r, ev) = t.go(&w, json!(null));
+    assert_eq!((r.status, r.result.clone(), r.steps["only"]["output"].clone()), (Status::Canceled, None, json!(7)));
+    assert_eq!(types(&ev)[3..], ["workflow-canceled", "workflow-finish"]);
 }
 
 #[test]
