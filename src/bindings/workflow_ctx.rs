@@ -4,7 +4,7 @@
 //! method is a wasm allocation and a finalizer each (most of a trivial step's engine time).
 
 use std::cell::RefCell;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use js_sys::{Function, Object, Promise, Reflect};
 use serde_json::Value;
@@ -13,10 +13,18 @@ use wasm_bindgen::prelude::*;
 use super::convert::{error_to_js, from_json, to_json, to_json_strict};
 use crate::core::workflow::host::StepCtx;
 
-/// One step call's controls; JavaScript sees only its bound methods.
+/// One step call's controls; JavaScript sees only its bound methods. It holds the call weakly:
+/// JavaScript frees it only when a finalizer runs, and a strong hold kept each finished run's
+/// whole scope (every step's output) alive until then, so the heap grew with every run.
 #[wasm_bindgen(js_name = __StepControls, skip_typescript)]
 pub struct StepControls {
-    ctx: Rc<StepCtx>,
+    ctx: Weak<StepCtx>,
+}
+
+impl StepControls {
+    fn ctx(&self) -> Result<Rc<StepCtx>, JsValue> {
+        self.ctx.upgrade().ok_or_else(|| js_sys::Error::new("this step has ended: its ctx methods work only while its execute runs").into())
+    }
 }
 
 fn resolved() -> JsValue {
@@ -28,21 +36,21 @@ impl StepControls {
     /// `writer.write(output)`: a `workflow-step-output` event.
     pub fn write(&self, v: JsValue) -> Result<JsValue, JsValue> {
         let v = to_json(&v, "writer.write(output)").map_err(|e| error_to_js(&e))?;
-        self.ctx.write(v);
+        self.ctx()?.write(v);
         Ok(resolved())
     }
 
     /// `writer.custom({ type: 'data-…' })`.
     pub fn custom(&self, v: JsValue) -> Result<JsValue, JsValue> {
         let v = to_json_strict(&v, "writer.custom(chunk)").map_err(|e| error_to_js(&e))?;
-        self.ctx.custom(v).map_err(|e| error_to_js(&e))?;
+        self.ctx()?.custom(v).map_err(|e| error_to_js(&e))?;
         Ok(resolved())
     }
 
     #[wasm_bindgen(js_name = setState)]
     pub fn set_state(&self, v: JsValue) -> Result<JsValue, JsValue> {
         let v = to_json(&v, "setState(state)").map_err(|e| error_to_js(&e))?;
-        self.ctx.set_state(v).map_err(|e| error_to_js(&e))?;
+        self.ctx()?.set_state(v).map_err(|e| error_to_js(&e))?;
         Ok(resolved())
     }
 
@@ -52,29 +60,29 @@ impl StepControls {
         } else {
             to_json(&v, "suspend(payload)").map_err(|e| error_to_js(&e))?
         };
-        self.ctx.suspend(v);
+        self.ctx()?.suspend(v);
         Ok(resolved())
     }
 
     pub fn bail(&self, v: JsValue) -> Result<JsValue, JsValue> {
         let v = to_json(&v, "bail(result)").map_err(|e| error_to_js(&e))?;
-        self.ctx.bail(v);
+        self.ctx()?.bail(v);
         Ok(resolved())
     }
 
     /// `getStepResult(step | id)`: its output, `null` when it has none.
     #[wasm_bindgen(js_name = getStepResult)]
-    pub fn step_result(&self, s: JsValue) -> JsValue {
+    pub fn step_result(&self, s: JsValue) -> Result<JsValue, JsValue> {
         let id = s
             .as_string()
             .or_else(|| Reflect::get(&s, &JsValue::from_str("id")).ok().and_then(|v| v.as_string()))
             .unwrap_or_default();
-        self.ctx.step_result(&id).map(|v| from_json(&v)).unwrap_or(JsValue::NULL)
+        Ok(self.ctx()?.step_result(&id).map(|v| from_json(&v)).unwrap_or(JsValue::NULL))
     }
 
     #[wasm_bindgen(js_name = getInitData)]
-    pub fn init_data(&self) -> JsValue {
-        from_json(&self.ctx.init_data())
+    pub fn init_data(&self) -> Result<JsValue, JsValue> {
+        Ok(from_json(&self.ctx()?.init_data()))
     }
 }
 
@@ -90,7 +98,7 @@ pub struct Bound(Vec<Function>);
 
 impl Bound {
     pub fn new(ctx: &Rc<StepCtx>) -> Bound {
-        let this = JsValue::from(StepControls { ctx: ctx.clone() });
+        let this = JsValue::from(StepControls { ctx: Rc::downgrade(ctx) });
         let methods = METHODS.with(|m| m.borrow().clone());
         let methods = if methods.is_empty() {
             let found: Vec<Function> = NAMES

@@ -102,3 +102,18 @@ test("an agent step whose processor aborts ends the run 'tripwire' with the proc
   assert.ok(forwarded.includes('tripwire'), forwarded.join());
   assert.equal(finished?.status, 'tripwire', 'onFinish sees the tripwire result');
 });
+
+test("a step's ctx methods called after its execute returned throw that the step has ended; the run and its events are as before", T, async () => {
+  let kept;
+  const step = createStep({ id: 'keeps', execute: async ({ writer, setState, getInitData }) => { kept = { writer, setState, getInitData }; return { ok: 1 }; } });
+  const wf = createWorkflow({ id: uid('late') }).then(step).commit();
+  const run = await wf.createRun();
+  const out = run.stream({ inputData: { n: 1 } });
+  const events = await collect(out.fullStream);
+  assert.equal((await out.result).status, 'success');
+  for (const call of [() => kept.writer.write({ late: true }), () => kept.setState({}), () => kept.getInitData()]) {
+    assert.throws(call, /this step has ended: its ctx methods work only while its execute runs/);
+  }
+  const again = await collect(run.observeStream().fullStream);
+  assert.deepEqual(again, events, 'a late reader replays the same events');
+});

@@ -14,9 +14,26 @@ pub struct EventLog(Rc<RefCell<Inner>>);
 
 #[derive(Default)]
 struct Inner {
-    events: Vec<Rc<Value>>,
+    events: Vec<Kept>,
     closed: bool,
     wakers: Vec<Waker>,
+}
+
+/// An event as a live value, or (once the log is closed) as its JSON text: a closed log lives
+/// as long as the run's JavaScript object, which only a finalizer frees, and as values a
+/// 100-step run's events were ~600 KB of wasm heap each (the heap grew with every run).
+enum Kept {
+    Value(Rc<Value>),
+    Text(Box<str>),
+}
+
+impl Kept {
+    fn get(&self) -> Rc<Value> {
+        match self {
+            Kept::Value(v) => v.clone(),
+            Kept::Text(t) => Rc::new(serde_json::from_str(t).unwrap_or(Value::Null)),
+        }
+    }
 }
 
 impl EventLog {
@@ -26,7 +43,7 @@ impl EventLog {
             if inner.closed {
                 return;
             }
-            inner.events.push(Rc::new(event));
+            inner.events.push(Kept::Value(Rc::new(event)));
             std::mem::take(&mut inner.wakers)
         };
         wakers.into_iter().for_each(Waker::wake);
@@ -37,6 +54,11 @@ impl EventLog {
         let wakers = {
             let mut inner = self.0.borrow_mut();
             inner.closed = true;
+            for e in &mut inner.events {
+                if let Kept::Value(v) = e {
+                    *e = Kept::Text(v.to_string().into_boxed_str());
+                }
+            }
             std::mem::take(&mut inner.wakers)
         };
         wakers.into_iter().for_each(Waker::wake);
@@ -56,7 +78,7 @@ impl EventLog {
 
     /// Every event so far (tests, and a late `watch`).
     pub fn snapshot(&self) -> Vec<Value> {
-        self.0.borrow().events.iter().map(|e| (**e).clone()).collect()
+        self.0.borrow().events.iter().map(|e| (*e.get()).clone()).collect()
     }
 
     /// A new reader from the first event.
@@ -77,7 +99,7 @@ impl LogReader {
             let mut inner = self.log.0.borrow_mut();
             if let Some(e) = inner.events.get(self.next) {
                 self.next += 1;
-                return Poll::Ready(Some(e.clone()));
+                return Poll::Ready(Some(e.get()));
             }
             if inner.closed {
                 return Poll::Ready(None);
@@ -90,7 +112,7 @@ impl LogReader {
 
     /// The next event if one is there now (no waiting).
     pub fn try_next(&mut self) -> Option<Rc<Value>> {
-        let e = self.log.0.borrow().events.get(self.next).cloned();
+        let e = self.log.0.borrow().events.get(self.next).map(Kept::get);
         if e.is_some() {
             self.next += 1;
         }
