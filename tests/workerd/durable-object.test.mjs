@@ -57,6 +57,20 @@ function resolvePackage(specifier, pkgJson) {
 const ENTRY = `
 import worker, { Conversation as ExampleConversation } from './worker.js';
 import { DurableObjectStore } from 'wasm-agent/durable-object-store';
+import { Mastra, createStep, createWorkflow } from 'wasm-agent';
+
+/** An approval workflow whose runs live in \`storage\`; a new Mastra each call, as after an eviction. */
+function approvals(storage) {
+  const obj = (properties) => ({ type: 'object', properties, required: Object.keys(properties) });
+  const approve = createStep({
+    id: 'approve',
+    inputSchema: obj({ amount: { type: 'number' } }),
+    resumeSchema: obj({ ok: { type: 'boolean' } }),
+    execute: async ({ inputData, resumeData, suspend }) => (resumeData ? { paid: resumeData.ok ? inputData.amount : 0 } : suspend({ ask: 'pay?' })),
+  });
+  const workflow = createWorkflow({ id: 'do-approval', inputSchema: obj({ amount: { type: 'number' } }) }).then(approve).commit();
+  return new Mastra({ workflows: { approval: workflow }, storage: new DurableObjectStore(storage) }).getWorkflow('approval');
+}
 
 export default worker;
 
@@ -128,6 +142,23 @@ export class Conversation extends ExampleConversation {
             ...(last ? { last: Number(last) } : {}),
           });
           return json({ messages, reads: this.reads });
+        }
+        // A workflow run in this object's storage: ?do=start&amount=N, ?do=resume&run=ID, ?do=get&run=ID.
+        case '/debug/workflow': {
+          const wf = approvals(this.state.storage);
+          const runId = url.searchParams.get('run') ?? undefined;
+          const what = url.searchParams.get('do');
+          if (what === 'start') {
+            const run = await wf.createRun();
+            const result = await run.start({ inputData: { amount: Number(url.searchParams.get('amount')) } });
+            return json({ runId: run.runId, status: result.status, suspendPayload: result.suspendPayload });
+          }
+          if (what === 'resume') {
+            const result = await (await wf.createRun({ runId })).resume({ step: 'approve', resumeData: { ok: true } });
+            return json({ status: result.status, result: result.result });
+          }
+          const stored = await wf.getWorkflowRunById(runId);
+          return json({ status: stored?.status ?? null, result: stored?.result ?? null, keys: [...(await this.raw.list({ prefix: 'wf' })).keys()] });
         }
         // The adapter called directly: POST { calls: [[method, args], ...] } → each result.
         case '/debug/adapter': {
@@ -257,6 +288,24 @@ for (const [backend, useSQLite] of [['key-value storage', false], ['SQLite stora
       },
       { timeout: TEST_TIMEOUT },
     );
+
+    test('a workflow run suspended in a Durable Object is resumed by a later request from its storage (SPEC §20.5)', { timeout: TEST_TIMEOUT }, async () => {
+      const T = 'wf-approvals';
+      const started = await getJson(`/debug/workflow?thread=${T}&do=start&amount=7`);
+      assert.equal(started.status, 'suspended');
+      assert.deepEqual(started.suspendPayload, { approve: { ask: 'pay?' } });
+      const stored = await getJson(`/debug/workflow?thread=${T}&do=get&run=${started.runId}`);
+      assert.equal(stored.status, 'suspended');
+      assert.ok(stored.keys.some((k) => k.includes(started.runId)), stored.keys.join());
+      const resumed = await getJson(`/debug/workflow?thread=${T}&do=resume&run=${started.runId}`);
+      assert.deepEqual(resumed, { status: 'success', result: { paid: 7 } });
+      const after = await getJson(`/debug/workflow?thread=${T}&do=get&run=${started.runId}`);
+      assert.deepEqual([after.status, after.result], ['success', { paid: 7 }]);
+      // A second resume finds nothing suspended.
+      const res = await fetch(new URL(`/debug/workflow?thread=${T}&do=resume&run=${started.runId}`, baseUrl), { signal: signal() });
+      assert.equal(res.status, 500);
+      assert.match((await res.json()).error.message, /suspended|not/i);
+    });
 
     test('semantic recall vectors: saveVectors, queryVectors by resource and thread, deleteVectors (SPEC §21.3)', { timeout: TEST_TIMEOUT }, async () => {
       const thread = (id) => ({ id, resourceId: 'u-vec', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z' });
