@@ -347,3 +347,23 @@ pub fn error_to_js(e: &AgentError) -> JsValue {
 pub fn type_error(field: &str, message: &str) -> JsValue {
     error_to_js(&AgentError::invalid(field, message))
 }
+
+thread_local! {
+    /// JavaScript strings of property names, by the address and length of their `&'static str`.
+    static KEYS: std::cell::RefCell<Vec<((usize, usize), JsValue)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `k` as a JavaScript string, made once: code that sets the same dozen properties on every
+/// call (a workflow step's `ctx`) otherwise copies and decodes each name every time.
+pub fn key(k: &'static str) -> JsValue {
+    let at = (k.as_ptr() as usize, k.len());
+    KEYS.with(|keys| {
+        let mut keys = keys.borrow_mut();
+        if let Some((_, v)) = keys.iter().find(|(a, _)| *a == at) {
+            return v.clone();
+        }
+        let v = JsValue::from_str(k);
+        keys.push((at, v.clone()));
+        v
+    })
+}

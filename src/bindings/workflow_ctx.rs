@@ -140,6 +140,6 @@ impl Bound {
     }
 }
 
-fn set(o: &Object, k: &str, v: &JsValue) {
-    let _ = Reflect::set(o, &JsValue::from_str(k), v);
+fn set(o: &Object, k: &'static str, v: &JsValue) {
+    let _ = Reflect::set(o, &super::convert::key(k), v);
 }

@@ -57,8 +57,8 @@ pub struct JsHost {
     pub mastra: RefCell<JsValue>,
 }
 
-fn set(o: &Object, k: &str, v: &JsValue) {
-    let _ = Reflect::set(o, &JsValue::from_str(k), v);
+fn set(o: &Object, k: &'static str, v: &JsValue) {
+    let _ = Reflect::set(o, &super::convert::key(k), v);
 }
 
 fn get(v: &JsValue, k: &str) -> JsValue {
