@@ -108,6 +108,13 @@ for (const [what, field, named, feature, call] of LEFT_OUT) {
   });
 }
 
+test('lite refuses config.workflows (agents calling workflows) with a TypeError naming it and the feature', () => {
+  assert.throws(
+    () => new Agent({ id: 'lite-refuses', model: { id: 'openai/gpt-4o-mini', apiKey: 'k' }, workflows: { w: {} } }),
+    (e) => e instanceof TypeError && e.message === "config.workflows: this build of wasm-agent leaves out workflows (wasm-agent/lite, or a build without the cargo feature `workflows`); import 'wasm-agent' for it",
+  );
+});
+
 test('lite refuses memory.watch with a TypeError naming it and the feature', T, async () => {
   const memory = new lite.Memory({ storage: new lite.InMemoryStore() });
   const err = await errorOf(() => memory.watch({ threadId: 't1' }, () => {}));
