@@ -36,6 +36,9 @@ pub struct UiState {
     omit_finish_reason: bool,
     /// The sub-agent cards (`data-tool-agent`), and the time the bindings set before each chunk.
     agents: super::ai_sdk_agents::Cards,
+    /// The workflows run as tools (`workflow-<key>`), by run id: their cards (`data-tool-workflow`).
+    #[cfg(feature = "workflows")]
+    workflows: Vec<(String, super::ai_sdk_workflow::WorkflowUiState)>,
     pub now_ms: f64,
 }
 
@@ -233,6 +236,9 @@ fn parts_of(chunk: &Value, state: &mut UiState) -> Vec<Value> {
                 out.push(part);
             } else if let Some(card) = state.agents.update(str_at(p, "toolName").unwrap_or_default(), output, state.now_ms) {
                 out.push(card);
+            } else {
+                #[cfg(feature = "workflows")]
+                out.extend(workflow_card(state, output));
             }
         }
         "error" => {
@@ -350,3 +356,34 @@ fn text_of(v: &Value) -> String {
 #[cfg(test)]
 #[path = "ai_sdk_tests.rs"]
 mod tests;
+
+/// A workflow event forwarded by a `workflow-<key>` tool: the run's card, a `data-tool-workflow`
+/// part (`id` = the run id, `data` = `{ name, status, steps, output }` as `data-workflow` has it)
+/// on every step change, and the `data-*` parts its steps write; nothing for other values.
+#[cfg(feature = "workflows")]
+fn workflow_card(state: &mut UiState, event: &Value) -> Vec<Value> {
+    let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
+    let (Some(run_id), true) = (event.get("runId").and_then(Value::as_str), kind.starts_with("workflow-")) else { return Vec::new() };
+    let at = match state.workflows.iter().position(|(id, _)| id == run_id) {
+        Some(at) => at,
+        None => {
+            state.workflows.push((run_id.to_string(), super::ai_sdk_workflow::WorkflowUiState::new(false)));
+            state.workflows.len() - 1
+        }
+    };
+    let parts = super::ai_sdk_workflow::workflow_ui_parts(event, &mut state.workflows[at].1);
+    if kind == "workflow-finish" {
+        state.workflows.remove(at);
+    }
+    parts
+        .into_iter()
+        .filter_map(|mut part| match part.get("type").and_then(Value::as_str) {
+            Some("data-workflow") => {
+                part["type"] = "data-tool-workflow".into();
+                Some(part)
+            }
+            Some("start" | "finish" | "data-workflow-step") => None,
+            _ => Some(part),
+        })
+        .collect()
+}

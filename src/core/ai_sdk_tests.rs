@@ -670,3 +670,26 @@ fn with_any_one_chunk_left_out_the_parts_still_read() {
         assert!(tools.iter().all(|(_, s)| s != "input-streaming"), "skipping {skip}: {tools:?}");
     }
 }
+
+#[cfg(feature = "workflows")]
+#[test]
+fn a_workflow_tool_s_events_become_one_data_tool_workflow_card_per_run() {
+    let wrap = |event: Value| json!({ "type": "tool-output", "runId": RUN, "from": "USER", "payload": { "toolCallId": "c1", "toolName": "workflow-double", "output": event } });
+    let ev = |kind: &str, payload: Value| json!({ "type": kind, "runId": "wf-run", "from": "WORKFLOW", "payload": payload });
+    let parts = map_all(&[
+        wrap(ev("workflow-start", json!({ "workflowId": "double" }))),
+        wrap(ev("workflow-step-start", json!({ "id": "s", "stepName": "s", "payload": { "n": 1 } }))),
+        wrap(json!({ "type": "workflow-step-output", "runId": "wf-run", "from": "USER", "payload": { "stepName": "s", "output": { "type": "data-note", "data": "half way" } } })),
+        wrap(ev("workflow-step-output", json!({ "stepName": "s", "output": { "plain": true } }))),
+        wrap(ev("workflow-step-result", json!({ "id": "s", "stepName": "s", "status": "success", "output": { "n": 2 } }))),
+        wrap(ev("workflow-finish", json!({ "workflowStatus": "success", "output": { "n": 2 } }))),
+    ]);
+    assert_eq!(types(&parts), ["data-tool-workflow", "data-tool-workflow", "data-note", "data-tool-workflow", "data-tool-workflow"]);
+    assert!(parts.iter().filter(|p| p["type"] == "data-tool-workflow").all(|p| p["id"] == "wf-run" && p["data"]["name"] == "double"));
+    assert_eq!(parts[1]["data"]["steps"]["s"]["status"], "running");
+    let last = parts.last().unwrap();
+    assert_eq!((last["data"]["status"].clone(), last["data"]["output"].clone()), (json!("success"), json!({ "n": 2 })));
+    assert_eq!(last["data"]["steps"]["s"]["output"], json!({ "n": 2 }));
+    // A value that is no workflow event gives nothing, as before.
+    assert!(map_all(&[wrap(json!({ "progress": 1 }))]).is_empty());
+}

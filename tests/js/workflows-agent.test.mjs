@@ -7,7 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, T, collect, modelFor, noUnhandledRejections, requestsOf, types, uid, useModelServer } from './helpers.mjs';
-import { createStep, createTool, createWorkflow } from '../../pkg/index.node.js';
+import { createStep, createTool, createWorkflow, toAISdkStream } from '../../pkg/index.node.js';
+import { createUIMessageStreamResponse, DefaultChatTransport, readUIMessageStream } from 'ai';
 
 const server = useModelServer();
 
@@ -168,6 +169,25 @@ test("aborting the agent cancels the workflow run it started", T, async () => {
     if (status !== 'canceled') await new Promise((r) => setTimeout(r, 20));
   }
   assert.equal(status, 'canceled');
+});
+
+test('toAISdkStream shows the workflow run as a data-tool-workflow card, replaced in place, with the step outputs at the end', T, async () => {
+  const { agent } = agentWith({ workflows: { double: doubling('double-card') } });
+  const [forParts, forReader] = toAISdkStream(await agent.stream('Double 21.5')).tee();
+  const partsDone = collect(forParts);
+  const validated = new DefaultChatTransport().processResponseStream(createUIMessageStreamResponse({ stream: forReader }).body);
+  let message;
+  for await (const m of readUIMessageStream({ stream: validated })) message = m;
+  const cards = (await partsDone).filter((p) => p.type === 'data-tool-workflow');
+  assert.ok(cards.length >= 3, JSON.stringify(cards));
+  assert.ok(cards.every((c) => c.id === cards[0].id && c.data.name === 'double-card'));
+  assert.equal(cards[0].data.status, 'running');
+  const last = cards.at(-1).data;
+  assert.deepEqual([last.status, last.steps['times-two'].status, last.steps['times-two'].output], ['success', 'success', { n: 43 }]);
+  const inMessage = message.parts.filter((p) => p.type === 'data-tool-workflow');
+  assert.equal(inMessage.length, 1, 'the reader keeps one card');
+  assert.equal(inMessage[0].data.status, 'success');
+  assert.equal(message.parts.find((p) => p.type === 'tool-workflow-double').state, 'output-available');
 });
 
 noUnhandledRejections();
