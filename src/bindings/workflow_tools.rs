@@ -12,7 +12,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
 
 use super::convert::{from_json, is_array, js_kind, object_keys, read, to_json, type_error};
-use super::tools::{input_schema, parse_tool, thrown_message, JsTool};
+use super::tools::{call_async, input_schema, parse_tool, thrown_message, JsTool};
 use super::workflow::{lookup_workflow, WfInner, Workflow};
 use crate::core::run::delegation::valid_key;
 
@@ -79,24 +79,20 @@ fn tool_of(key: &str, wf: std::rc::Rc<WfInner>, field: &str) -> Result<JsTool, J
     parse_tool(&name, &tool, field, false)
 }
 
-/// Calls `obj[method](...args)`.
-fn call(obj: &JsValue, method: &str, args: &[&JsValue]) -> Result<JsValue, JsValue> {
-    let f: Function = get(obj, method).dyn_into().map_err(|_| JsValue::from(js_sys::Error::new(&format!("{method} is not a function"))))?;
-    match args {
-        [] => f.call0(obj),
-        [a] => f.call1(obj, a),
-        _ => f.call2(obj, args[0], args[1]),
-    }
+/// `obj[name]` as a function.
+fn method(obj: &JsValue, name: &str) -> Result<Function, JsValue> {
+    get(obj, name).dyn_into().map_err(|_| JsValue::from(js_sys::Error::new(&format!("{name} is not a function"))))
 }
 
-async fn awaited(v: JsValue) -> Result<JsValue, JsValue> {
-    JsFuture::from(Promise::resolve(&v)).await
+/// Calls `obj[name](...args)`, waiting for the promise it returns.
+async fn call(obj: &JsValue, name: &str, args: &[&JsValue]) -> Result<JsValue, JsValue> {
+    call_async(&method(obj, name)?, obj, args).await
 }
 
 /// One call of a workflow tool: a new run, its events written as they come, its result.
 async fn run_as_tool(wf: std::rc::Rc<WfInner>, input: JsValue, context: JsValue) -> Result<JsValue, JsValue> {
     let workflow: JsValue = Workflow { inner: wf }.into();
-    let run = awaited(call(&workflow, "createRun", &[])?).await?;
+    let run = call(&workflow, "createRun", &[]).await?;
     let run_id = get(&run, "runId");
     let options = Object::new();
     let _ = Reflect::set(&options, &"inputData".into(), &get(&input, "inputData"));
@@ -108,37 +104,38 @@ async fn run_as_tool(wf: std::rc::Rc<WfInner>, input: JsValue, context: JsValue)
     if !request_context.is_undefined() {
         let _ = Reflect::set(&options, &"requestContext".into(), &request_context);
     }
-    let output = call(&run, "stream", &[&options])?;
+    let output = call(&run, "stream", &[&options]).await?;
     // The agent's abort cancels the run (a closure JavaScript owns: the listener may outlive
     // this call, whose future the agent drops when it stops).
     let signal = get(&context, "abortSignal");
     let on_abort = signal.is_object().then(|| {
         let r = run.clone();
+        let cancel = move || method(&r, "cancel").and_then(|c| c.call0(&r));
+        if get(&signal, "aborted").is_truthy() {
+            let _ = cancel();
+        }
         let f = Closure::<dyn FnMut()>::new(move || {
-            let _ = call(&r, "cancel", &[]);
+            let _ = cancel();
         })
         .into_js_value();
-        if get(&signal, "aborted").is_truthy() {
-            let _ = call(&run, "cancel", &[]);
-        }
-        let _ = call(&signal, "addEventListener", &[&"abort".into(), &f]);
+        let _ = method(&signal, "addEventListener").and_then(|add| add.call2(&signal, &"abort".into(), &f));
         f
     });
     let writer = get(&context, "writer");
-    let reader = call(&get(&output, "fullStream"), "getReader", &[])?;
+    let reader = call(&get(&output, "fullStream"), "getReader", &[]).await?;
     loop {
-        let next = awaited(call(&reader, "read", &[])?).await?;
+        let next = call(&reader, "read", &[]).await?;
         if get(&next, "done").is_truthy() {
             break;
         }
         if writer.is_object() {
-            awaited(call(&writer, "write", &[&get(&next, "value")])?).await?;
+            call(&writer, "write", &[&get(&next, "value")]).await?;
         }
     }
     if let Some(f) = &on_abort {
-        let _ = call(&signal, "removeEventListener", &[&"abort".into(), f]);
+        let _ = method(&signal, "removeEventListener").and_then(|remove| remove.call2(&signal, &"abort".into(), f));
     }
-    let result = awaited(get(&output, "result")).await?;
+    let result = JsFuture::from(Promise::resolve(&get(&output, "result"))).await?;
     let field = |k: &str| to_json(&get(&result, k), "result").unwrap_or(Value::Null);
     let summary = json!({
         "status": get(&result, "status").as_string(), "result": field("result"), "suspended": field("suspended"),

@@ -172,7 +172,7 @@ pub struct StoredRun {
 
 impl StoredRun {
     pub fn status(&self) -> &str {
-        self.snapshot.get("status").and_then(Value::as_str).unwrap_or("pending")
+        status_in(&self.snapshot)
     }
 
     /// `getWorkflowRunById`'s answer.
@@ -233,8 +233,9 @@ impl Kept {
     }
 }
 
-fn status_of(snapshot: &Value) -> String {
-    snapshot.get("status").and_then(Value::as_str).unwrap_or("pending").to_owned()
+/// A snapshot's `status` (`pending` before it has one).
+fn status_in(snapshot: &Value) -> &str {
+    snapshot.get("status").and_then(Value::as_str).unwrap_or("pending")
 }
 
 impl RunStore {
@@ -243,7 +244,7 @@ impl RunStore {
     }
 
     pub fn persist(&self, workflow_name: &str, run_id: &str, resource_id: Option<String>, snapshot: &Value, now: f64) {
-        let (status, text) = (status_of(snapshot), snapshot.to_string());
+        let (status, text) = (status_in(snapshot).to_owned(), snapshot.to_string());
         let found = self.find(workflow_name, run_id);
         let mut runs = self.runs.borrow_mut();
         match found {
@@ -301,10 +302,7 @@ impl RunStore {
         let matching: Vec<&Kept> = runs
             .iter()
             .rev()
-            .filter(|r| f.workflow_name.as_ref().is_none_or(|n| *n == r.workflow_name))
-            .filter(|r| f.status.as_ref().is_none_or(|s| *s == r.status))
-            .filter(|r| f.resource_id.is_none() || f.resource_id == r.resource_id)
-            .filter(|r| f.from_date.is_none_or(|d| r.created_at >= d) && f.to_date.is_none_or(|d| r.created_at <= d))
+            .filter(|r| f.admits(&r.workflow_name, &r.status, r.resource_id.as_deref(), r.created_at))
             .collect();
         let total = matching.len();
         let (skip, take) = f.per_page.map_or((0, usize::MAX), |per| (per * f.page, per));

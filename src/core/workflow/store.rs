@@ -121,11 +121,16 @@ impl RunFilter {
 
     /// Whether `run` is one this filter gives (to hold adapters to it).
     pub fn matches(&self, r: &StoredRun) -> bool {
-        self.workflow_name.as_ref().is_none_or(|n| *n == r.workflow_name)
-            && self.status.as_ref().is_none_or(|s| s == r.status())
-            && (self.resource_id.is_none() || self.resource_id == r.resource_id)
-            && self.from_date.is_none_or(|d| r.created_at >= d)
-            && self.to_date.is_none_or(|d| r.created_at <= d)
+        self.admits(&r.workflow_name, r.status(), r.resource_id.as_deref(), r.created_at)
+    }
+
+    /// Whether a run with these fields is one this filter gives.
+    pub(crate) fn admits(&self, workflow_name: &str, status: &str, resource_id: Option<&str>, created_at: f64) -> bool {
+        self.workflow_name.as_ref().is_none_or(|n| n == workflow_name)
+            && self.status.as_ref().is_none_or(|s| s == status)
+            && (self.resource_id.is_none() || self.resource_id.as_deref() == resource_id)
+            && self.from_date.is_none_or(|d| created_at >= d)
+            && self.to_date.is_none_or(|d| created_at <= d)
     }
 }
 
