@@ -10,7 +10,7 @@ use wasm_bindgen_futures::{future_to_promise, JsFuture};
 
 use super::convert::{error_to_js, from_json, js_kind, to_json, type_error};
 use super::workflow::Workflow;
-use super::workflow_run::{after_run, store_snapshots, Exec, Run, RunInner, WorkflowRunOutput};
+use super::workflow_run::{after_run, store_snapshots, Ended, Exec, Run, RunInner, WorkflowRunOutput};
 use crate::core::error::AgentError;
 use crate::core::workflow::snapshot::{self, RunFilter, StoredRun};
 
@@ -103,7 +103,7 @@ async fn resume_exec(run: Rc<RunInner>, options: JsValue) -> Result<Rc<Exec>, Js
         let _live = live;
         let core = e.core.clone();
         let result = snapshot::resume(core.clone(), def.clone(), &stored.snapshot, path, data).await;
-        let value = Ok(result.to_json(include_state));
+        let value = Ok(Ended::of(&result, include_state));
         e.settle(value.clone());
         after_run(&wf, &value);
     });
@@ -139,7 +139,7 @@ async fn restart_exec(run: Rc<RunInner>) -> Result<Rc<Exec>, JsValue> {
         let _live = live;
         let core = e.core.clone();
         let result = snapshot::restart(core.clone(), def.clone(), &stored.snapshot).await;
-        let value = Ok(result.to_json(false));
+        let value = Ok(Ended::of(&result, false));
         e.settle(value.clone());
         after_run(&wf, &value);
     });

@@ -18,26 +18,45 @@ use super::workflow::{WfInner, Workflow};
 use super::workflow_host::JsHost;
 use crate::core::env::LocalFuture;
 use crate::core::error::AgentError;
-use crate::core::workflow::context::RunCore;
+use crate::core::workflow::context::{RunCore, Snapshot};
 use crate::core::workflow::log::LogReader;
 use crate::core::memory::Store;
+use crate::core::workflow::result::WorkflowResult;
 use crate::core::workflow::snapshot::{self, StoredRun};
 
-/// The run's end, once: its result as JSON, or why it could not start.
+/// How an execution ended: its status, and its `WorkflowResult` as JSON text (written once;
+/// each reader of `result` parses it).
+#[derive(Clone)]
+pub(crate) struct Ended {
+    status: &'static str,
+    text: Rc<str>,
+}
+
+impl Ended {
+    pub(crate) fn of(result: &WorkflowResult, include_state: bool) -> Self {
+        let text = match (&result.text, include_state) {
+            (Some(t), false) => t.clone(),
+            _ => result.to_text(include_state).into(),
+        };
+        Ended { status: result.status.as_str(), text }
+    }
+}
+
+/// The run's end, once: its result, or why it could not start.
 #[derive(Default)]
 struct Settled {
-    value: RefCell<Option<Result<Value, AgentError>>>,
+    value: RefCell<Option<Result<Ended, AgentError>>>,
     wakers: RefCell<Vec<Waker>>,
 }
 
 impl Settled {
-    fn set(&self, v: Result<Value, AgentError>) {
+    fn set(&self, v: Result<Ended, AgentError>) {
         *self.value.borrow_mut() = Some(v);
         let wakers = std::mem::take(&mut *self.wakers.borrow_mut());
         wakers.into_iter().for_each(Waker::wake);
     }
 
-    async fn wait(&self) -> Result<Value, AgentError> {
+    async fn wait(&self) -> Result<Ended, AgentError> {
         poll_fn(|cx| match &*self.value.borrow() {
             Some(v) => Poll::Ready(v.clone()),
             None => {
@@ -56,7 +75,7 @@ pub(crate) struct Exec {
 }
 
 impl Exec {
-    pub(crate) fn settle(&self, v: Result<Value, AgentError>) {
+    pub(crate) fn settle(&self, v: Result<Ended, AgentError>) {
         self.settled.set(v);
     }
 
@@ -80,18 +99,24 @@ pub(crate) struct RunInner {
 
 /// Writes `snapshot` for the run of `core` to `store` (a store without workflow methods keeps
 /// nothing, and says so once where it is set up).
-pub(crate) async fn persist(store: &dyn Store, name: &str, core: &RunCore, snapshot: Value) -> Result<(), AgentError> {
+pub(crate) async fn persist(store: &dyn Store, name: &str, core: &RunCore, snapshot: Snapshot) -> Result<(), AgentError> {
     let Some(runs) = store.workflows() else { return Ok(()) };
     let now = core.now();
-    let run = StoredRun {
+    let mut run = StoredRun {
         workflow_name: name.into(),
         run_id: core.run_id.clone(),
         resource_id: core.resource_id.clone(),
-        snapshot,
+        snapshot: Value::Null,
         created_at: now,
         updated_at: now,
     };
-    runs.persist_snapshot(&run).await
+    match snapshot {
+        Snapshot::Value(v) => {
+            run.snapshot = v;
+            runs.persist_snapshot(&run).await
+        }
+        Snapshot::Text { status, text } => runs.persist_text(run, status, text).await,
+    }
 }
 
 /// Gives the engine its way to `store` (SPEC §20.5): the snapshots at the start and the end of
@@ -102,7 +127,7 @@ pub(crate) fn store_snapshots(store: &Rc<dyn Store>, name: &str, core: &Rc<RunCo
     let Some(runs) = store.workflows() else { return };
     core.per_step.set(runs.outlives_process());
     let (store, name, run) = (store.clone(), name.to_owned(), Rc::downgrade(core));
-    *core.persist.borrow_mut() = Some(Rc::new(move |snapshot: Value| -> LocalFuture<'static, Result<(), AgentError>> {
+    *core.persist.borrow_mut() = Some(Rc::new(move |snapshot: Snapshot| -> LocalFuture<'static, Result<(), AgentError>> {
         let (store, name, run) = (store.clone(), name.clone(), run.clone());
         Box::pin(async move {
             match run.upgrade() {
@@ -118,11 +143,12 @@ fn get(v: &JsValue, k: &str) -> JsValue {
 }
 
 /// The result for JavaScript: `error` is an `Error` with the step's `name` and `message`.
-pub(crate) fn result_to_js(v: &Value) -> JsValue {
-    let out = from_json(v);
-    if let Some(e) = v.get("error").filter(|e| e.is_object()) {
-        let err = js_sys::Error::new(e["message"].as_str().unwrap_or_default());
-        err.set_name(e["name"].as_str().unwrap_or("Error"));
+fn result_to_js(v: &Ended) -> JsValue {
+    let out = js_sys::JSON::parse(&v.text).unwrap_or(JsValue::NULL);
+    let e = get(&out, "error");
+    if e.is_object() {
+        let err = js_sys::Error::new(&get(&e, "message").as_string().unwrap_or_default());
+        err.set_name(&get(&e, "name").as_string().unwrap_or_else(|| "Error".into()));
         let _ = Reflect::set(&out, &"error".into(), &err);
     }
     out
@@ -166,7 +192,7 @@ impl Workflow {
             let core = RunCore::new(run_id.clone(), resource_id.clone(), Rc::new(crate::platform::JsEnv), host.clone());
             if stored.is_none() {
                 let pending = snapshot::initial(&core, "pending", &Value::Null);
-                persist(&*store, &name, &core, pending).await.map_err(|e| error_to_js(&e))?;
+                persist(&*store, &name, &core, Snapshot::Value(pending)).await.map_err(|e| error_to_js(&e))?;
             }
             let exec = Rc::new(Exec { core, settled: Rc::default() });
             let inner = Rc::new(RunInner {
@@ -231,12 +257,12 @@ impl RunInner {
             let r = crate::core::workflow::start(core.clone(), def.clone(), input.clone(), state).await;
             if r.is_err() {
                 let failed = snapshot::initial(&core, "failed", &input);
-                if let Err(e) = persist(&*store, &def.id, &core, failed).await {
+                if let Err(e) = persist(&*store, &def.id, &core, Snapshot::Value(failed)).await {
                     let message = format!("wasm-agent: the failed run '{}' of workflow '{}' was not stored: {e}", core.run_id, def.id);
                     super::report::warn(&message);
                 }
             }
-            let value = r.map(|res| res.to_json(include_state));
+            let value = r.map(|res| Ended::of(&res, include_state));
             exec.settle(value.clone());
             after_run(&wf, &value);
         });
@@ -286,7 +312,7 @@ impl RunInner {
                 return Poll::Ready(Some(current));
             }
             let ended = match &*exec.settled.value.borrow() {
-                Some(Ok(v)) => v["status"] != "suspended",
+                Some(Ok(v)) => v.status != "suspended",
                 Some(Err(_)) => true,
                 None => false,
             };
@@ -302,13 +328,16 @@ impl RunInner {
 
 /// `options.onFinish(result)`, and `options.onError({ error, result })` for a failed run, called
 /// after the run's state is released.
-pub(crate) fn after_run(wf: &WfInner, value: &Result<Value, AgentError>) {
+pub(crate) fn after_run(wf: &WfInner, value: &Result<Ended, AgentError>) {
     let Ok(v) = value else { return };
+    if wf.on_finish.is_none() && (wf.on_error.is_none() || v.status != "failed") {
+        return;
+    }
     let js = result_to_js(v);
     if let Some(f) = &wf.on_finish {
         let _ = f.call1(&JsValue::UNDEFINED, &js);
     }
-    if v["status"] == "failed" {
+    if v.status == "failed" {
         if let Some(f) = &wf.on_error {
             let arg = Object::new();
             let _ = Reflect::set(&arg, &"error".into(), &get(&js, "error"));
@@ -398,12 +427,12 @@ impl Run {
         wasm_bindgen_futures::spawn_local(async move {
             loop {
                 let mut reader = exec.core.log.reader();
-                while let Some(e) = reader.next().await {
+                while let Some(e) = reader.next_text().await {
                     if !flag.get() {
                         return;
                     }
                     // A throwing callback must not stop the run or the other readers.
-                    let _ = cb.call1(&JsValue::UNDEFINED, &from_json(&e));
+                    let _ = cb.call1(&JsValue::UNDEFINED, &event_to_js(&e));
                 }
                 // Suspended: a resume (or a restart) of this run goes on in a new execution.
                 match RunInner::after(run.clone(), exec).await {
@@ -448,7 +477,7 @@ impl WorkflowRunOutput {
     pub fn status(&self) -> String {
         match &*self.exec.settled.value.borrow() {
             None => "running".into(),
-            Some(Ok(v)) => v["status"].as_str().unwrap_or("failed").into(),
+            Some(Ok(v)) => v.status.into(),
             Some(Err(_)) => "failed".into(),
         }
     }
@@ -485,6 +514,10 @@ impl WorkflowRunOutput {
     }
 }
 
+fn event_to_js(text: &str) -> JsValue {
+    js_sys::JSON::parse(text).unwrap_or(JsValue::NULL)
+}
+
 /// A `ReadableStream` over one log reader; cancelling it drops only this reader.
 fn event_stream(reader: LogReader) -> Result<ReadableStream, JsValue> {
     let slot = Rc::new(RefCell::new(Some(reader)));
@@ -495,9 +528,14 @@ fn event_stream(reader: LogReader) -> Result<ReadableStream, JsValue> {
         future_to_promise(async move {
             let ctrl: ReadableStreamDefaultController = ctrl.unchecked_into();
             let Some(mut reader) = slot.borrow_mut().take() else { return Ok(JsValue::UNDEFINED) };
-            match reader.next().await {
+            match reader.next_text().await {
                 Some(e) => {
-                    ctrl.enqueue_with_chunk(&from_json(&e))?;
+                    ctrl.enqueue_with_chunk(&event_to_js(&e))?;
+                    // What is already there goes in the same pull (a pull is a promise and a
+                    // task each); the queue holds it for the reader.
+                    while let Some(e) = reader.try_next_text() {
+                        ctrl.enqueue_with_chunk(&event_to_js(&e))?;
+                    }
                     *slot.borrow_mut() = Some(reader);
                 }
                 None => ctrl.close()?,

@@ -15,7 +15,23 @@ use crate::core::error::AgentError;
 
 /// Writes a snapshot of the run to its store (SPEC §20.5); the engine awaits each write before
 /// it goes on, so the writes of one run land in order, and a failed one fails the run.
-pub type Persist = Rc<dyn Fn(Value) -> crate::core::env::LocalFuture<'static, Result<(), AgentError>>>;
+pub type Persist = Rc<dyn Fn(Snapshot) -> crate::core::env::LocalFuture<'static, Result<(), AgentError>>>;
+
+/// A snapshot on its way to the store: a value, or JSON text with its status (the run's end,
+/// written from its result without copying every step's record into a value first).
+pub enum Snapshot {
+    Value(Value),
+    Text { status: &'static str, text: String },
+}
+
+impl Snapshot {
+    pub fn into_value(self) -> Value {
+        match self {
+            Snapshot::Value(v) => v,
+            Snapshot::Text { text, .. } => serde_json::from_str(&text).unwrap_or(Value::Null),
+        }
+    }
+}
 
 pub const USAGE_FIELDS: [&str; 6] =
     ["inputTokens", "outputTokens", "totalTokens", "reasoningTokens", "cachedInputTokens", "cacheCreationInputTokens"];
@@ -62,7 +78,7 @@ impl RunCore {
     }
 
     /// Writes `snapshot` through the run's `persist`, if it has one.
-    pub async fn save(&self, snapshot: Value) -> Result<(), AgentError> {
+    pub async fn save(&self, snapshot: Snapshot) -> Result<(), AgentError> {
         let persist = self.persist.borrow().clone();
         match persist {
             Some(p) => p(snapshot).await,
@@ -72,7 +88,18 @@ impl RunCore {
 
     /// `{ type, runId, from: 'WORKFLOW', payload }`.
     pub fn emit(&self, kind: &str, payload: Value) {
-        self.log.push(json!({ "type": kind, "runId": self.run_id, "from": "WORKFLOW", "payload": payload }));
+        self.emit_text(kind, &payload.to_string());
+    }
+
+    /// `emit` with the payload already JSON text.
+    pub fn emit_text(&self, kind: &str, payload: &str) {
+        let event = super::text::Obj::new()
+            .val("type", kind)
+            .val("runId", &self.run_id)
+            .val("from", "WORKFLOW")
+            .raw("payload", payload)
+            .done();
+        self.log.push_text(event);
     }
 
     pub fn add_usage(&self, usage: &Value) {

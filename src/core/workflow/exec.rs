@@ -7,10 +7,11 @@ use std::rc::Rc;
 use futures_util::future::join_all;
 use serde_json::{json, Map, Value};
 
-use super::context::{ResumePlan, Scope};
+use super::context::{ResumePlan, Scope, Snapshot};
 use super::forms::{exec_foreach, exec_map, exec_sleep};
 use super::graph::{Body, Node, Schema, StepDef};
 use super::host::{Failure, StepCall, StepCtx};
+use super::text::Obj;
 use crate::core::env::LocalFuture;
 use crate::core::error::AgentError;
 use crate::core::schema;
@@ -157,7 +158,7 @@ pub fn exec_nodes(scope: Rc<Scope>) -> LocalFuture<'static, Outcome> {
             }
             // After each top-level node but the last (the run's end writes its own snapshot).
             if scope.prefix.is_empty() && i + 1 < count && scope.run.per_step.get() {
-                if let Err(e) = scope.run.save(super::snapshot::running(&scope)).await {
+                if let Err(e) = scope.run.save(Snapshot::Value(super::snapshot::running(&scope))).await {
                     return Outcome::Failed(e.into());
                 }
             }
@@ -275,6 +276,18 @@ pub(super) async fn call_fn(
     scope.run.host.call(handle, call).await
 }
 
+/// `step_event` as JSON text, for more fields to follow.
+pub(super) fn step_event_text(name: &str, call_id: &str, input: &Value, started: f64, status: &str) -> Obj {
+    let mut o = Obj::new();
+    o.val("stepName", name)
+        .val("id", name)
+        .val("stepCallId", call_id)
+        .val("payload", input)
+        .val("startedAt", &started)
+        .val("status", status);
+    o
+}
+
 pub(super) fn step_event(name: &str, call_id: &str, input: &Value, started: f64, status: &str) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("stepName".into(), json!(name));
@@ -299,20 +312,20 @@ pub(super) async fn exec_step(scope: &Rc<Scope>, step: &Rc<StepDef>, input: Valu
     let name = scope.name(&step.id);
     let call_id = run.call_id();
     let started = run.now();
-    let mut start = step_event(&name, &call_id, &input, started, "running");
+    let mut start = step_event_text(&name, &call_id, &input, started, "running");
     let mut rec = Map::new();
     rec.insert("status".into(), json!("running"));
     rec.insert("payload".into(), input.clone());
     rec.insert("startedAt".into(), json!(started));
     if let Some((data, _)) = &extra.resume {
-        start.insert("resumePayload".into(), data.clone());
-        start.insert("resumedAt".into(), json!(started));
+        start.val("resumePayload", data).val("resumedAt", &started);
         rec.insert("resumePayload".into(), data.clone());
         rec.insert("resumedAt".into(), json!(started));
     }
-    run.emit("workflow-step-start", Value::Object(start));
+    run.emit_text("workflow-step-start", &start.done());
     run.path.borrow_mut().push(name.clone());
-    scope.record(&step.id, Value::Object(rec.clone()));
+    // The running record is what a snapshot taken meanwhile shows; the end completes it in place.
+    scope.record(&step.id, Value::Object(rec));
     let out = match validate_input(scope, step, &input).await {
         Err(f) => BodyOut::Err(f),
         Ok(()) => match attempt(scope, step, &name, input.clone(), &extra).await {
@@ -324,39 +337,46 @@ pub(super) async fn exec_step(scope: &Rc<Scope>, step: &Rc<StepDef>, input: Valu
         },
     };
     let ended = run.now();
-    let mut ev = step_event(&name, &call_id, &input, started, "");
-    if let Some(p) = rec.get("resumePayload") {
-        ev.insert("resumePayload".into(), p.clone());
+    let status = match &out {
+        BodyOut::Ok(_) => "success",
+        BodyOut::Bailed(_) => "bailed",
+        BodyOut::Err(_) => "failed",
+        BodyOut::Suspended(..) => "suspended",
+        BodyOut::Canceled => return Outcome::Canceled,
+    };
+    let mut ev = step_event_text(&name, &call_id, &input, started, status);
+    if let Some((data, _)) = &extra.resume {
+        ev.val("resumePayload", data);
     }
     if let Some(n) = extra.iteration {
-        ev.insert("metadata".into(), json!({ "iterationCount": n }));
+        ev.val("metadata", &json!({ "iterationCount": n }));
     }
+    // Taken out in place (the record keeps its position among the steps) and put back complete.
+    let running = scope.steps.borrow_mut().get_mut(&step.id).map(Value::take);
+    let mut fields = match running {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    fields.insert("status".into(), json!(status));
     let (kind, outcome) = match out {
-        BodyOut::Ok(v) => {
-            finish(&mut ev, &mut rec, "success", ended);
-            ev.insert("output".into(), v.clone());
-            rec.insert("output".into(), v.clone());
-            ("workflow-step-result", Outcome::Success(v))
-        }
-        BodyOut::Bailed(v) => {
-            finish(&mut ev, &mut rec, "bailed", ended);
-            ev.insert("output".into(), v.clone());
-            rec.insert("output".into(), v.clone());
-            ("workflow-step-result", Outcome::Bailed(v))
+        BodyOut::Ok(v) | BodyOut::Bailed(v) => {
+            ev.val("endedAt", &ended).val("output", &v);
+            fields.insert("endedAt".into(), json!(ended));
+            fields.insert("output".into(), v.clone());
+            let o = if status == "success" { Outcome::Success(v) } else { Outcome::Bailed(v) };
+            ("workflow-step-result", o)
         }
         BodyOut::Err(f) => {
-            finish(&mut ev, &mut rec, "failed", ended);
-            ev.insert("error".into(), f.to_json());
-            rec.insert("error".into(), f.to_json());
+            let error = f.to_json();
+            ev.val("endedAt", &ended).val("error", &error);
+            fields.insert("endedAt".into(), json!(ended));
+            fields.insert("error".into(), error);
             ("workflow-step-result", Outcome::Failed(f))
         }
         BodyOut::Suspended(payload, inner) => {
-            ev.insert("status".into(), json!("suspended"));
-            ev.insert("suspendPayload".into(), payload.clone());
-            ev.insert("suspendedAt".into(), json!(ended));
-            rec.insert("status".into(), json!("suspended"));
-            rec.insert("suspendPayload".into(), payload);
-            rec.insert("suspendedAt".into(), json!(ended));
+            ev.val("suspendPayload", &payload).val("suspendedAt", &ended);
+            fields.insert("suspendPayload".into(), payload);
+            fields.insert("suspendedAt".into(), json!(ended));
             let mut paths = scope.suspended.borrow_mut();
             if inner.is_empty() {
                 paths.push(vec![step.id.clone()]);
@@ -369,10 +389,10 @@ pub(super) async fn exec_step(scope: &Rc<Scope>, step: &Rc<StepDef>, input: Valu
         BodyOut::Canceled => return Outcome::Canceled,
     };
     if let Some(m) = &step.metadata {
-        rec.insert("metadata".into(), m.clone());
+        fields.insert("metadata".into(), m.clone());
     }
-    scope.record(&step.id, Value::Object(rec));
-    run.emit(kind, Value::Object(ev));
+    scope.record(&step.id, Value::Object(fields));
+    run.emit_text(kind, &ev.done());
     outcome
 }
 

@@ -14,36 +14,28 @@ pub struct EventLog(Rc<RefCell<Inner>>);
 
 #[derive(Default)]
 struct Inner {
-    events: Vec<Kept>,
+    /// Each event as its JSON text, written once when it is pushed: a reader in JavaScript
+    /// parses it with one `JSON.parse`, and a run's log lives as long as its JavaScript object
+    /// (which only a finalizer frees), where value trees of a 100-step run were ~600 KB of wasm
+    /// heap each.
+    events: Vec<Rc<str>>,
     closed: bool,
     wakers: Vec<Waker>,
 }
 
-/// An event as a live value, or (once the log is closed) as its JSON text: a closed log lives
-/// as long as the run's JavaScript object, which only a finalizer frees, and as values a
-/// 100-step run's events were ~600 KB of wasm heap each (the heap grew with every run).
-enum Kept {
-    Value(Rc<Value>),
-    Text(Box<str>),
-}
-
-impl Kept {
-    fn get(&self) -> Rc<Value> {
-        match self {
-            Kept::Value(v) => v.clone(),
-            Kept::Text(t) => Rc::new(serde_json::from_str(t).unwrap_or(Value::Null)),
-        }
-    }
-}
-
 impl EventLog {
     pub fn push(&self, event: Value) {
+        self.push_text(event.to_string());
+    }
+
+    /// An event already written as JSON text (an object).
+    pub fn push_text(&self, event: String) {
         let wakers = {
             let mut inner = self.0.borrow_mut();
             if inner.closed {
                 return;
             }
-            inner.events.push(Kept::Value(Rc::new(event)));
+            inner.events.push(event.into());
             std::mem::take(&mut inner.wakers)
         };
         wakers.into_iter().for_each(Waker::wake);
@@ -54,11 +46,6 @@ impl EventLog {
         let wakers = {
             let mut inner = self.0.borrow_mut();
             inner.closed = true;
-            for e in &mut inner.events {
-                if let Kept::Value(v) = e {
-                    *e = Kept::Text(v.to_string().into_boxed_str());
-                }
-            }
             std::mem::take(&mut inner.wakers)
         };
         wakers.into_iter().for_each(Waker::wake);
@@ -78,13 +65,17 @@ impl EventLog {
 
     /// Every event so far (tests, and a late `watch`).
     pub fn snapshot(&self) -> Vec<Value> {
-        self.0.borrow().events.iter().map(|e| (*e.get()).clone()).collect()
+        self.0.borrow().events.iter().map(|e| parse(e)).collect()
     }
 
     /// A new reader from the first event.
     pub fn reader(&self) -> LogReader {
         LogReader { log: self.clone(), next: 0 }
     }
+}
+
+fn parse(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
 pub struct LogReader {
@@ -94,12 +85,17 @@ pub struct LogReader {
 
 impl LogReader {
     /// The next event, waiting for it; `None` once the log is closed and read to its end.
-    pub async fn next(&mut self) -> Option<Rc<Value>> {
+    pub async fn next(&mut self) -> Option<Value> {
+        self.next_text().await.map(|t| parse(&t))
+    }
+
+    /// The next event's JSON text, waiting for it.
+    pub async fn next_text(&mut self) -> Option<Rc<str>> {
         poll_fn(|cx| {
             let mut inner = self.log.0.borrow_mut();
             if let Some(e) = inner.events.get(self.next) {
                 self.next += 1;
-                return Poll::Ready(Some(e.get()));
+                return Poll::Ready(Some(e.clone()));
             }
             if inner.closed {
                 return Poll::Ready(None);
@@ -110,9 +106,9 @@ impl LogReader {
         .await
     }
 
-    /// The next event if one is there now (no waiting).
-    pub fn try_next(&mut self) -> Option<Rc<Value>> {
-        let e = self.log.0.borrow().events.get(self.next).map(Kept::get);
+    /// The next event's text if one is there now (no waiting).
+    pub fn try_next_text(&mut self) -> Option<Rc<str>> {
+        let e = self.log.0.borrow().events.get(self.next).cloned();
         if e.is_some() {
             self.next += 1;
         }

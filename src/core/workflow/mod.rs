@@ -11,6 +11,7 @@ pub mod log;
 pub mod result;
 pub mod snapshot;
 pub mod store;
+pub mod text;
 #[cfg(test)]
 mod tests;
 
@@ -43,7 +44,7 @@ pub async fn start(
     );
     let scope = Scope::new(run.clone(), def.clone(), String::new(), input.clone());
     let checked = match check_start(&scope, &def, &input, initial_state.as_ref()).await {
-        Ok(()) => run.save(snapshot::initial(&run, "running", &input)).await,
+        Ok(()) => run.save(context::Snapshot::Value(snapshot::initial(&run, "running", &input))).await,
         Err(e) => Err(e),
     };
     if let Err(e) = checked {

@@ -5,6 +5,7 @@ use serde_json::{json, Map, Value};
 use super::context::Scope;
 use super::exec::Outcome;
 use super::host::Failure;
+use super::text::Obj;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Status {
@@ -42,11 +43,15 @@ pub struct WorkflowResult {
     pub tripwire: Option<Value>,
     pub suspended: Vec<Vec<String>>,
     pub state: Value,
-    /// `{ steps, nested }` of the top level, for the snapshot.
-    pub context: Value,
+    /// The contexts of the top level's nested workflow steps, for the snapshot.
+    pub nested: Map<String, Value>,
+    /// `to_text(false)`, once `workflow-finish` carried it (a successful run's end).
+    pub text: Option<std::rc::Rc<str>>,
 }
 
 impl WorkflowResult {
+    /// The result of the run that ended at `scope` (the top level), which it leaves without its
+    /// step records: they move into the result (nothing reads a level after its end).
     pub fn from_outcome(scope: &Scope, outcome: Outcome) -> Self {
         let (status, result, error) = match outcome {
             Outcome::Success(v) | Outcome::Bailed(v) => (Status::Success, Some(v), None),
@@ -57,7 +62,7 @@ impl WorkflowResult {
         };
         let mut steps = Map::new();
         steps.insert("input".into(), scope.init.clone());
-        steps.extend(scope.steps.borrow().iter().map(|(k, v)| (k.clone(), v.clone())));
+        steps.extend(std::mem::take(&mut *scope.steps.borrow_mut()));
         WorkflowResult {
             status,
             input: scope.init.clone(),
@@ -69,8 +74,16 @@ impl WorkflowResult {
             error: error.filter(|f| f.tripwire.is_none()),
             suspended: scope.suspended.borrow().clone(),
             state: scope.run.state.borrow().clone(),
-            context: scope.context_json(),
+            nested: std::mem::take(&mut *scope.nested.borrow_mut()),
+            text: None,
         }
+    }
+
+    /// The run failed after all (its snapshot could not be stored).
+    fn fail(&mut self, f: Failure) {
+        self.status = Status::Failed;
+        self.result = None;
+        self.error = Some(f);
     }
 
     /// `{ [stepId]: payload }` of the suspended steps.
@@ -82,6 +95,32 @@ impl WorkflowResult {
                 Some((p[0].clone(), rec.get("suspendPayload").cloned().unwrap_or(Value::Null)))
             })
             .collect()
+    }
+
+    /// `to_json(include_state)` as JSON text, written from the result (no copy of its steps).
+    pub fn to_text(&self, include_state: bool) -> String {
+        let mut o = Obj::new();
+        o.val("status", self.status.as_str())
+            .val("input", &self.input)
+            .val("steps", &self.steps)
+            .val("runId", &self.run_id)
+            .val("stepExecutionPath", &self.step_execution_path);
+        if let Some(r) = &self.result {
+            o.val("result", r);
+        }
+        if let Some(e) = &self.error {
+            o.val("error", &e.to_json());
+        }
+        if let Some(t) = &self.tripwire {
+            o.val("tripwire", t);
+        }
+        if self.status == Status::Suspended {
+            o.val("suspended", &self.suspended).val("suspendPayload", &self.suspend_payload());
+        }
+        if include_state {
+            o.val("state", &self.state);
+        }
+        o.done()
     }
 
     /// The result as JavaScript sees it; `error` stays `{ name, message }` (the bindings make it
@@ -123,15 +162,15 @@ pub async fn end(scope: &Scope, outcome: Outcome) -> WorkflowResult {
     };
     let mut result = WorkflowResult::from_outcome(scope, outcome);
     if let Err(e) = scope.run.save(super::snapshot::of(&scope.run, &result)).await {
-        result = WorkflowResult::from_outcome(scope, Outcome::Failed(e.into()));
+        result.fail(e.into());
         let _ = scope.run.save(super::snapshot::of(&scope.run, &result)).await;
     }
-    finish_events(scope, &result);
+    finish_events(scope, &mut result);
     result
 }
 
 /// `workflow-canceled` (when canceled) and `workflow-finish`, then the log closes.
-pub fn finish_events(scope: &Scope, result: &WorkflowResult) {
+fn finish_events(scope: &Scope, result: &mut WorkflowResult) {
     let run = &scope.run;
     if result.status == Status::Canceled {
         run.emit("workflow-canceled", json!({}));
@@ -141,11 +180,16 @@ pub fn finish_events(scope: &Scope, result: &WorkflowResult) {
         (None, Some(t)) => json!({ "tripwire": t }),
         (None, None) => json!({}),
     };
-    let mut payload =
-        json!({ "workflowStatus": result.status.as_str(), "output": { "usage": run.usage() }, "metadata": metadata });
+    let mut payload = Obj::new();
+    payload
+        .val("workflowStatus", result.status.as_str())
+        .val("output", &json!({ "usage": run.usage() }))
+        .val("metadata", &metadata);
     if result.status == Status::Success {
-        payload["finalWorkflowResult"] = result.to_json(false);
+        let text: std::rc::Rc<str> = result.to_text(false).into();
+        payload.raw("finalWorkflowResult", &text);
+        result.text = Some(text);
     }
-    run.emit("workflow-finish", payload);
+    run.emit_text("workflow-finish", &payload.done());
     run.log.close();
 }

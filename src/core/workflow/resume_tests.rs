@@ -2,6 +2,7 @@
 //! finished steps do not; nested paths; resumeSchema; the store's compare-and-set claim.
 
 use super::*;
+use crate::core::workflow::context::Snapshot;
 use crate::core::workflow::snapshot::{self, RunFilter, RunStore};
 use crate::core::env::LocalFuture;
 use crate::core::error::AgentError;
@@ -47,7 +48,7 @@ fn a_resumed_step_runs_again_with_resume_and_suspend_data_and_finished_steps_do_
     let run = t.run_core();
     let r = block_on(super::super::start(run.clone(), w.clone(), json!({ "n": 1 }), None)).unwrap();
     assert_eq!(r.status, Status::Suspended);
-    let snap = snapshot::of(&run, &r);
+    let snap = snapshot::of(&run, &r).into_value();
     assert_eq!(snap["status"], "suspended");
     assert_eq!(snap["context"]["first"]["output"], json!({ "n": 2 }));
     assert_eq!(snapshot::suspended_paths(&snap), [vec!["ask".to_string()]]);
@@ -82,7 +83,7 @@ fn a_step_suspended_inside_a_nested_workflow_resumes_by_its_path() {
     let w = wf("o", vec![Node::Step(Rc::new(StepDef::new("inner", Body::Workflow(inner))))]);
     let run = t.run_core();
     let r = block_on(super::super::start(run.clone(), w.clone(), json!({ "n": 0 }), None)).unwrap();
-    let snap = snapshot::of(&run, &r);
+    let snap = snapshot::of(&run, &r).into_value();
     assert_eq!(snapshot::suspended_paths(&snap), [vec!["inner".to_string(), "ask".to_string()]]);
     let (r, ev) = resume(&t, &w, &snap, &["inner", "ask"], json!("yes"));
     assert_eq!(r.status, Status::Success, "{:?}", r.error);
@@ -157,7 +158,8 @@ fn a_run_writes_a_running_snapshot_after_each_node_and_restarts_from_the_last_fi
     let run = t.run_core();
     let written = Rc::new(RefCell::new(Vec::<Value>::new()));
     let into = written.clone();
-    *run.persist.borrow_mut() = Some(Rc::new(move |snap: Value| -> LocalFuture<'static, Result<(), AgentError>> {
+    *run.persist.borrow_mut() = Some(Rc::new(move |snap: Snapshot| -> LocalFuture<'static, Result<(), AgentError>> {
+        let snap = snap.into_value();
         into.borrow_mut().push(snap);
         Box::pin(std::future::ready(Ok(())))
     }));
@@ -199,7 +201,8 @@ fn failing_store(t: &T, fail_at: usize) -> (Rc<RunCore>, Rc<RefCell<Vec<String>>
     let run = t.run_core();
     let asked = Rc::new(RefCell::new(Vec::<String>::new()));
     let into = asked.clone();
-    *run.persist.borrow_mut() = Some(Rc::new(move |snap: Value| -> LocalFuture<'static, Result<(), AgentError>> {
+    *run.persist.borrow_mut() = Some(Rc::new(move |snap: Snapshot| -> LocalFuture<'static, Result<(), AgentError>> {
+        let snap = snap.into_value();
         let n = into.borrow().len();
         into.borrow_mut().push(snap["status"].as_str().unwrap_or_default().to_string());
         Box::pin(std::future::ready(if n == fail_at { Err(AgentError::storage("disk full")) } else { Ok(()) }))

@@ -8,41 +8,38 @@ use std::rc::Rc;
 
 use serde_json::{json, Map, Value};
 
-use super::context::{ResumePlan, RunCore, Scope};
+use super::context::{ResumePlan, RunCore, Scope, Snapshot};
+use super::text::Obj;
 use super::exec;
 use super::graph::{Body, StepDef, WorkflowDef};
 use super::result::{self, WorkflowResult};
 use crate::core::error::AgentError;
 
-/// The snapshot of a run that ended (or stopped) with `result`.
-pub fn of(run: &RunCore, result: &WorkflowResult) -> Value {
-    let mut context = Map::new();
-    context.insert("input".into(), result.input.clone());
-    if let Some(steps) = result.context.get("steps").and_then(Value::as_object) {
-        context.extend(steps.clone());
-    }
+/// The snapshot of a run that ended (or stopped) with `result`, as text.
+pub fn of(run: &RunCore, result: &WorkflowResult) -> Snapshot {
     let suspended_paths: Map<String, Value> = result.suspended.iter().map(|p| (p.join("."), json!(p))).collect();
-    json!({
-        "runId": run.run_id,
-        "status": result.status.as_str(),
-        "value": {},
-        "context": context,
-        "nestedContext": result.context.get("nested").cloned().unwrap_or_else(|| json!({})),
-        "activePaths": [],
-        "activeStepsPath": {},
-        "suspendedPaths": suspended_paths,
-        "suspended": result.suspended,
-        "resumeLabels": {},
-        "waitingPaths": {},
-        "serializedStepGraph": [],
-        "stepExecutionPath": result.step_execution_path,
-        "result": result.result,
-        "error": result.error.as_ref().map(|e| e.to_json()),
-        "tripwire": result.tripwire,
-        "requestContext": *run.request_context.borrow(),
-        "state": result.state,
-        "timestamp": run.now(),
-    })
+    let mut o = Obj::new();
+    o.val("runId", &run.run_id)
+        .val("status", result.status.as_str())
+        .raw("value", "{}")
+        // `steps` is the snapshot's context as it is: `input`, then each step's record.
+        .val("context", &result.steps)
+        .val("nestedContext", &result.nested)
+        .raw("activePaths", "[]")
+        .raw("activeStepsPath", "{}")
+        .val("suspendedPaths", &suspended_paths)
+        .val("suspended", &result.suspended)
+        .raw("resumeLabels", "{}")
+        .raw("waitingPaths", "{}")
+        .raw("serializedStepGraph", "[]")
+        .val("stepExecutionPath", &result.step_execution_path)
+        .val("result", &result.result)
+        .val("error", &result.error.as_ref().map(|e| e.to_json()))
+        .val("tripwire", &result.tripwire)
+        .val("requestContext", &*run.request_context.borrow())
+        .val("state", &result.state)
+        .val("timestamp", &run.now());
+    Snapshot::Text { status: result.status.as_str(), text: o.done() }
 }
 
 /// The snapshot of a run going on at `scope` (the top level) after a node finished: `running`,
@@ -244,7 +241,19 @@ impl RunStore {
     }
 
     pub fn persist(&self, workflow_name: &str, run_id: &str, resource_id: Option<String>, snapshot: &Value, now: f64) {
-        let (status, text) = (status_in(snapshot).to_owned(), snapshot.to_string());
+        self.persist_text(workflow_name, run_id, resource_id, status_in(snapshot).to_owned(), snapshot.to_string(), now);
+    }
+
+    /// `persist` of a snapshot already written as text, with its status.
+    pub fn persist_text(
+        &self,
+        workflow_name: &str,
+        run_id: &str,
+        resource_id: Option<String>,
+        status: String,
+        text: String,
+        now: f64,
+    ) {
         let found = self.find(workflow_name, run_id);
         let mut runs = self.runs.borrow_mut();
         match found {

@@ -32,6 +32,14 @@ pub trait WorkflowStore {
     fn outlives_process(&self) -> bool {
         true
     }
+    /// `persist_snapshot` of `run` with the snapshot `text` (a store that keeps text takes it
+    /// as it is; the others get it parsed).
+    fn persist_text<'a>(&'a self, mut run: StoredRun, _status: &'a str, text: String) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move {
+            run.snapshot = serde_json::from_str(&text).unwrap_or(Value::Null);
+            self.persist_snapshot(&run).await
+        })
+    }
 }
 
 fn ready<'a, T: 'a>(v: T) -> LocalFuture<'a, T> {
@@ -65,6 +73,10 @@ impl WorkflowStore for RunStore {
     }
     fn outlives_process(&self) -> bool {
         false
+    }
+    fn persist_text<'a>(&'a self, run: StoredRun, status: &'a str, text: String) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.persist_text(&run.workflow_name, &run.run_id, run.resource_id, status.to_owned(), text, run.updated_at);
+        ready(Ok(()))
     }
 }
 

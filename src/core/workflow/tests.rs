@@ -604,6 +604,33 @@ fn writer_output_and_custom_data_chunks_are_events_of_the_run() {
 }
 
 #[test]
+fn a_results_text_is_its_json_and_a_successful_finish_carries_it() {
+    let t = T::new();
+    let ok = wf("ok", vec![Node::Step(t.step("a", add(1)))]);
+    let failing = wf("bad", vec![Node::Step(t.step("a", |_| Err(Failure::new("Error", "no \"way\"\n"))))]);
+    let pausing = wf(
+        "pause",
+        vec![Node::Step(t.step("a", |c: &StepCall| {
+            c.ctx.suspend(json!({ "why": "ask é" }));
+            Ok(Value::Null)
+        }))],
+    );
+    for (w, status) in [(ok, Status::Success), (failing, Status::Failed), (pausing, Status::Suspended)] {
+        let (r, ev) = t.go(&w, json!({ "n": 1, "f": -2.5e-7, "s": "x\u{1}" }));
+        assert_eq!(r.status, status);
+        for state in [false, true] {
+            assert_eq!(r.to_text(state), r.to_json(state).to_string());
+        }
+        let finish = &ev.last().unwrap()["payload"];
+        assert_eq!(finish["workflowStatus"], status.as_str());
+        match status {
+            Status::Success => assert_eq!(finish["finalWorkflowResult"], r.to_json(false)),
+            _ => assert!(finish.get("finalWorkflowResult").is_none()),
+        }
+    }
+}
+
+#[test]
 fn every_reader_replays_then_follows_and_ends_after_finish() {
     let t = T::new();
     let w = wf("l", vec![Node::Step(t.step("s", add(1)))]);
