@@ -93,6 +93,11 @@ thread_local! {
     static METHODS: RefCell<Vec<Function>> = const { RefCell::new(Vec::new()) };
 }
 
+/// One call's controls as JavaScript holds them (api.js's `ctx` maker wraps their methods).
+pub fn controls(ctx: &Rc<StepCtx>) -> JsValue {
+    JsValue::from(StepControls { ctx: Rc::downgrade(ctx) })
+}
+
 /// The methods of one call's controls, bound, in `NAMES` order.
 pub struct Bound(Vec<Function>);
 

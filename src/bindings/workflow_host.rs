@@ -75,9 +75,69 @@ pub fn failure(e: &JsValue) -> Failure {
     Failure::new(name, thrown_message(e))
 }
 
+#[wasm_bindgen]
+extern "C" {
+    /// api.js's `ctx` maker (under a registered symbol): the whole object in one call.
+    #[wasm_bindgen(js_name = Function)]
+    type CtxMaker;
+    #[wasm_bindgen(method, js_name = call)]
+    #[allow(clippy::too_many_arguments)]
+    fn make(
+        this: &CtxMaker,
+        this_arg: &JsValue,
+        controls: JsValue,
+        input: JsValue,
+        state: JsValue,
+        resume_data: JsValue,
+        suspend_data: JsValue,
+        retry_count: u32,
+        iteration_count: JsValue,
+        run_id: &str,
+        workflow_id: &str,
+        resource_id: JsValue,
+        signal: &JsValue,
+        request_context: &JsValue,
+        mastra: &JsValue,
+    ) -> Object;
+}
+
+thread_local! {
+    /// The maker, looked up once (`None` where api.js did not run, e.g. the wasm loaded alone).
+    static CTX_MAKER: Option<CtxMaker> = {
+        let key = js_sys::Symbol::for_("wasm-agent.stepContext");
+        Reflect::get(&js_sys::global(), &key).ok().filter(|f| f.is_function()).map(JsCast::unchecked_into)
+    };
+}
+
 impl JsHost {
-    /// The `ctx` of `execute(ctx)` and of conditions, `map` and sleep functions.
+    /// The `ctx` of `execute(ctx)` and of conditions, `map` and sleep functions: made by api.js
+    /// in one call (a boundary call per property was a fifth of a trivial step's time).
     fn context(&self, call: &StepCall) -> Object {
+        let ctx = &call.ctx;
+        let made = CTX_MAKER.with(|maker| {
+            let maker = maker.as_ref()?;
+            Some(maker.make(
+                &JsValue::UNDEFINED,
+                super::workflow_ctx::controls(ctx),
+                from_json(&call.input),
+                from_json(&call.state),
+                opt(&call.resume_data),
+                opt(&call.suspend_data),
+                call.retry_count,
+                call.iteration_count.map(JsValue::from).unwrap_or(JsValue::UNDEFINED),
+                &ctx.run_id(),
+                &ctx.workflow_id(),
+                ctx.resource_id().map(JsValue::from).unwrap_or(JsValue::UNDEFINED),
+                &self.signal.borrow(),
+                &self.request_context.borrow(),
+                &self.mastra.borrow(),
+            ))
+        });
+        made.unwrap_or_else(|| self.context_here(call))
+    }
+
+    /// `context` property by property (where api.js's maker is not there).
+    fn context_here(&self, call: &StepCall) -> Object {
         let o = Object::new();
         let ctx = &call.ctx;
         set(&o, "inputData", &from_json(&call.input));
