@@ -305,26 +305,31 @@ test('README: an agent calling a workflow that suspends', T, async () => {
     resumeSchema: { type: 'object', properties: { approved: { type: 'boolean' } }, required: ['approved'] },
     execute: async ({ inputData, resumeData, suspend }) => {
       if (!resumeData) return suspend({ ask: `Refund order ${inputData.orderId}?` })
-      return { refunded: resumeData.approved }
+      return { orderId: inputData.orderId, decision: resumeData }
     },
   })
   const refund = createWorkflow({ id: 'refund', inputSchema: order }).then(approve).commit()
   const agent = new Agent({ id: 'support', instructions: 'Refund orders when asked.', model: { id: 'openai/tool-call', url: MODEL_URL, apiKey: 'local' }, workflows: { refund } }) // README: model: 'openai/gpt-4o-mini', workflows: { refund } })
 
   const out = await agent.stream('Refund order 42', { closeOnSuspend: true })
-  let waiting
-  for await (const chunk of out.fullStream) if (chunk.type === 'tool-call-suspended') waiting = chunk.payload
-  // { workflow: 'refund', runId: '<the workflow run>', suspended: [['approve']], payload: { ask: 'Refund order 42?' } }
-  console.log(waiting.suspendPayload.payload.ask, await out.finishReason)
+  for await (const chunk of out.fullStream) if (chunk.type === 'tool-call-suspended') console.log(chunk.payload.suspendPayload)
+  // { workflow: 'refund', runId: '…', suspended: [ [ 'approve' ] ], payload: { ask: 'Refund order 42?' } }
+  console.log(await out.finishReason) // 'suspended'
 
   // Later, in this page or after a reload: the user said yes.
-  const resumed = await agent.resumeStream({ approved: true }, { runId: out.runId, toolCallId: waiting.toolCallId })
+  const resumed = await agent.resumeStream({ approved: true }, { runId: out.runId })
   console.log(await resumed.text)
   // END
 
   // The local model makes its own arguments from the schema (orderId 21.5) and repeats the tool's answer.
-  const runId = waiting.suspendPayload.runId;
-  assert.deepEqual(console.lines, ['Refund order 21.5? suspended', `The tool said: ${JSON.stringify({ result: { refunded: true }, runId })}`]);
+  const { runs } = await refund.listWorkflowRuns();
+  const { runId } = runs[0];
+  assert.deepEqual(console.lines, [
+    format({ workflow: 'refund', runId, suspended: [['approve']], payload: { ask: 'Refund order 21.5?' } }),
+    'suspended',
+    `The tool said: ${JSON.stringify({ result: { orderId: 21.5, decision: { approved: true } }, runId })}`,
+  ]);
+  assert.equal(runs.length, 1, 'the resume went on with the same workflow run');
 });
 
 noUnhandledRejections();
