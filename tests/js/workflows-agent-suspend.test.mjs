@@ -227,6 +227,24 @@ test('a workflow that suspends at a later step (inside a nested workflow) suspen
   assert.equal(await third.finishReason, 'stop');
 });
 
+test('parallel steps that both suspend are resumed one at a time, in the order of suspended', T, async () => {
+  const runs = [];
+  const wf = createWorkflow({ id: uid('both'), inputSchema: obj({ n: num }) }).parallel([approveStep(runs, OK_SCHEMA, 'a'), approveStep(runs, OK_SCHEMA, 'b')]).commit();
+  const { agent } = agentWith({ both: wf });
+  const { out, suspended, wfRunId } = await suspendedCall(agent);
+  assert.deepEqual([suspended.suspendPayload.suspended, suspended.suspendPayload.payload], [[['a'], ['b']], { ask: 'approve 21.5?' }]);
+  const first = await agent.resumeStream({ ok: true }, { runId: out.runId, closeOnSuspend: true });
+  const mid = await collect(first.fullStream);
+  assert.deepEqual(mid.find((c) => c.type === 'tool-call-suspended').payload.suspendPayload.suspended, [['b']]);
+  const second = await agent.resumeStream({ ok: false }, { runId: out.runId });
+  const end = await collect(second.fullStream);
+  assert.deepEqual(end.find((c) => c.type === 'tool-result').payload.result, {
+    result: { a: { approved: true, n: 21.5 }, b: { approved: false, n: 21.5 } },
+    runId: wfRunId,
+  });
+  assert.deepEqual(runs.map((r) => [r.step, r.resumeData?.ok]), [['a', undefined], ['b', undefined], ['a', true], ['b', false]]);
+});
+
 test('two concurrent resumes of the suspended call: one runs the workflow, the other is a ResumeError in-progress', T, async () => {
   const runs = [];
   const wf = approval(runs);
