@@ -18,6 +18,7 @@ export type {
   CompletionScorerResult, CompletionRunResult, IsTaskCompleteConfig,
   WorkflowSchema, StepContext, StepDefinition, AgentStepOptions, StepCondition, MapSource, WorkflowConfig, WorkflowRunOptions,
   WorkflowRunStatus, WorkflowStepRecord, WorkflowResult, WorkflowStreamEvent, WorkflowResumeOptions, WorkflowRunQuery, WorkflowRunListEntry, WorkflowRunRecord, StoredWorkflowRun, WorkflowRunsQuery,
+  WorkflowToolSuspendPayload,
   Embedder, VectorRecord,
   SpanOptions, ExportedSpan, TracingEvent, TracingExporter, ObservabilityConfig,
 } from './wasm_agent.js';

@@ -344,15 +344,20 @@ pub async fn execute(tool: &JsTool, input: JsValue, env: &ToolEnv, ctx: ToolCtx<
     let args = [&input, &context];
     let mut running = pin!(call_async(execute, &tool.object, &args));
     let settled = poll_fn(|cx| {
-        if let Some(slot) = slot {
+        let suspended = slot.and_then(|slot| {
             let mut st = slot.borrow_mut();
-            match &st.outcome {
-                Some(Ok(_)) => return std::task::Poll::Ready(Ok(JsValue::UNDEFINED)),
-                Some(Err(message)) => return std::task::Poll::Ready(Err(JsValue::from_str(message))),
-                None => st.waker = Some(cx.waker().clone()),
-            }
-        }
-        let ready = running.as_mut().poll(cx);
+            let out = match &st.outcome {
+                Some(Ok(_)) => Ok(JsValue::UNDEFINED),
+                Some(Err(message)) => Err(JsValue::from_str(message)),
+                None => {
+                    st.waker = Some(cx.waker().clone());
+                    return None;
+                }
+            };
+            Some(std::task::Poll::Ready(out))
+        });
+        let ready = suspended.unwrap_or_else(|| running.as_mut().poll(cx));
+        // What the tool wrote before it suspended goes out too (before tool-call-suspended).
         let drained: Vec<Chunk> = {
             let mut q = queue.borrow_mut();
             q.waker = Some(cx.waker().clone());

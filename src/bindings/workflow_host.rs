@@ -49,6 +49,14 @@ fn lookup(h: Handle) -> Option<Rc<HostFn>> {
     FNS.with(|t| t.borrow().get(h as usize).cloned())
 }
 
+/// The Standard Schema (`schema['~standard']`) registered under `h`, if that is what `h` holds.
+pub fn standard_of(h: Handle) -> Option<JsValue> {
+    match &*lookup(h)? {
+        HostFn::Standard(standard) => Some(standard.clone()),
+        _ => None,
+    }
+}
+
 /// One run's view for the user's functions: its signal, request context and `mastra`.
 #[derive(Default)]
 pub struct JsHost {

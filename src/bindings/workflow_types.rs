@@ -12,8 +12,30 @@ export interface AgentConfig {
    * Committed workflows, each offered to the model as the tool `workflow-<key>` with the input
    * `{ inputData, initialState? }`; the model reads `{ result, runId }` or `{ error, runId }`, and
    * the run's events stream inside the agent's `fullStream` as `tool-output` chunks.
+   *
+   * A run that suspends suspends the call: `tool-call-suspended` carries a
+   * {@link WorkflowToolSuspendPayload} and the step's `resumeSchema`, and
+   * `agent.resumeStream(resumeData, { runId, toolCallId })` resumes that workflow run.
+   * @example
+   * const out = await agent.stream('Refund order 42', { closeOnSuspend: true })
+   * // … tool-call-suspended: { suspendPayload: { workflow: 'refund', runId, suspended: [['approve']], payload } }
+   * const resumed = await agent.resumeStream({ approved: true }, { runId: out.runId })
    */
   workflows?: Record<string, Workflow>;
+}
+
+/** The `suspendPayload` of a `workflow-<key>` call whose workflow run suspended. */
+export interface WorkflowToolSuspendPayload {
+  /** The key of the workflow in `config.workflows`. */
+  workflow: string;
+  /** The workflow run (resume it through the agent, or through `workflow.createRun({ runId })`). */
+  runId: string;
+  /** The suspended steps' paths; a resume goes to the first. */
+  suspended: string[][];
+  /** What the first suspended step passed to `suspend()`. */
+  payload: unknown;
+  /** Why the last `resumeData` was refused, when the workflow's own check refused it. */
+  error?: string;
 }
 
 /** What a step's `execute`, a condition, a `map` function and a sleep function get. */

@@ -291,4 +291,45 @@ test('README: workflows (the streaming overview\'s example)', T, async () => {
   assert.deepEqual(console.lines, ['workflow-start', 'workflow-step-start', 'workflow-step-output', 'workflow-step-result', 'workflow-finish', "success { value: 'INITIAL DATA' }"]);
 });
 
+test('README: an agent calling a workflow that suspends', T, async () => {
+  const console = capture();
+  const MODEL_URL = server.current.url;
+
+  // README:workflow-suspend
+  // import { Agent, createStep, createWorkflow } from 'wasm-agent'
+
+  const order = { type: 'object', properties: { orderId: { type: 'number' } }, required: ['orderId'] }
+  const approve = createStep({
+    id: 'approve',
+    inputSchema: order,
+    resumeSchema: { type: 'object', properties: { approved: { type: 'boolean' } }, required: ['approved'] },
+    execute: async ({ inputData, resumeData, suspend }) => {
+      if (!resumeData) return suspend({ ask: `Refund order ${inputData.orderId}?` })
+      return { orderId: inputData.orderId, decision: resumeData }
+    },
+  })
+  const refund = createWorkflow({ id: 'refund', inputSchema: order }).then(approve).commit()
+  const agent = new Agent({ id: 'support', instructions: 'Refund orders when asked.', model: { id: 'openai/tool-call', url: MODEL_URL, apiKey: 'local' }, workflows: { refund } }) // README: model: 'openai/gpt-4o-mini', workflows: { refund } })
+
+  const out = await agent.stream('Refund order 42', { closeOnSuspend: true })
+  for await (const chunk of out.fullStream) if (chunk.type === 'tool-call-suspended') console.log(chunk.payload.suspendPayload)
+  // { workflow: 'refund', runId: '…', suspended: [ [ 'approve' ] ], payload: { ask: 'Refund order 42?' } }
+  console.log(await out.finishReason) // 'suspended'
+
+  // Later, in this page or after a reload: the user said yes.
+  const resumed = await agent.resumeStream({ approved: true }, { runId: out.runId })
+  console.log(await resumed.text)
+  // END
+
+  // The local model makes its own arguments from the schema (orderId 21.5) and repeats the tool's answer.
+  const { runs } = await refund.listWorkflowRuns();
+  const { runId } = runs[0];
+  assert.deepEqual(console.lines, [
+    format({ workflow: 'refund', runId, suspended: [['approve']], payload: { ask: 'Refund order 21.5?' } }),
+    'suspended',
+    `The tool said: ${JSON.stringify({ result: { orderId: 21.5, decision: { approved: true } }, runId })}`,
+  ]);
+  assert.equal(runs.length, 1, 'the resume went on with the same workflow run');
+});
+
 noUnhandledRejections();

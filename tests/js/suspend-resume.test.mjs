@@ -109,6 +109,23 @@ test('suspend(): tool-call-suspended, resumeStream in place, resumeData checked 
   assert.equal(again.code, 'not-found', 'a finished run keeps no record');
 });
 
+test('what a tool writes right before suspend() reaches the stream ahead of tool-call-suspended', T, async () => {
+  const pay = payTool([], {
+    execute: async (input, context) => {
+      await null; // past the call's first poll, which runs execute up to its first await
+      // Neither awaited: both land before the call is polled again.
+      context.writer.write({ step: 'asking for a pin' });
+      return context.suspend({ ask: 'pin' });
+    },
+  });
+  const { agent } = payer({ pay });
+  const chunks = await readAll(await agent.stream('Pay 5', { closeOnSuspend: true }));
+  const t = chunks.map((c) => c.type);
+  const output = t.indexOf('tool-output');
+  assert.ok(output >= 0 && output < t.indexOf('tool-call-suspended'), t.join(','));
+  assert.deepEqual(chunks[output].payload.output, { step: 'asking for a pin' });
+});
+
 test('suspend() with a payload that does not match suspendSchema is a tool-error; nothing suspends', T, async () => {
   const pay = payTool([], { suspendSchema: { type: 'object', properties: { ask: { type: 'number' } } } });
   const { agent } = payer({ pay });

@@ -1,8 +1,9 @@
 // Agents calling workflows (SPEC §20, issue 15): `new Agent({ workflows })` offers each as the
 // tool `workflow-<key>` with the input { inputData, initialState? }; a call is a new run whose
 // events stream inside the agent's fullStream as tool-output chunks, and the model reads
-// { result, runId } or { error, runId }. Against the local model server's `tool-call` script
-// (it calls the first tool with arguments made from its schema, then says what the tool said).
+// { result, runId } or { error, runId }; a run that suspends suspends the call (its resumes:
+// workflows-agent-suspend.test.mjs). Against the local model server's `tool-call` script (it
+// calls the first tool with arguments made from its schema, then says what the tool said).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -119,7 +120,7 @@ test('a failing workflow is a result with its error and runId, not a failed agen
   assert.equal(await broken.getWorkflowRunById(res.payload.result.runId).then((r) => r.status), 'failed');
 });
 
-test('a workflow that suspends tells the model its runId and what it waits for; the run resumes by that id', T, async () => {
+test('a workflow that suspends suspends the tool call: tool-call-suspended names the run and the step, the run ends "suspended"', T, async () => {
   const approve = createStep({
     id: 'approve',
     inputSchema: obj({ n: num }),
@@ -130,16 +131,17 @@ test('a workflow that suspends tells the model its runId and what it waits for; 
     },
   });
   const wf = createWorkflow({ id: uid('approval'), inputSchema: obj({ n: num }) }).then(approve).commit();
-  const { agent } = agentWith({ workflows: { approval: wf } });
-  const chunks = await collect((await agent.stream('Pay 3')).fullStream);
-  const res = chunks.find((c) => c.type === 'tool-result').payload.result;
-  assert.equal(res.status, 'suspended');
-  assert.deepEqual(res.suspended, [['approve']]);
-  assert.deepEqual(res.suspendPayload, { approve: { ask: 'approve 21.5?' } });
-  const run = await wf.createRun({ runId: res.runId });
-  const done = await run.resume({ step: 'approve', resumeData: { ok: true } });
-  assert.equal(done.status, 'success');
-  assert.deepEqual(done.result, { approved: true });
+  const { id, agent } = agentWith({ workflows: { approval: wf } });
+  const out = await agent.stream('Pay 3', { closeOnSuspend: true });
+  const chunks = await collect(out.fullStream);
+  assert.equal(chunks.filter((c) => c.type === 'tool-result').length, 0, 'the model is not told anything yet');
+  const suspended = chunks.find((c) => c.type === 'tool-call-suspended').payload;
+  const runId = chunks.find((c) => c.type === 'tool-output').payload.output.runId;
+  assert.deepEqual(suspended.suspendPayload, { workflow: 'approval', runId, suspended: [['approve']], payload: { ask: 'approve 21.5?' } });
+  assert.deepEqual(JSON.parse(suspended.resumeSchema), obj({ ok: { type: 'boolean' } }));
+  assert.equal(await out.finishReason, 'suspended');
+  assert.equal(requestsOf(server.current, id).length, 1);
+  assert.equal((await wf.getWorkflowRunById(runId)).status, 'suspended');
 });
 
 test("aborting the agent cancels the workflow run it started", T, async () => {
