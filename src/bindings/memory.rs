@@ -230,11 +230,16 @@ impl JsStore {
     }
 
     pub(super) async fn call(&self, method: &str, arg: Value) -> Result<JsValue, AgentError> {
+        self.call_with(method, &from_json(&arg)).await
+    }
+
+    /// `call` with the argument already a JavaScript value.
+    pub(super) async fn call_with(&self, method: &str, arg: &JsValue) -> Result<JsValue, AgentError> {
         let f: Function = Reflect::get(&self.obj, &JsValue::from_str(method))
             .ok()
             .and_then(|f| f.dyn_into().ok())
             .ok_or_else(|| AgentError::storage(format!("storage.{method} is not a function")))?;
-        call_async(&f, &self.obj, &[&from_json(&arg)])
+        call_async(&f, &self.obj, &[arg])
             .await
             .map_err(|e| {
                 // A storage object over IndexedDB or localStorage throws their DOMExceptions:

@@ -14,6 +14,7 @@ use crate::core::env::LocalFuture;
 use crate::core::error::AgentError;
 use crate::core::memory::Store;
 use crate::core::workflow::snapshot::{RunFilter, StoredRun};
+use crate::core::workflow::text::Obj;
 use crate::core::workflow::store::WorkflowStore;
 
 /// The workflow methods a storage object needs, all or none.
@@ -81,6 +82,19 @@ impl WorkflowStore for JsStore {
                 arg["resourceId"] = r.as_str().into();
             }
             self.call("persistWorkflowSnapshot", arg).await.map(drop)
+        })
+    }
+    /// The argument written around the snapshot's text and parsed once in JavaScript (a run
+    /// writes a whole snapshot after every step to a store like this one).
+    fn persist_text<'a>(&'a self, run: StoredRun, _status: &'a str, text: String) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move {
+            let mut arg = Obj::new();
+            arg.val("workflowName", &run.workflow_name).val("runId", &run.run_id).raw("snapshot", &text);
+            if let Some(r) = &run.resource_id {
+                arg.val("resourceId", r);
+            }
+            let arg = js_sys::JSON::parse(&arg.done()).map_err(|_| AgentError::storage("a snapshot could not be read back"))?;
+            self.call_with("persistWorkflowSnapshot", &arg).await.map(drop)
         })
     }
     fn load_run<'a>(&'a self, name: &'a str, id: &'a str) -> LocalFuture<'a, Result<Option<StoredRun>, AgentError>> {

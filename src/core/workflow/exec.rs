@@ -7,7 +7,7 @@ use std::rc::Rc;
 use futures_util::future::join_all;
 use serde_json::{json, Map, Value};
 
-use super::context::{ResumePlan, Scope, Snapshot};
+use super::context::{ResumePlan, Scope};
 use super::forms::{exec_foreach, exec_map, exec_sleep};
 use super::graph::{Body, Node, Schema, StepDef};
 use super::host::{Failure, StepCall, StepCtx};
@@ -158,7 +158,7 @@ pub fn exec_nodes(scope: Rc<Scope>) -> LocalFuture<'static, Outcome> {
             }
             // After each top-level node but the last (the run's end writes its own snapshot).
             if scope.prefix.is_empty() && i + 1 < count && scope.run.per_step.get() {
-                if let Err(e) = scope.run.save(Snapshot::Value(super::snapshot::running(&scope))).await {
+                if let Err(e) = scope.run.save(super::snapshot::running(&scope)).await {
                     return Outcome::Failed(e.into());
                 }
             }

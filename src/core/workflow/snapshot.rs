@@ -44,15 +44,33 @@ pub fn of(run: &RunCore, result: &WorkflowResult) -> Snapshot {
 
 /// The snapshot of a run going on at `scope` (the top level) after a node finished: `running`,
 /// with every step's record so far, so `restart` can go on from the last finished step.
-pub fn running(scope: &Scope) -> Value {
+pub fn running(scope: &Scope) -> Snapshot {
     let run = &scope.run;
-    let mut context = Map::new();
-    context.insert("input".into(), scope.init.clone());
-    context.extend(scope.steps.borrow().clone());
-    json!({ "runId": run.run_id, "status": "running", "value": {}, "context": context, "nestedContext": *scope.nested.borrow(),
-        "activePaths": [], "activeStepsPath": {}, "suspendedPaths": {}, "suspended": [], "resumeLabels": {}, "waitingPaths": {},
-        "serializedStepGraph": [], "stepExecutionPath": *run.path.borrow(), "result": null, "error": null,
-        "requestContext": *run.request_context.borrow(), "state": *run.state.borrow(), "timestamp": run.now() })
+    let mut context = Obj::new();
+    context.val("input", &scope.init);
+    for (id, rec) in scope.steps.borrow().iter() {
+        context.field(id, rec);
+    }
+    let mut o = Obj::new();
+    o.val("runId", &run.run_id)
+        .val("status", "running")
+        .raw("value", "{}")
+        .raw("context", &context.done())
+        .val("nestedContext", &*scope.nested.borrow())
+        .raw("activePaths", "[]")
+        .raw("activeStepsPath", "{}")
+        .raw("suspendedPaths", "{}")
+        .raw("suspended", "[]")
+        .raw("resumeLabels", "{}")
+        .raw("waitingPaths", "{}")
+        .raw("serializedStepGraph", "[]")
+        .val("stepExecutionPath", &*run.path.borrow())
+        .raw("result", "null")
+        .raw("error", "null")
+        .val("requestContext", &*run.request_context.borrow())
+        .val("state", &*run.state.borrow())
+        .val("timestamp", &run.now());
+    Snapshot::Text { status: "running", text: o.done() }
 }
 
 /// The snapshot written at `createRun` (`pending`) and when the run starts (`running`).

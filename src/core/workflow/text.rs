@@ -190,6 +190,17 @@ impl Obj {
         self
     }
 
+    /// `"k": v` for a key from outside (escaped).
+    pub fn field<T: Json + ?Sized>(&mut self, k: &str, v: &T) -> &mut Self {
+        if self.0.len() > 1 {
+            self.0.push(b',');
+        }
+        write_str(&mut self.0, k);
+        self.0.push(b':');
+        v.write(&mut self.0);
+        self
+    }
+
     /// `"k": <text>`, where `text` is already JSON.
     pub fn raw(&mut self, k: &str, text: &str) -> &mut Self {
         self.key(k);

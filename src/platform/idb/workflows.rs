@@ -18,6 +18,7 @@ use crate::core::env::LocalFuture;
 use crate::core::error::AgentError;
 use crate::core::workflow::snapshot::{RunFilter, StoredRun};
 use crate::core::workflow::store::WorkflowStore;
+use crate::core::workflow::text::Obj;
 
 fn key(workflow_name: &str, run_id: &str) -> JsValue {
     Array::of2(&workflow_name.into(), &run_id.into()).into()
@@ -27,32 +28,60 @@ fn present(v: &JsValue) -> bool {
     !v.is_undefined() && !v.is_null()
 }
 
+impl IdbStore {
+    /// Puts `record` (the record of `run`), keeping a stored one's `createdAt` and resource.
+    async fn put_run(&self, what: &str, run: &StoredRun, record: JsValue) -> Result<(), AgentError> {
+        self.transact(what, &[WORKFLOW_RUNS], Readwrite, &mut |tx| {
+            let store = tx.store(WORKFLOW_RUNS)?;
+            let req = store.get(&key(&run.workflow_name, &run.run_id))?;
+            let record = record.clone();
+            tx.on_success(req, move |req| {
+                // A run saved before keeps when it was created, and its resource when this
+                // snapshot names none.
+                let old = req.result()?;
+                if present(&old) {
+                    Reflect::set(&record, &"createdAt".into(), &Reflect::get(&old, &"createdAt".into())?)?;
+                    if !present(&Reflect::get(&record, &"resourceId".into())?) {
+                        Reflect::set(&record, &"resourceId".into(), &Reflect::get(&old, &"resourceId".into())?)?;
+                    }
+                }
+                store.put(&record)?;
+                Ok(())
+            });
+            Ok(JsValue::UNDEFINED)
+        })
+        .await
+        .map(drop)
+    }
+}
+
+fn saving(run: &StoredRun) -> String {
+    format!("saving the snapshot of workflow run '{}'", run.run_id)
+}
+
 impl WorkflowStore for IdbStore {
     fn persist_snapshot<'a>(&'a self, run: &'a StoredRun) -> LocalFuture<'a, Result<(), AgentError>> {
         Box::pin(async move {
-            let what = format!("saving the snapshot of workflow run '{}'", run.run_id);
+            let what = saving(run);
             let record = to_js(&run.to_record()).map_err(|e| self.error(&what, &e))?;
-            self.transact(&what, &[WORKFLOW_RUNS], Readwrite, &mut |tx| {
-                let store = tx.store(WORKFLOW_RUNS)?;
-                let req = store.get(&key(&run.workflow_name, &run.run_id))?;
-                let record = record.clone();
-                tx.on_success(req, move |req| {
-                    // A run saved before keeps when it was created, and its resource when this
-                    // snapshot names none.
-                    let old = req.result()?;
-                    if present(&old) {
-                        Reflect::set(&record, &"createdAt".into(), &Reflect::get(&old, &"createdAt".into())?)?;
-                        if !present(&Reflect::get(&record, &"resourceId".into())?) {
-                            Reflect::set(&record, &"resourceId".into(), &Reflect::get(&old, &"resourceId".into())?)?;
-                        }
-                    }
-                    store.put(&record)?;
-                    Ok(())
-                });
-                Ok(JsValue::UNDEFINED)
-            })
-            .await
-            .map(drop)
+            self.put_run(&what, run, record).await
+        })
+    }
+
+    /// The record written around the snapshot's text and parsed once (a run writes a whole
+    /// snapshot after every step here).
+    fn persist_text<'a>(&'a self, run: StoredRun, _status: &'a str, text: String) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move {
+            let what = saving(&run);
+            let mut o = Obj::new();
+            o.val("workflowName", &run.workflow_name)
+                .val("runId", &run.run_id)
+                .val("resourceId", &run.resource_id)
+                .raw("snapshot", &text)
+                .val("createdAt", &run.created_at)
+                .val("updatedAt", &run.updated_at);
+            let record = js_sys::JSON::parse(&o.done()).map_err(|e| self.error(&what, &e))?;
+            self.put_run(&what, &run, record).await
         })
     }
 
