@@ -9,6 +9,8 @@
 // the panel lists the runs that wait for approval, a reload keeps them, and any tab can decide
 // one: `createRun({ runId })`, then `resumeStream`. Of two decisions on one run (two tabs), the
 // package lets one run; the other is refused, and its card says why and shows what is stored now.
+// A run a page left running when it closed (a reload mid-step) is listed too, with Continue:
+// `run.restart()` runs it again from its last finished step.
 //
 // Everything shown is set as text (textContent), never parsed as HTML: the reason is user input.
 
@@ -37,6 +39,7 @@ const STEP_STATUS = {
 
 const RUN_STATUS = {
   running: 'running',
+  stale: 'interrupted, or running in another tab',
   resuming: 'resuming…',
   suspended: 'waits for your approval',
   success: 'finished',
@@ -93,10 +96,11 @@ function outcomeText(result) {
 }
 
 /**
- * One run's card. `onDecide(card, approved)` is called by Approve / Decline. The card keeps what
- * the run is known to be (`status`) and redraws from events (`apply`) or a stored run (`fromStored`).
+ * One run's card. `onDecide(card, approved)` is called by Approve / Decline, `onContinue(card)` by
+ * Continue (a run stored as running that this page does not run). The card keeps what the run is
+ * known to be (`status`) and redraws from events (`apply`) or a stored run (`fromStored`).
  */
-function runCard(runId, input, onDecide) {
+function runCard(runId, input, onDecide, onContinue) {
   const item = el('li', 'refund-run');
   item.dataset.runId = runId;
   const card = el('article', 'refund-card');
@@ -142,12 +146,19 @@ function runCard(runId, input, onDecide) {
   decline.addEventListener('click', () => onDecide(api, false));
   actions.append(approve, decline);
   decision.append(noteField, actions);
+  const restart = el('div', 'tool-actions refund-continue');
+  restart.hidden = true;
+  const continueButton = el('button', 'continue', 'Continue');
+  continueButton.type = 'button';
+  continueButton.setAttribute('aria-describedby', titleId);
+  continueButton.addEventListener('click', () => onContinue(api));
+  restart.append(continueButton);
   const outcome = el('p', 'refund-outcome');
   outcome.hidden = true;
   const error = el('p', 'refund-error');
   error.setAttribute('role', 'alert');
   error.hidden = true;
-  card.append(head, steps, quote, decision, outcome, error);
+  card.append(head, steps, quote, decision, restart, outcome, error);
   item.append(card);
 
   function setStep(id, state, detail) {
@@ -162,6 +173,7 @@ function runCard(runId, input, onDecide) {
     item.dataset.status = next;
     status.textContent = RUN_STATUS[next] ?? next;
     decision.hidden = next !== 'suspended';
+    restart.hidden = next !== 'stale';
   }
 
   function showQuote(q) {
@@ -221,8 +233,8 @@ function runCard(runId, input, onDecide) {
       }
       showQuote(record.steps?.check?.output ?? record.steps?.approval?.suspendPayload);
       if (record.status === 'running') {
-        setStatus('running');
-        status.textContent = 'running elsewhere';
+        // Left running by a page that closed mid-step (or still running in another tab).
+        setStatus('stale');
       } else {
         finish(record.status, record.result, record.error?.message);
       }
@@ -230,7 +242,7 @@ function runCard(runId, input, onDecide) {
     setStatus,
     /** Approve / Decline and the note, while a decision is on its way. */
     setBusy(busy) {
-      for (const control of [approve, decline, noteInput]) control.disabled = busy;
+      for (const control of [approve, decline, noteInput, continueButton]) control.disabled = busy;
       if (busy) setStatus('resuming');
     },
     note: () => noteInput.value.trim(),
@@ -299,7 +311,7 @@ export async function initRefundPanel({ pkg, button, dialog, resourceId, checkDe
   }
 
   function addCard(runId, input, { atEnd = false } = {}) {
-    const card = runCard(runId, input, decide);
+    const card = runCard(runId, input, decide, continueRun);
     cards.set(runId, card);
     if (atEnd) runsList.append(card.item);
     else runsList.prepend(card.item);
@@ -388,6 +400,42 @@ export async function initRefundPanel({ pkg, button, dialog, resourceId, checkDe
     }
   }
 
+  /**
+   * Continue: `run.restart()` of a run stored as running, from its last finished step. The package
+   * refuses while another page still runs it (its Web Lock is held; a closed page's is freed soon
+   * after it closes, not at once), and the card says so.
+   */
+  async function continueRun(card) {
+    if (card.status !== 'stale') return;
+    card.clearError();
+    card.setBusy(true);
+    let unwatch = () => {};
+    try {
+      const run = await workflow.createRun({ runId: card.runId });
+      unwatch = run.watch((event) => card.apply(event));
+      const result = await run.restart();
+      card.fromStored(await workflow.getWorkflowRunById(card.runId));
+      tell(card, result.result);
+    } catch (err) {
+      const message =
+        err?.code === 'in-progress'
+          ? 'Not continued: another tab or page still runs it (after a reload, the closed page lets go of it within moments: try again).'
+          : `Not continued: ${err?.message ?? err}`;
+      try {
+        card.fromStored(await workflow.getWorkflowRunById(card.runId));
+      } catch {
+        card.setStatus('stale');
+      }
+      card.fail(message);
+      say(message);
+    } finally {
+      unwatch();
+      card.setBusy(false);
+      refreshCount();
+      drawLedger();
+    }
+  }
+
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     if (!startButton.disabled) start();
@@ -406,8 +454,10 @@ export async function initRefundPanel({ pkg, button, dialog, resourceId, checkDe
   drawLedger();
   refreshCount();
   try {
-    const { runs } = await workflow.listWorkflowRuns({ status: 'suspended', resourceId, perPage: LISTED });
-    const records = await Promise.all(runs.map((r) => workflow.getWorkflowRunById(r.runId)));
+    // Those waiting for approval, and those a closed page left running (to continue).
+    const lists = await Promise.all(['suspended', 'running'].map((status) => workflow.listWorkflowRuns({ status, resourceId, perPage: LISTED })));
+    const ids = lists.flatMap((l) => l.runs.map((r) => r.runId));
+    const records = await Promise.all(ids.map((id) => workflow.getWorkflowRunById(id)));
     for (const record of records) {
       if (!record || cards.has(record.runId)) continue;
       addCard(record.runId, record.payload, { atEnd: true }).fromStored(record);
