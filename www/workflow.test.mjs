@@ -287,6 +287,86 @@ describe('demo page: the refund workflow panel', () => {
     await context.close();
   });
 
+  it('a reload while the check step runs (?refund=<ms>): the run is listed as interrupted, Continue runs it from there', T, async () => {
+    const page = await openPage(`${url}?model=echo&refund=1500`);
+    await openRefunds(page);
+    await requestRefund(page, '30', 'arrived damaged');
+    await page.locator('.refund-run .refund-step[data-step="check"][data-state="running"]').waitFor({ timeout: WAIT });
+    const runId = await page.getAttribute('.refund-run', 'data-run-id');
+    assert.equal((await shownCard(page, runId)).steps.check, 'running…');
+    // The first snapshot is written when the run starts: storage has it as running.
+    assert.equal((await storedRun(page, runId)).status, 'running');
+
+    await reload(page);
+    await openRefunds(page);
+    const listed = await shownCard(page, runId);
+    assert.equal(listed.status, 'interrupted, or running in another tab');
+    assert.deepEqual(listed.steps, { check: 'not started', approval: 'not started', issue: 'not started' });
+    assert.deepEqual(listed.buttons, [], 'nothing to approve yet');
+    // The closed page's Web Lock is freed soon after the reload, not at once: until then the
+    // package refuses (the card says why) and Continue is offered again.
+    const card = cardOf(page, runId);
+    for (let tries = 0; ; tries++) {
+      assert.ok(tries < 50, 'Continue was refused 50 times');
+      await card.locator('.continue').click();
+      const settled = await page.waitForFunction(
+        (id) => {
+          const c = document.querySelector(`.refund-run[data-run-id="${id}"]`);
+          if (c.dataset.status === 'suspended') return 'suspended';
+          return c.dataset.status === 'stale' && !c.querySelector('.refund-error').hidden && c.querySelector('.refund-error').textContent;
+        },
+        runId,
+        { timeout: WAIT },
+      );
+      const outcome = await settled.jsonValue();
+      if (outcome === 'suspended') break;
+      assert.match(outcome, /^Not continued: another tab or page still runs it/);
+      await page.waitForTimeout(100);
+    }
+    const waiting = await shownCard(page, runId);
+    assert.deepEqual(waiting.steps, { check: 'done', approval: 'waiting for approval', issue: 'not started' });
+    assert.equal(waiting.error, null);
+    assert.equal(waiting.quote, 'Faulty goods: the full amount: €30.00 back.');
+    assert.equal(await page.getAttribute('#refunds-button', 'data-pending'), '1');
+    await card.locator('.approve').click();
+    await card.locator('.refund-outcome:not([hidden])').waitFor({ timeout: WAIT });
+    assert.match((await shownCard(page, runId)).outcome, /^Refunded €30\.00 /);
+    assert.equal((await storedRun(page, runId)).status, 'success');
+    assert.deepEqual((await storedLedger(page)).map((e) => e.runId), [runId]);
+    assert.deepEqual(page.errors, []);
+    await page.context().close();
+  });
+
+  it('Continue on a run another tab still runs is refused; once that tab has it waiting, the card offers the approval', T, async () => {
+    const context = await newContext();
+    const a = await openPage(`${url}?model=echo&refund=6000`, context);
+    await openRefunds(a);
+    await requestRefund(a, '15', 'too small');
+    await a.locator('.refund-run .refund-step[data-step="check"][data-state="running"]').waitFor({ timeout: WAIT });
+    const runId = await a.getAttribute('.refund-run', 'data-run-id');
+    const b = await openPage(`${url}?model=echo`, context);
+    await openRefunds(b);
+    const card = cardOf(b, runId);
+    assert.equal((await shownCard(b, runId)).status, 'interrupted, or running in another tab');
+    await card.locator('.continue').click();
+    await card.locator('.refund-error:not([hidden])').waitFor({ timeout: WAIT });
+    const refused = await shownCard(b, runId);
+    assert.match(refused.error, /^Not continued: another tab or page still runs it/);
+    assert.equal(refused.status, 'interrupted, or running in another tab', 'offered again');
+
+    // Tab a's check ends and its run waits; b's Continue now finds it waiting and shows the approval.
+    await a.locator(`.refund-run[data-run-id="${runId}"][data-status="suspended"]`).waitFor({ timeout: WAIT });
+    await card.locator('.continue').click();
+    await b.locator(`.refund-run[data-run-id="${runId}"][data-status="suspended"]`).waitFor({ timeout: WAIT });
+    const offered = await shownCard(b, runId);
+    assert.match(offered.error, /^Not continued: .*not running/i);
+    assert.deepEqual(offered.steps, { check: 'done', approval: 'waiting for approval', issue: 'not started' });
+    assert.deepEqual(offered.buttons, ['Approve', 'Decline']);
+    assert.equal((await storedRun(b, runId)).status, 'suspended');
+    assert.deepEqual([...a.errors, ...b.errors], []);
+    await context.close();
+  });
+
   it("a request the workflow's inputSchema refuses shows the ValidationError naming the field, and starts nothing", T, async () => {
     const page = await openPage(`${url}?model=echo`);
     await openRefunds(page);
