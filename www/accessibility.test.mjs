@@ -1,5 +1,6 @@
 // The chat page for keyboard and screen-reader users: axe-core finds nothing serious or critical
-// (empty page, a finished conversation with a tool card, the Settings dialog; light and dark),
+// (empty page, a finished conversation with a tool card, the Settings dialog, the refund panel;
+// light and dark),
 // every text colour reaches 4.5:1 on its background, a reply is announced once when it is done
 // (not per streamed word), messages are named articles, aria-busy marks a streaming reply, and
 // Tab walks the page in order with a visible focus ring.
@@ -171,8 +172,24 @@ describe('chat page: accessibility', () => {
     const context = await newContext({ bypassCSP: true, viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     const page = await openPage(`${url}?research=50`, context);
     await assertAccessible(page, 'phone-empty');
+    // Every control of the header is on the screen (none pushed past its right edge).
+    const header = await page.evaluate(() =>
+      [...document.querySelectorAll('.top button')]
+        .filter((b) => getComputedStyle(b).display !== 'none')
+        .map((b) => ({ id: b.id, left: b.getBoundingClientRect().left, right: b.getBoundingClientRect().right })),
+    );
+    assert.deepEqual(header.map((b) => b.id), ['menu', 'summarise', 'refunds-button', 'settings-button']);
+    for (const b of header) assert.ok(b.left >= 0 && b.right <= 390, `#${b.id} is off the screen: ${b.left}–${b.right}`);
     await sendAndWait(page, 'research the history of WebAssembly runtimes in browsers and servers');
     await assertAccessible(page, 'phone-tool-card');
+    // The refund panel with a run waiting for approval.
+    await page.click('#refunds-button');
+    await page.fill('#refund-amount', '25');
+    await page.fill('#refund-reason', 'the strap broke after a week');
+    await page.click('#refund-start');
+    await page.locator('.refund-run[data-status="suspended"] .approve').waitFor({ timeout: WAIT });
+    await assertAccessible(page, 'phone-refunds');
+    await page.click('#refunds-close');
     await page.click('#menu');
     await page.locator('.sidebar-open .sidebar').waitFor({ timeout: WAIT });
     assert.equal(await page.getAttribute('#menu', 'aria-expanded'), 'true');
@@ -183,6 +200,63 @@ describe('chat page: accessibility', () => {
     assert.equal(await page.getAttribute('#menu', 'aria-expanded'), 'false');
     assert.deepEqual(page.errors, []);
     await context.close();
+  });
+
+  it('the refund panel: axe-clean with waiting, finished and refused runs; Tab walks the dialog in order; Esc closes it', T, async () => {
+    const page = await openPage(`${url}?model=echo`, await axeContext());
+    await page.locator('#refunds-button[data-ready="1"]').waitFor({ timeout: WAIT });
+    await page.click('#refunds-button');
+    await page.locator('#refunds[open]').waitFor({ timeout: WAIT });
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'refund-amount', 'the dialog opens on its first field');
+    await assertAccessible(page, 'refunds-empty');
+    const request = async (amount, reason, waiting) => {
+      await page.fill('#refund-amount', amount);
+      await page.fill('#refund-reason', reason);
+      await page.click('#refund-start');
+      await page.waitForFunction((n) => document.querySelectorAll('.refund-run[data-status="suspended"]').length === n, waiting, { timeout: WAIT });
+    };
+    await request('19.99', 'changed my mind', 1);
+    await request('50', 'arrived broken', 2);
+    // Approve the older one (the list is newest first).
+    await page.locator('.refund-run').nth(1).locator('.approve').click();
+    await page.locator('.refund-run[data-outcome="refunded"]').waitFor({ timeout: WAIT });
+    assert.match(await page.textContent('#refund-announcer'), /^Refunded €17\.99 \(reference RF-[0-9A-F]{8}\)\.$/, 'the outcome is announced from the dialog');
+    await page.fill('#refund-amount', '-1');
+    await page.fill('#refund-reason', 'why not');
+    await page.click('#refund-start');
+    await page.locator('#refund-error:not([hidden])').waitFor({ timeout: WAIT });
+    assert.equal(await page.getAttribute('#refund-error', 'role'), 'alert');
+    await assertAccessible(page, 'refunds');
+    // The decision buttons are named, and described by the run they decide.
+    assert.deepEqual(
+      await page.locator('.refund-run[data-status="suspended"] .refund-decision button').evaluateAll((buttons) =>
+        buttons.map((b) => `${b.textContent} — ${document.getElementById(b.getAttribute('aria-describedby'))?.textContent}`),
+      ),
+      ['Approve — €50.00 · arrived broken', 'Decline — €50.00 · arrived broken'],
+    );
+
+    await page.focus('#refund-amount');
+    const stops = ['#refund-amount'];
+    for (let i = 0; i < 12; i++) {
+      await page.keyboard.press('Tab');
+      const stop = await page.evaluate(() => {
+        const el = document.activeElement;
+        if (!el || el === document.body || !el.closest('dialog')) return null;
+        const style = getComputedStyle(el);
+        return { name: el.id ? `#${el.id}` : `${el.tagName.toLowerCase()}.${[...el.classList].join('.')}`, ring: style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) >= 2 };
+      });
+      if (!stop || stop.name === stops[0]) break; // left the dialog, or came round again
+      assert.ok(stop.ring, `${stop.name} has no visible focus ring`);
+      stops.push(stop.name);
+    }
+    assert.deepEqual(stops, ['#refund-amount', '#refund-reason', '#refund-start', 'input.refund-note', 'button.approve', 'button.decline', '#refunds-close']);
+
+    await page.keyboard.press('Escape');
+    assert.equal(await page.evaluate(() => document.getElementById('refunds').open), false, 'Esc closes the panel');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'refunds-button', 'focus goes back to the button');
+    assert.match(await page.textContent('#refunds-button'), /Refunds\s*1 waiting for approval/);
+    assert.deepEqual(page.errors, []);
+    await page.context().close();
   });
 
   it('messages are named articles; the list is not a live region; a reply is announced once, when done; aria-busy while it streams', T, async () => {
@@ -254,7 +328,7 @@ describe('chat page: accessibility', () => {
       stops.map((s) => s.name),
       [
         ...['#new-chat', '#thread-search', 'button.thread', 'button.thread-rename', 'button.thread-delete'],
-        ...['#summarise', '#settings-button', '#messages'],
+        ...['#summarise', '#refunds-button', '#settings-button', '#messages'],
         ...['button.msg-action.copy-message', 'button.msg-action.edit-message'], // the user's message
         ...['summary.', 'button.msg-action.copy-message', 'button.msg-action.regenerate'], // the reply
         ...['#attach', '#input', '#send'],

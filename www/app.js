@@ -14,6 +14,7 @@ import { decorate, deleteFrom, forgetThreadMeta, initMessageActions, replyMeta, 
 import { initComposerAttachments, inputPartsOf, renderParts } from './attachments.js';
 import { buildThreadList, createSearchIndex } from './threads.js';
 import { summarise } from './summary.js';
+import { initRefundPanel } from './workflow-panel.js';
 import { buildDemoAgent, isOfflineDemoModel as isDemoModel, serverMemoryOptions } from './demo-agent.js';
 import { connectAgent } from '/pkg/client.js';
 
@@ -1363,7 +1364,7 @@ document.addEventListener('keydown', (event) => {
   if (event.key !== 'Escape') return;
   if (document.body.classList.contains('sidebar-open')) return closeSidebar();
   // Esc stops a reply, like the Stop button (a dialog open over the page keeps its own Esc).
-  if (running && !settingsDialog.open && !event.defaultPrevented) {
+  if (running && !document.querySelector('dialog[open]') && !event.defaultPrevented) {
     event.preventDefault();
     running.controller.abort();
   }
@@ -1733,6 +1734,15 @@ async function start() {
   memory.watch?.({ resourceId: RESOURCE }, onMemoryEvent);
   threadSearch.addEventListener('input', searchThreads);
   summariseButton.addEventListener('click', summariseThread);
+  // The refund workflow runs in this page in both modes (see workflow-panel.js); `?refund=<ms>`
+  // makes its first step take that long.
+  initRefundPanel({
+    pkg,
+    button: $('refunds-button'),
+    dialog: $('refunds'),
+    resourceId: RESOURCE,
+    checkDelayMs: Math.max(0, Number(new URLSearchParams(location.search).get('refund')) || 0),
+  }).catch((err) => addNotice(`Could not set up the refund workflow: ${err?.message ?? err}`, 'error'));
 
   threadId = loadThreadId() || newThreadId();
   storeThreadId(threadId);
