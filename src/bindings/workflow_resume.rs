@@ -50,8 +50,8 @@ fn choose(step: &JsValue, paths: &[Vec<String>]) -> Result<Vec<String>, JsValue>
     })
 }
 
-/// Checks and claims a resume, then runs it as the run's next execution.
-async fn resume_exec(run: Rc<RunInner>, options: JsValue) -> Result<Rc<Exec>, JsValue> {
+/// Checks and claims a resume, then runs it as `exec`, made the run's current execution.
+async fn resume_exec(run: Rc<RunInner>, options: JsValue, exec: Rc<Exec>) -> Result<(), JsValue> {
     if !(options.is_undefined() || options.is_object()) {
         return Err(type_error(
             "resume(options)",
@@ -94,7 +94,7 @@ async fn resume_exec(run: Rc<RunInner>, options: JsValue) -> Result<Rc<Exec>, Js
         return Err(lost());
     }
     let include_state = get(&get(&options, "outputOptions"), "includeState").is_truthy();
-    let exec = run.next_exec()?;
+    run.install(&exec)?;
     let (e, wf) = (exec.clone(), run.wf.clone());
     let store = store.clone();
     store_snapshots(&store, &def.id, &exec.core);
@@ -107,7 +107,21 @@ async fn resume_exec(run: Rc<RunInner>, options: JsValue) -> Result<Rc<Exec>, Js
         e.settle(value.clone());
         after_run(&wf, &value);
     });
-    Ok(exec)
+    Ok(())
+}
+
+/// Starts a resume of `run` as a new execution: returned at once, it runs once the claim is
+/// made; a refused resume settles it with why and closes its log (no event).
+fn start_resume(run: &Rc<RunInner>, options: JsValue) -> Rc<Exec> {
+    let exec = run.fresh_exec();
+    let (run, e) = (run.clone(), exec.clone());
+    wasm_bindgen_futures::spawn_local(async move {
+        if let Err(why) = resume_exec(run, options, e.clone()).await {
+            e.settle(Err(why));
+            e.core.log.close();
+        }
+    });
+    exec
 }
 
 /// Re-runs a run left `running` by a page or process that died, from its last finished step.
@@ -169,24 +183,19 @@ impl Run {
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "WorkflowResumeOptions")] options: Option<JsValue>,
     ) -> Promise {
-        let run = self.inner.clone();
-        future_to_promise(async move {
-            let exec = resume_exec(run, options.unwrap_or(JsValue::UNDEFINED)).await?;
-            JsFuture::from(exec.result_promise()).await
-        })
+        start_resume(&self.inner, options.unwrap_or(JsValue::UNDEFINED)).result_promise()
     }
 
-    /// `resume`, as a `WorkflowRunOutput` of the resumed execution.
-    #[wasm_bindgen(js_name = resumeStream, unchecked_return_type = "Promise<WorkflowRunOutput>")]
+    /// `resume`, as the `WorkflowRunOutput` of the resumed execution, returned at once (as
+    /// `stream()`). A refused resume (the cases `resume` rejects for) makes `result` reject and
+    /// `fullStream` error with that error, before any event.
+    #[wasm_bindgen(js_name = resumeStream)]
     pub fn resume_stream(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "WorkflowResumeOptions")] options: Option<JsValue>,
-    ) -> Promise {
-        let run = self.inner.clone();
-        future_to_promise(async move {
-            resume_exec(run.clone(), options.unwrap_or(JsValue::UNDEFINED)).await?;
-            Ok(WorkflowRunOutput::of(&run).into())
-        })
+    ) -> WorkflowRunOutput {
+        let exec = start_resume(&self.inner, options.unwrap_or(JsValue::UNDEFINED));
+        WorkflowRunOutput::new(&self.inner, exec)
     }
 }
 

@@ -19,7 +19,6 @@ use super::workflow_host::JsHost;
 use crate::core::env::LocalFuture;
 use crate::core::error::AgentError;
 use crate::core::workflow::context::{RunCore, Snapshot};
-use crate::core::workflow::log::LogReader;
 use crate::core::memory::Store;
 use crate::core::workflow::result::WorkflowResult;
 use crate::core::workflow::snapshot::{self, StoredRun};
@@ -45,18 +44,19 @@ impl Ended {
 /// The run's end, once: its result, or why it could not start.
 #[derive(Default)]
 struct Settled {
-    value: RefCell<Option<Result<Ended, AgentError>>>,
+    /// `Err`: why the execution never ran (a start that failed, a resume refused).
+    value: RefCell<Option<Result<Ended, JsValue>>>,
     wakers: RefCell<Vec<Waker>>,
 }
 
 impl Settled {
-    fn set(&self, v: Result<Ended, AgentError>) {
+    fn set(&self, v: Result<Ended, JsValue>) {
         *self.value.borrow_mut() = Some(v);
         let wakers = std::mem::take(&mut *self.wakers.borrow_mut());
         wakers.into_iter().for_each(Waker::wake);
     }
 
-    async fn wait(&self) -> Result<Ended, AgentError> {
+    async fn wait(&self) -> Result<Ended, JsValue> {
         poll_fn(|cx| match &*self.value.borrow() {
             Some(v) => Poll::Ready(v.clone()),
             None => {
@@ -75,13 +75,13 @@ pub(crate) struct Exec {
 }
 
 impl Exec {
-    pub(crate) fn settle(&self, v: Result<Ended, AgentError>) {
+    pub(crate) fn settle(&self, v: Result<Ended, JsValue>) {
         self.settled.set(v);
     }
 
     pub(crate) fn result_promise(&self) -> Promise {
         let settled = self.settled.clone();
-        future_to_promise(async move { settled.wait().await.map(|v| result_to_js(&v)).map_err(|e| error_to_js(&e)) })
+        future_to_promise(async move { settled.wait().await.map(|v| result_to_js(&v)) })
     }
 }
 
@@ -262,7 +262,7 @@ impl RunInner {
                     super::report::warn(&message);
                 }
             }
-            let value = r.map(|res| Ended::of(&res, include_state));
+            let value = r.map(|res| Ended::of(&res, include_state)).map_err(|e| error_to_js(&e));
             exec.settle(value.clone());
             after_run(&wf, &value);
         });
@@ -284,14 +284,25 @@ impl RunInner {
 
     /// Makes the next execution (a resume) current: a fresh log, abort flag and signal.
     pub(crate) fn next_exec(&self) -> Result<Rc<Exec>, JsValue> {
+        let exec = self.fresh_exec();
+        self.install(&exec)?;
+        Ok(exec)
+    }
+
+    /// An execution not yet current (a resume whose claim is still to be made).
+    pub(crate) fn fresh_exec(&self) -> Rc<Exec> {
         let core = RunCore::new(
             self.run_id.clone(),
             self.resource_id.clone(),
             Rc::new(crate::platform::JsEnv),
             self.host.clone(),
         );
-        self.arm(&core)?;
-        let exec = Rc::new(Exec { core, settled: Rc::default() });
+        Rc::new(Exec { core, settled: Rc::default() })
+    }
+
+    /// Makes `exec` current, with its own signal.
+    pub(crate) fn install(&self, exec: &Rc<Exec>) -> Result<(), JsValue> {
+        self.arm(&exec.core)?;
         let old = self.current.replace(exec.clone());
         // The placeholder of a run made from a stored one never runs: its readers end here.
         if old.core.log.is_empty() {
@@ -299,7 +310,7 @@ impl RunInner {
         }
         let wakers = std::mem::take(&mut *self.next_wakers.borrow_mut());
         wakers.into_iter().for_each(Waker::wake);
-        Ok(exec)
+        Ok(())
     }
 
     /// The execution after `exec` once there is one; `None` when `exec` ended the run for good
@@ -328,7 +339,7 @@ impl RunInner {
 
 /// `options.onFinish(result)`, and `options.onError({ error, result })` for a failed run, called
 /// after the run's state is released.
-pub(crate) fn after_run(wf: &WfInner, value: &Result<Ended, AgentError>) {
+pub(crate) fn after_run(wf: &WfInner, value: &Result<Ended, JsValue>) {
     let Ok(v) = value else { return };
     if wf.on_finish.is_none() && (wf.on_error.is_none() || v.status != "failed") {
         return;
@@ -456,7 +467,11 @@ pub struct WorkflowRunOutput {
 impl WorkflowRunOutput {
     /// The output of the run's current execution.
     pub(crate) fn of(run: &Rc<RunInner>) -> Self {
-        WorkflowRunOutput { run: run.clone(), exec: run.exec() }
+        Self::new(run, run.exec())
+    }
+
+    pub(crate) fn new(run: &Rc<RunInner>, exec: Rc<Exec>) -> Self {
+        WorkflowRunOutput { run: run.clone(), exec }
     }
 }
 
@@ -485,7 +500,7 @@ impl WorkflowRunOutput {
     /// Every event so far, then live, ending after `workflow-finish`. Each access is a new reader.
     #[wasm_bindgen(getter = fullStream, unchecked_return_type = "ReadableStream<WorkflowStreamEvent>")]
     pub fn full_stream(&self) -> Result<ReadableStream, JsValue> {
-        event_stream(self.exec.core.log.reader())
+        event_stream(&self.exec)
     }
 
     #[wasm_bindgen(getter, unchecked_return_type = "Promise<WorkflowResult>")]
@@ -518,16 +533,17 @@ fn event_to_js(text: &str) -> JsValue {
     js_sys::JSON::parse(text).unwrap_or(JsValue::NULL)
 }
 
-/// A `ReadableStream` over one log reader; cancelling it drops only this reader.
-fn event_stream(reader: LogReader) -> Result<ReadableStream, JsValue> {
-    let slot = Rc::new(RefCell::new(Some(reader)));
+/// A `ReadableStream` over a new reader of `exec`'s log; cancelling it drops only this reader.
+/// An execution that never ran (a refused resume) errors the stream with why.
+fn event_stream(exec: &Rc<Exec>) -> Result<ReadableStream, JsValue> {
+    let slot = Rc::new(RefCell::new(Some((exec.core.log.reader(), exec.clone()))));
     let pull_slot = slot.clone();
     // The stream owns these closures; they hold only the slot, emptied at the end or on cancel.
     let pull = Closure::<dyn FnMut(JsValue) -> Promise>::new(move |ctrl: JsValue| {
         let slot = pull_slot.clone();
         future_to_promise(async move {
             let ctrl: ReadableStreamDefaultController = ctrl.unchecked_into();
-            let Some(mut reader) = slot.borrow_mut().take() else { return Ok(JsValue::UNDEFINED) };
+            let Some((mut reader, exec)) = slot.borrow_mut().take() else { return Ok(JsValue::UNDEFINED) };
             match reader.next_text().await {
                 Some(e) => {
                     ctrl.enqueue_with_chunk(&event_to_js(&e))?;
@@ -536,9 +552,12 @@ fn event_stream(reader: LogReader) -> Result<ReadableStream, JsValue> {
                     while let Some(e) = reader.try_next_text() {
                         ctrl.enqueue_with_chunk(&event_to_js(&e))?;
                     }
-                    *slot.borrow_mut() = Some(reader);
+                    *slot.borrow_mut() = Some((reader, exec));
                 }
-                None => ctrl.close()?,
+                None => match &*exec.settled.value.borrow() {
+                    Some(Err(why)) if exec.core.log.is_empty() => ctrl.error_with_e(why),
+                    _ => ctrl.close()?,
+                },
             }
             Ok(JsValue::UNDEFINED)
         })

@@ -169,8 +169,15 @@ async fn resume_run(def: &WorkflowDef, workflow: &JsValue, prior: &JsValue, cont
     let options = Object::new();
     set(&options, "step", &step);
     set(&options, "resumeData", &get(context, "resumeData"));
-    let refused = match call(&run, "resumeStream", &[&options]).await {
-        Ok(output) => return Ok(Ok((run, output))),
+    // Returned at once; a refused resume errors its stream before any event. Each fullStream is
+    // a new reader from the first event, so this one only looks.
+    let output = call(&run, "resumeStream", &[&options]).await?;
+    let probe = call(&get(&output, "fullStream"), "getReader", &[]).await?;
+    let refused = match call(&probe, "read", &[]).await {
+        Ok(_) => {
+            let _ = call(&probe, "cancel", &[]).await;
+            return Ok(Ok((run, output)));
+        }
         Err(e) => e,
     };
     let suspend = get(context, "suspend");

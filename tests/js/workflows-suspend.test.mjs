@@ -52,6 +52,36 @@ test('a suspended run resumes: the step runs again with resumeData and suspendDa
   await assert.rejects(run.resume({ resumeData: { approved: true } }), { message: `Run '${run.runId}' of workflow 'approval-1' is not suspended (status: success)` });
 });
 
+test('resumeStream returns its output at once; a refused one errors its stream and rejects its result, before any event', T, async () => {
+  const wf = approvalFlow('approval-at-once', []);
+  const run = await wf.createRun();
+  await run.start({ inputData: { item: 'pen' } });
+  const out = run.resumeStream({ resumeData: { approved: true } });
+  assert.equal(typeof out.then, 'undefined', 'not a promise');
+  assert.equal(out.runId, run.runId);
+  const types = [];
+  for await (const e of out) types.push(e.type);
+  assert.deepEqual(types, ['workflow-start', 'workflow-step-start', 'workflow-step-result', 'workflow-step-start', 'workflow-step-result', 'workflow-finish']);
+  assert.equal((await out.result).status, 'success');
+  assert.equal(out.status, 'success');
+
+  // The run is finished now: a second resumeStream is refused, as resume() is.
+  const again = run.resumeStream({ resumeData: { approved: true } });
+  const why = `Run '${run.runId}' of workflow 'approval-at-once' is not suspended (status: success)`;
+  await assert.rejects(again.result, { message: why });
+  await assert.rejects(collect(again.fullStream), { message: why });
+  assert.equal(again.status, 'failed');
+  // The refused resume did not replace the run's output: observeStream still gives the resume that ran.
+  assert.equal((await collect(run.observeStream().fullStream)).at(-1).payload.workflowStatus, 'success');
+
+  // A bad resumeData on a suspended run: a ValidationError from the stream, the run still suspended.
+  const other = await wf.createRun();
+  await other.start({ inputData: { item: 'cup' } });
+  const bad = other.resumeStream({ resumeData: { approved: 'yes' } });
+  await assert.rejects(collect(bad.fullStream), { name: 'ValidationError', message: 'resumeData.approved: expected a boolean, got a string' });
+  assert.equal((await wf.getWorkflowRunById(other.runId)).status, 'suspended');
+});
+
 test('bad resumeData rejects with a ValidationError and the run stays suspended; no snapshot rejects with an Error', T, async () => {
   const wf = approvalFlow('approval-2', []);
   const run = await wf.createRun();
