@@ -8,12 +8,16 @@
 // - storage: `run.start()` with a storage object (a DurableObjectStore over a Map, as in a
 //   Durable Object): a snapshot after every step, each a whole `WorkflowRunState` (§20.5), as the
 //   reference writes them; not counted against the target, which is for snapshots in memory.
+// - reference-start, reference-stream: the same two over the reference framework (@mastra/core,
+//   pinned in bench/reference/, installed there by `./x bench-workflows`; the rows are left out,
+//   with a line saying so, when it is not installed), the same 100 functions, no schemas.
 // Per-step figures are (median run time) / steps; the overhead is the difference to the baseline.
-// Each run checks the result, so a wrong run fails the benchmark.
+// Each run checks the result (and a stream its 202 events), so a wrong run fails the benchmark.
 
 import { createStep, createWorkflow, Mastra } from '../pkg/index.node.js';
 import { DurableObjectStore } from '../pkg/durable-object-store.js';
 import { fakeDurableStorage } from '../tests/js/durable-storage-helpers.mjs';
+import { createRequire } from 'node:module';
 import { median, table } from './report.mjs';
 
 const arg = (name, dflt) => {
@@ -38,6 +42,28 @@ function check(n) {
   if (n !== STEPS) throw new Error(`wrong result: ${n}, expected ${STEPS}`);
 }
 
+// The reference's workflows, if bench/reference/ has them installed.
+let reference = null;
+try {
+  const where = createRequire(new URL('./reference/package.json', import.meta.url)).resolve('@mastra/core/workflows');
+  reference = await import(where);
+} catch {
+  process.stdout.write('(reference rows left out: `./x bench-workflows` installs @mastra/core into bench/reference/)\n');
+}
+const referenceChain = (id) => {
+  let w = reference.createWorkflow({ id });
+  fns.forEach((execute, i) => (w = w.then(reference.createStep({ id: `s${i}`, execute }))));
+  return [w.commit()];
+};
+const [refWf] = reference ? referenceChain('bench-reference') : [null];
+
+async function readStream(out) {
+  let events = 0;
+  for await (const _ of out.fullStream) events++;
+  if (events !== 2 * STEPS + 2) throw new Error(`wrong event count ${events}`);
+  check((await out.result).result.n);
+}
+
 const modes = {
   async baseline() {
     let input = { n: 0 };
@@ -53,13 +79,18 @@ const modes = {
     check(r.result.n);
   },
   async stream() {
-    const out = (await wf.createRun()).stream({ inputData: { n: 0 } });
-    let events = 0;
-    for await (const _ of out.fullStream) events++;
-    if (events !== 2 * STEPS + 2) throw new Error(`wrong event count ${events}`);
-    check((await out.result).result.n);
+    await readStream((await wf.createRun()).stream({ inputData: { n: 0 } }));
   },
 };
+if (reference) {
+  modes['reference-start'] = async () => {
+    const r = await (await refWf.createRun()).start({ inputData: { n: 0 } });
+    check(r.result.n);
+  };
+  modes['reference-stream'] = async () => {
+    await readStream((await refWf.createRun()).stream({ inputData: { n: 0 } }));
+  };
+}
 
 const times = Object.fromEntries(Object.keys(modes).map((m) => [m, []]));
 for (let i = 0; i < 5; i++) for (const f of Object.values(modes)) await f(); // warm-up
