@@ -134,11 +134,14 @@ impl Pump {
 /// // In a route handler: return createUIMessageStreamResponse({ stream: toAISdkStream(output) });
 /// ```
 ///
+/// With `from: 'workflow'` it also takes a stored run (`workflow.getWorkflowRunById(…)`): the
+/// parts its live run ended with (SPEC §20.6).
+///
 /// Reads `fullStream` (an agent's is readable once: read the UI stream instead). Throws a
 /// `TypeError` when `output` is neither, or `options.from` is neither `'agent'` nor `'workflow'`.
 #[wasm_bindgen(js_name = toAISdkStream, unchecked_return_type = "ReadableStream<AISdkUIMessageChunk>")]
 pub fn to_ai_sdk_stream(
-    #[wasm_bindgen(unchecked_param_type = "AgentStreamOutput | ReadableStream<ChunkType> | WorkflowRunOutput | ReadableStream<WorkflowStreamEvent>")] output: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "AgentStreamOutput | ReadableStream<ChunkType> | WorkflowRunOutput | ReadableStream<WorkflowStreamEvent> | WorkflowRunRecord")] output: JsValue,
     #[wasm_bindgen(unchecked_optional_param_type = "AISdkStreamOptions")] options: Option<JsValue>,
 ) -> Result<ReadableStream, JsValue> {
     let ui = check_options(&options.unwrap_or(JsValue::UNDEFINED))?;
@@ -153,7 +156,7 @@ pub fn to_ai_sdk_stream(
 /// The same function under its older name.
 #[wasm_bindgen(js_name = toAISdkV5Stream, unchecked_return_type = "ReadableStream<AISdkUIMessageChunk>")]
 pub fn to_ai_sdk_v5_stream(
-    #[wasm_bindgen(unchecked_param_type = "AgentStreamOutput | ReadableStream<ChunkType> | WorkflowRunOutput | ReadableStream<WorkflowStreamEvent>")] output: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "AgentStreamOutput | ReadableStream<ChunkType> | WorkflowRunOutput | ReadableStream<WorkflowStreamEvent> | WorkflowRunRecord")] output: JsValue,
     #[wasm_bindgen(unchecked_optional_param_type = "AISdkStreamOptions")] options: Option<JsValue>,
 ) -> Result<ReadableStream, JsValue> {
     to_ai_sdk_stream(output, options)
@@ -233,6 +236,10 @@ fn source_stream(output: &JsValue, agent: bool) -> Result<JsValue, JsValue> {
     if !agent && has("textStream") {
         return Err(type_error("options.from", "'workflow', but output is the output of agent.stream(); pass { from: 'agent' }"));
     }
+    #[cfg(feature = "workflows")]
+    if !agent && has("workflowName") && has("snapshot") {
+        return stored_run_stream(output);
+    }
     if output.is_object() && Reflect::has(output, &"fullStream".into()).unwrap_or(false) {
         // The getter throws when fullStream was already taken; that message says what to do.
         let full = Reflect::get(output, &"fullStream".into())?;
@@ -242,6 +249,22 @@ fn source_stream(output: &JsValue, agent: bool) -> Result<JsValue, JsValue> {
     }
     let what = if agent { "agent.stream()" } else { "a workflow run's stream()" };
     Err(type_error("output", &format!("expected the output of {what} or its fullStream (a ReadableStream), got {}", js_kind(output))))
+}
+
+/// A stored run (`workflow.getWorkflowRunById(…)`) as a stream of the events it stands for.
+#[cfg(feature = "workflows")]
+fn stored_run_stream(run: &JsValue) -> Result<JsValue, JsValue> {
+    let run = to_json(run, "output").map_err(|e| super::convert::error_to_js(&e))?;
+    let events = crate::core::ai_sdk_workflow::stored_run_events(&run);
+    let start = Closure::once_into_js(move |ctrl: ReadableStreamDefaultController| {
+        for e in &events {
+            let _ = ctrl.enqueue_with_chunk(&from_json(e));
+        }
+        let _ = ctrl.close();
+    });
+    let source = Object::new();
+    Reflect::set(&source, &"start".into(), &start)?;
+    Ok(ReadableStream::new_with_underlying_source(&source)?.into())
 }
 
 fn ui_stream(slot: Slot) -> Result<ReadableStream, JsValue> {

@@ -166,6 +166,47 @@ pub fn workflow_ui_parts(event: &Value, state: &mut WorkflowUiState) -> Vec<Valu
     out
 }
 
+/// The events a stored run (`workflow.getWorkflowRunById(…)`) stands for (SPEC §20.6 ✚): its
+/// start, each top-level step's start and end as its record has them, and `workflow-finish`
+/// with the stored status; so `toAISdkStream` over it ends with the same parts as over the live
+/// run. Usage is not stored, so the final `output` has none; a nested workflow shows as its step.
+pub fn stored_run_events(run: &Value) -> Vec<Value> {
+    let run_id = run.get("runId").cloned().unwrap_or(Value::Null);
+    let event = |kind: &str, payload: Value| {
+        part(vec![("type", kind.into()), ("runId", run_id.clone()), ("from", "WORKFLOW".into()), ("payload", payload)])
+    };
+    let mut out = vec![event(
+        "workflow-start",
+        part(vec![("workflowId", run.get("workflowName").cloned().unwrap_or(Value::Null)), ("status", "running".into())]),
+    )];
+    let no_steps = Map::new();
+    let steps = run.get("steps").and_then(Value::as_object).unwrap_or(&no_steps);
+    for (id, rec) in steps {
+        let field = |k: &str| rec.get(k).cloned();
+        let mut start = vec![("id", Value::from(id.as_str())), ("stepName", id.as_str().into())];
+        start.push(("payload", field("payload").unwrap_or(Value::Null)));
+        if let Some(r) = field("resumePayload") {
+            start.push(("resumePayload", r));
+        }
+        out.push(event("workflow-step-start", part(start.clone())));
+        let status = rec.get("status").and_then(Value::as_str).unwrap_or_default();
+        let (kind, extra) = match status {
+            "suspended" => ("workflow-step-suspended", "suspendPayload"),
+            "success" | "failed" | "bailed" => ("workflow-step-result", "output"),
+            _ => continue,
+        };
+        let mut end = start;
+        end.push(("status", status.into()));
+        if let Some(v) = field(extra) {
+            end.push((if extra == "output" { "output" } else { "suspendPayload" }, v));
+        }
+        out.push(event(kind, part(end)));
+    }
+    let status = run.get("status").cloned().unwrap_or_else(|| "pending".into());
+    out.push(event("workflow-finish", part(vec![("workflowStatus", status), ("output", Value::Object(Map::new()))])));
+    out
+}
+
 fn part(fields: Vec<(&'static str, Value)>) -> Value {
     Value::Object(fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
 }

@@ -136,3 +136,28 @@ fn a_failed_step_and_a_cancelled_run_are_shown() {
     assert_eq!(parts[4]["data"]["status"], "failed");
     assert_eq!(parts[5]["data"]["status"], "canceled");
 }
+
+#[test]
+fn a_stored_run_gives_the_parts_of_its_live_run_down_to_the_final_snapshot() {
+    let stored = json!({ "runId": "r1", "workflowName": "wf", "status": "success", "steps": {
+        "a": { "status": "success", "payload": { "x": 1 }, "output": { "y": 2 }, "startedAt": 1, "endedAt": 2 },
+        "b": { "status": "success", "payload": { "y": 2 }, "output": { "z": 3 }, "startedAt": 2, "endedAt": 3 },
+    } });
+    let (live, again) = (run(&linear(), true), run(&stored_run_events(&stored), true));
+    assert_eq!(types(&again), types(&live));
+    let last = |parts: &[Value]| parts.iter().rev().find(|p| p["type"] == "data-workflow").unwrap()["data"].clone();
+    let (l, a) = (last(&live), last(&again));
+    assert_eq!(a["steps"], l["steps"]);
+    assert_eq!((a["status"].clone(), a["name"].clone()), (json!("success"), json!("wf")));
+    assert_eq!(a["output"], json!({}), "usage is not stored");
+
+    // Suspended: the step shows with its payload, the stream still ends.
+    let waiting = json!({ "runId": "r2", "workflowName": "wf", "status": "suspended", "steps": {
+        "ask": { "status": "suspended", "payload": {}, "suspendPayload": { "q": "ok?" } },
+    } });
+    let parts = run(&stored_run_events(&waiting), true);
+    assert_eq!(types(&parts).last(), Some(&"finish"));
+    let data = last(&parts);
+    assert_eq!(data["status"], "suspended");
+    assert_eq!(data["steps"]["ask"]["suspendPayload"], json!({ "q": "ok?" }));
+}

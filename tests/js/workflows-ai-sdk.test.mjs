@@ -53,6 +53,25 @@ test("from: 'workflow': start, a data-workflow snapshot per step change, data-wo
   assert.deepEqual(message.parts.filter((p) => p.type === 'data-workflow-step').map((p) => p.id), [`${run.runId}:one`, `${run.runId}:two`]);
 });
 
+test("from: 'workflow' over a stored run (getWorkflowRunById): the live run's parts, down to the final snapshot", T, async () => {
+  const wf = createWorkflow({ id: 'adder-stored', inputSchema: obj({ n: num }), outputSchema: obj({ n: num }) }).then(add('one', 1)).then(add('two', 2)).commit();
+  const run = await wf.createRun();
+  const live = await readAsUseChat(toAISdkStream(run.stream({ inputData: { n: 1 } }), { from: 'workflow' }));
+  const record = await wf.getWorkflowRunById(run.runId);
+  const stored = await readAsUseChat(toAISdkStream(record, { from: 'workflow' }));
+  assert.deepEqual(stored.parts.map((p) => p.type), live.parts.map((p) => p.type));
+  const final = (m) => m.parts.find((p) => p.type === 'data-workflow');
+  assert.equal(final(stored.message).id, run.runId);
+  const { output: liveOutput, ...liveData } = final(live.message).data;
+  const { output: storedOutput, ...storedData } = final(stored.message).data;
+  assert.deepEqual(storedData, liveData);
+  assert.ok(liveOutput.usage);
+  assert.deepEqual(storedOutput, {}, 'usage is not stored');
+  assert.deepEqual(stored.message.parts.filter((p) => p.type === 'data-workflow-step'), live.message.parts.filter((p) => p.type === 'data-workflow-step'));
+  // A stored run is only read as a workflow's.
+  assert.throws(() => toAISdkStream(record), { name: 'TypeError' });
+});
+
 test("from: 'workflow': an agent step's reply becomes text parts (not with includeTextStreamParts: false); writer.custom data passes through", T, async () => {
   const agent = new Agent({ id: 'echo-agent', instructions: 'Echo.', model: modelFor(server.current, 'echo', { headers: { 'x-test-id': uid('wf-ui') } }) });
   const note = createStep({ id: 'note', execute: async ({ inputData, writer }) => {
