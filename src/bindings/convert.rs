@@ -179,6 +179,34 @@ pub fn read(obj: &JsValue, key: &str, path: &str) -> Result<JsValue, JsValue> {
     read_at(obj, key, path).map_err(|e| error_to_js(&e))
 }
 
+/// A record of things by key that become tools (`config.agents` → `agent-<key>`, `config.workflows`
+/// → `workflow-<key>`): `v` must be an object (not an array; else `expected`); each key must pass
+/// `core::run::delegation::valid_key` (else "is not a valid <what> key: <rule>"); each value is
+/// read (a throwing getter names its field) and given to `each(key, field, value)`. (Not generic:
+/// one copy of the loop in the wasm.)
+pub fn keyed_record(
+    v: &JsValue,
+    path: &str,
+    expected: &str,
+    (what, rule): (&str, &str),
+    each: &mut dyn FnMut(String, &str, JsValue) -> Result<(), AgentError>,
+) -> Result<(), AgentError> {
+    if !v.is_object() || is_array(v).unwrap_or(true) {
+        return Err(AgentError::invalid(path, format!("{expected}, got {}", js_kind(v))));
+    }
+    let keys = object_keys(v).map_err(|_| AgentError::invalid(path, "could not be read"))?;
+    for k in keys.iter() {
+        let key = k.as_string().unwrap_or_default();
+        let field = format!("{path}.{key}");
+        if !crate::core::run::delegation::valid_key(&key) {
+            return Err(AgentError::invalid(field, format!("is not a valid {what} key: {rule}")));
+        }
+        let value = read_at(v, &key, path)?;
+        each(key, &field, value)?;
+    }
+    Ok(())
+}
+
 fn read_at(obj: &JsValue, key: &str, path: &str) -> Result<JsValue, AgentError> {
     if !obj.is_object() && !obj.is_function() {
         return Ok(JsValue::UNDEFINED);

@@ -11,13 +11,13 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::prelude::*;
 
 use super::agent::{lookup_agent, Agent};
-use super::convert::{from_json, is_array, js_kind, object_keys, read, to_json, type_error};
+use super::convert::{from_json, js_kind, keyed_record, read, to_json, type_error};
 use super::options::optional_function;
 use super::tools::{call_async, thrown_message};
 use crate::core::env::LocalFuture;
 use crate::core::error::AgentError;
 use crate::core::run::delegation::{
-    valid_key, CompleteCtx, CompleteDecision, Delegation, Delegator, HookError, HookErrorStrategy, StartCtx, StartDecision, SubAgent, SubRun,
+    CompleteCtx, CompleteDecision, Delegation, Delegator, HookError, HookErrorStrategy, StartCtx, StartDecision, SubAgent, SubRun,
     SubRunSpec,
 };
 
@@ -85,21 +85,13 @@ pub(crate) fn parse_agents(v: &JsValue, path: &str) -> Result<Option<AgentsConfi
 
 /// A record of agents; a bad key or a value that is not an `Agent` names the key.
 fn record(v: &JsValue, path: &str) -> Result<Vec<(String, Agent)>, AgentError> {
-    if !v.is_object() || is_array(v).unwrap_or(true) {
-        return Err(AgentError::invalid(path, format!("expected an object of agents by key (or a function returning one), got {}", js_kind(v))));
-    }
-    let keys = object_keys(v).map_err(|_| AgentError::invalid(path, "could not be read"))?;
+    let expected = "expected an object of agents by key (or a function returning one)";
     let mut out = Vec::new();
-    for k in keys.iter() {
-        let key = k.as_string().unwrap_or_default();
-        let field = format!("{path}.{key}");
-        if !valid_key(&key) {
-            return Err(AgentError::invalid(field, format!("is not a valid agent key: {KEY_RULE}")));
-        }
-        let value = read(v, &key, path).map_err(|e| AgentError::invalid(&field, thrown_message(&e)))?;
-        let agent = lookup_agent(&value).ok_or_else(|| AgentError::invalid(&field, format!("expected an Agent (new Agent({{ … }})), got {}", js_kind(&value))))?;
+    keyed_record(v, path, expected, ("agent", KEY_RULE), &mut |key, field, value| {
+        let agent = lookup_agent(&value).ok_or_else(|| AgentError::invalid(field, format!("expected an Agent (new Agent({{ … }})), got {}", js_kind(&value))))?;
         out.push((key, agent));
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 

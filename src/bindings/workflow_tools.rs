@@ -14,11 +14,11 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
 
-use super::convert::{from_json, is_array, js_kind, object_keys, read, to_json, type_error};
+use super::convert::{error_to_js, from_json, js_kind, keyed_record, to_json, type_error};
+use crate::core::error::AgentError;
 use super::tools::{call_async, input_schema, parse_tool, thrown_message, JsTool};
 use super::workflow::{lookup_workflow, WfInner, Workflow};
 use super::workflow_host::standard_of;
-use crate::core::run::delegation::valid_key;
 use crate::core::workflow::graph::{Schema, WorkflowDef};
 use crate::core::workflow::snapshot::find_step;
 
@@ -36,26 +36,18 @@ pub(crate) fn parse_workflow_tools(v: &JsValue, path: &str) -> Result<Vec<JsTool
     if v.is_function() {
         return Err(type_error(path, "a function of the request context is not supported by this version: pass a record of workflows by key"));
     }
-    if !v.is_object() || is_array(v).unwrap_or(true) {
-        return Err(type_error(path, &format!("expected an object of workflows by key, got {}", js_kind(v))));
-    }
-    let keys = object_keys(v).map_err(|_| type_error(path, "could not be read"))?;
-    let mut tools = Vec::new();
-    for k in keys.iter() {
-        let key = k.as_string().unwrap_or_default();
-        let field = format!("{path}.{key}");
-        if !valid_key(&key) {
-            return Err(type_error(&field, &format!("is not a valid workflow key: {KEY_RULE}")));
-        }
-        let value = read(v, &key, path)?;
+    let mut found = Vec::new();
+    keyed_record(v, path, "expected an object of workflows by key", ("workflow", KEY_RULE), &mut |key, field, value| {
         let wf = lookup_workflow(&value)
-            .ok_or_else(|| type_error(&field, &format!("expected a workflow made by createWorkflow(…), got {}", js_kind(&value))))?;
+            .ok_or_else(|| AgentError::invalid(field, format!("expected a workflow made by createWorkflow(…), got {}", js_kind(&value))))?;
         if !wf.def.committed.get() {
-            return Err(type_error(&field, &format!("the workflow '{}' is not committed; call .commit() on it first", wf.def.id)));
+            return Err(AgentError::invalid(field, format!("the workflow '{}' is not committed; call .commit() on it first", wf.def.id)));
         }
-        tools.push(tool_of(&key, wf, &field)?);
-    }
-    Ok(tools)
+        found.push((key, field.to_string(), wf));
+        Ok(())
+    })
+    .map_err(|e| error_to_js(&e))?;
+    found.into_iter().map(|(key, field, wf)| tool_of(&key, wf, &field)).collect()
 }
 
 /// The tool for one workflow.
