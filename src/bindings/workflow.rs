@@ -202,7 +202,14 @@ fn step_arg(v: &JsValue, path: &str) -> Result<Rc<StepDef>, JsValue> {
         }
         return Ok(Rc::new(nested(&wf)));
     }
-    Err(type_error(path, &format!("expected a step made by createStep(…) or a committed workflow, got {}", js_kind(v))))
+    // `await wf` (or returning it from an async function) calls its builder `.then` with the
+    // promise's resolve function: say so, the plain message would puzzle.
+    let hint = if path == "then(step)" && v.is_function() {
+        " (a workflow's builder has .then, so awaiting a workflow, or returning one from an async function, calls .then(resolve, reject): keep workflows out of await, e.g. return { workflow })"
+    } else {
+        ""
+    };
+    Err(type_error(path, &format!("expected a step made by createStep(…) or a committed workflow, got {}{hint}", js_kind(v))))
 }
 
 fn function(v: &JsValue, path: &str) -> Result<Function, JsValue> {

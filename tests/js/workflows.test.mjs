@@ -235,6 +235,15 @@ test('a tool as a step: execute(inputData, context) with workflow and writer; an
   assert.ok(usage.totalTokens > 0, JSON.stringify(usage));
 });
 
+test('awaiting a workflow (its builder has .then) rejects with a TypeError that says why', T, async () => {
+  const wf = createWorkflow({ id: uid('thenable') }).then(createStep({ id: 's', execute: async () => ({}) })).commit();
+  const made = async () => wf;
+  await assert.rejects(made(), { name: 'TypeError', message: /^then\(step\): expected a step made by createStep\(…\) or a committed workflow, got a function \(a workflow's builder has \.then, so awaiting a workflow/ });
+  // Wrapped, it goes through.
+  const wrapped = async () => ({ workflow: wf });
+  assert.equal((await wrapped()).workflow, wf);
+});
+
 test('createRun before commit or on an empty workflow throws an Error; bad builder arguments are TypeErrors naming the field', () => {
   const open = createWorkflow({ id: 'open' }).then(add('a', 1));
   assert.throws(() => open.createRun(), { name: 'Error', message: "Workflow 'open' is not committed: call .commit() before .createRun()" });
