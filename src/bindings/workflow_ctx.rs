@@ -1,7 +1,8 @@
 //! The methods of a step's `ctx` (`writer.write`, `writer.custom`, `setState`, `suspend`, `bail`,
-//! `getStepResult`, `getInitData`): one `StepControls` object per call, its prototype methods
-//! bound to it. A bound function costs JavaScript nothing at the boundary, where a `Closure` per
-//! method is a wasm allocation and a finalizer each (most of a trivial step's engine time).
+//! `getStepResult`, `getInitData`): one `StepControls` object per call, which api.js's `ctx`
+//! maker wraps; a tool step's `context` gets its methods bound to it here. Either costs nothing
+//! at the boundary, where a `Closure` per method is a wasm allocation and a finalizer each (most
+//! of a trivial step's engine time).
 
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
@@ -86,7 +87,8 @@ impl StepControls {
     }
 }
 
-const NAMES: [&str; 7] = ["write", "custom", "setState", "suspend", "bail", "getStepResult", "getInitData"];
+/// The methods a tool step's `context` gets bound (api.js wraps all of them for a step's `ctx`).
+const NAMES: [&str; 5] = ["write", "custom", "setState", "suspend", "bail"];
 
 thread_local! {
     /// The prototype's methods in `NAMES` order, read once.
@@ -137,12 +139,6 @@ impl Bound {
         }
     }
 
-    /// `getStepResult`, `getInitData` on `o`.
-    pub fn lookups(&self, o: &Object) {
-        for n in ["getStepResult", "getInitData"] {
-            set(o, n, self.get(n));
-        }
-    }
 }
 
 fn set(o: &Object, k: &'static str, v: &JsValue) {

@@ -119,12 +119,18 @@ thread_local! {
 
 impl JsHost {
     /// The `ctx` of `execute(ctx)` and of conditions, `map` and sleep functions: made by api.js
-    /// in one call (a boundary call per property was a fifth of a trivial step's time).
-    fn context(&self, call: &StepCall) -> Object {
+    /// in one call (a boundary call per property was a fifth of a trivial step's time). Every
+    /// entry of the package loads api.js; the wasm alone runs no workflow.
+    fn context(&self, call: &StepCall) -> Result<Object, Failure> {
         let ctx = &call.ctx;
-        let made = CTX_MAKER.with(|maker| {
-            let maker = maker.as_ref()?;
-            Some(maker.make(
+        // Copied out first: no borrow is held while JavaScript runs.
+        let (signal, request_context, mastra) =
+            (self.signal.borrow().clone(), self.request_context.borrow().clone(), self.mastra.borrow().clone());
+        CTX_MAKER.with(|maker| {
+            let maker = maker.as_ref().ok_or_else(|| {
+                Failure::new("Error", "the step context maker is missing: import wasm-agent through its package entry")
+            })?;
+            Ok(maker.make(
                 &JsValue::UNDEFINED,
                 super::workflow_ctx::controls(ctx),
                 from_json(&call.input),
@@ -136,37 +142,11 @@ impl JsHost {
                 &ctx.run_id(),
                 &ctx.workflow_id(),
                 ctx.resource_id().map(JsValue::from).unwrap_or(JsValue::UNDEFINED),
-                &self.signal.borrow(),
-                &self.request_context.borrow(),
-                &self.mastra.borrow(),
+                &signal,
+                &request_context,
+                &mastra,
             ))
-        });
-        made.unwrap_or_else(|| self.context_here(call))
-    }
-
-    /// `context` property by property (where api.js's maker is not there).
-    fn context_here(&self, call: &StepCall) -> Object {
-        let o = Object::new();
-        let ctx = &call.ctx;
-        set(&o, "inputData", &from_json(&call.input));
-        set(&o, "state", &from_json(&call.state));
-        set(&o, "resumeData", &opt(&call.resume_data));
-        set(&o, "suspendData", &opt(&call.suspend_data));
-        set(&o, "retryCount", &JsValue::from(call.retry_count));
-        if let Some(n) = call.iteration_count {
-            set(&o, "iterationCount", &JsValue::from(n));
-        }
-        set(&o, "runId", &JsValue::from_str(&ctx.run_id()));
-        set(&o, "workflowId", &JsValue::from_str(&ctx.workflow_id()));
-        set(&o, "resourceId", &ctx.resource_id().map(JsValue::from).unwrap_or(JsValue::UNDEFINED));
-        set(&o, "abortSignal", &self.signal.borrow());
-        set(&o, "requestContext", &self.request_context.borrow());
-        set(&o, "mastra", &self.mastra.borrow());
-        let bound = Bound::new(ctx);
-        set(&o, "writer", &bound.writer());
-        bound.controls(&o);
-        bound.lookups(&o);
-        o
+        })
     }
 
     /// A tool's `context`: as the reference's, plus `writer`.
@@ -261,7 +241,10 @@ impl WorkflowHost for JsHost {
         let step = call.step_name.clone();
         match &*f {
             HostFn::Execute(g) | HostFn::Plain(g) => {
-                let (g, ctx) = (g.clone(), self.context(&call));
+                let (g, ctx) = match self.context(&call) {
+                    Ok(ctx) => (g.clone(), ctx),
+                    Err(f) => return Box::pin(async move { Err(f) }),
+                };
                 Box::pin(async move {
                     output(&call_async(&g, &JsValue::UNDEFINED, &[&ctx]).await.map_err(|e| failure(&e))?, &step)
                 })
@@ -283,7 +266,10 @@ impl WorkflowHost for JsHost {
     fn call(&self, handle: Handle, call: StepCall) -> LocalFuture<'static, Result<Value, Failure>> {
         let Some(f) = lookup(handle) else { return Box::pin(async { Err(Failure::new("Error", "unknown function")) }) };
         let HostFn::Plain(g) = &*f else { return self.execute(handle, call) };
-        let (g, ctx) = (g.clone(), self.context(&call));
+        let (g, ctx) = match self.context(&call) {
+            Ok(ctx) => (g.clone(), ctx),
+            Err(f) => return Box::pin(async move { Err(f) }),
+        };
         Box::pin(async move {
             let v = call_async(&g, &JsValue::UNDEFINED, &[&ctx]).await.map_err(|e| failure(&e))?;
             // A sleepUntil function may return a Date.
