@@ -276,7 +276,7 @@ pub(super) async fn call_fn(
     scope.run.host.call(handle, call).await
 }
 
-/// `step_event` as JSON text, for more fields to follow.
+/// The fields a step's start and result events begin with, as JSON text for more to follow.
 pub(super) fn step_event_text(name: &str, call_id: &str, input: &Value, started: f64, status: &str) -> Obj {
     let mut o = Obj::new();
     o.val("stepName", name)
@@ -286,17 +286,6 @@ pub(super) fn step_event_text(name: &str, call_id: &str, input: &Value, started:
         .val("startedAt", &started)
         .val("status", status);
     o
-}
-
-pub(super) fn step_event(name: &str, call_id: &str, input: &Value, started: f64, status: &str) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("stepName".into(), json!(name));
-    m.insert("id".into(), json!(name));
-    m.insert("stepCallId".into(), json!(call_id));
-    m.insert("payload".into(), input.clone());
-    m.insert("startedAt".into(), json!(started));
-    m.insert("status".into(), json!(status));
-    m
 }
 
 /// One execution of a step: `workflow-step-start`, the attempts, then its result or suspension.
@@ -396,11 +385,42 @@ pub(super) async fn exec_step(scope: &Rc<Scope>, step: &Rc<StepDef>, input: Valu
     outcome
 }
 
-pub(super) fn finish(ev: &mut Map<String, Value>, rec: &mut Map<String, Value>, status: &str, ended: f64) {
-    ev.insert("status".into(), json!(status));
-    ev.insert("endedAt".into(), json!(ended));
+/// The end of a `foreach`, `map` or sleep step: its record (`payload`, `startedAt`, `status`,
+/// `endedAt`, then `output` or `error`) and its `workflow-step-result`.
+pub(super) fn end_step(
+    scope: &Scope,
+    id: &str,
+    (name, call_id): (&str, &str),
+    input: Value,
+    started: f64,
+    out: Result<Value, Failure>,
+) -> Outcome {
+    let run = &scope.run;
+    let ended = run.now();
+    let status = if out.is_ok() { "success" } else { "failed" };
+    let mut ev = step_event_text(name, call_id, &input, started, status);
+    ev.val("endedAt", &ended);
+    let mut rec = Map::new();
+    rec.insert("payload".into(), input);
+    rec.insert("startedAt".into(), json!(started));
     rec.insert("status".into(), json!(status));
     rec.insert("endedAt".into(), json!(ended));
+    let outcome = match out {
+        Ok(v) => {
+            ev.val("output", &v);
+            rec.insert("output".into(), v.clone());
+            Outcome::Success(v)
+        }
+        Err(f) => {
+            let error = f.to_json();
+            ev.val("error", &error);
+            rec.insert("error".into(), error);
+            Outcome::Failed(f)
+        }
+    };
+    scope.record(id, Value::Object(rec));
+    run.emit_text("workflow-step-result", &ev.done());
+    outcome
 }
 
 async fn validate_input(scope: &Scope, step: &StepDef, input: &Value) -> Result<(), Failure> {

@@ -8,7 +8,7 @@ use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Map, Value};
 
 use super::context::Scope;
-use super::exec::{attempt, call_fn, finish, get_path, step_event, BodyOut, Extra, Outcome};
+use super::exec::{attempt, call_fn, end_step, get_path, step_event_text, BodyOut, Extra, Outcome};
 use super::graph::{MapSource, Mapping, StepDef, When};
 use super::host::Failure;
 
@@ -22,11 +22,8 @@ pub(super) async fn exec_foreach(scope: &Rc<Scope>, step: &Rc<StepDef>, input: V
     let name = scope.name(&step.id);
     let call_id = run.call_id();
     let started = run.now();
-    run.emit("workflow-step-start", Value::Object(step_event(&name, &call_id, &input, started, "running")));
+    run.emit_text("workflow-step-start", &step_event_text(&name, &call_id, &input, started, "running").done());
     run.path.borrow_mut().push(name.clone());
-    let mut rec = Map::new();
-    rec.insert("payload".into(), input.clone());
-    rec.insert("startedAt".into(), json!(started));
     let result = match &input {
         Value::Array(items) => foreach_items(scope, step, &name, items.clone(), concurrency).await,
         other => Err(Some(Failure::new(
@@ -34,26 +31,12 @@ pub(super) async fn exec_foreach(scope: &Rc<Scope>, step: &Rc<StepDef>, input: V
             format!("foreach: the step '{}' needs an array as input, got {}", step.id, kind(other)),
         ))),
     };
-    let ended = run.now();
-    let mut ev = step_event(&name, &call_id, &input, started, "");
     let out = match result {
-        Ok(v) => {
-            finish(&mut ev, &mut rec, "success", ended);
-            ev.insert("output".into(), v.clone());
-            rec.insert("output".into(), v.clone());
-            Outcome::Success(v)
-        }
-        Err(Some(f)) => {
-            finish(&mut ev, &mut rec, "failed", ended);
-            ev.insert("error".into(), f.to_json());
-            rec.insert("error".into(), f.to_json());
-            Outcome::Failed(f)
-        }
+        Ok(v) => Ok(v),
+        Err(Some(f)) => Err(f),
         Err(None) => return Outcome::Canceled,
     };
-    scope.record(&step.id, Value::Object(rec));
-    run.emit("workflow-step-result", Value::Object(ev));
-    out
+    end_step(scope, &step.id, (&name, &call_id), input, started, out)
 }
 
 async fn foreach_items(
@@ -119,7 +102,7 @@ pub(super) async fn exec_map(scope: &Rc<Scope>, id: &str, mapping: &Mapping, inp
     let name = scope.name(id);
     let call_id = run.call_id();
     let started = run.now();
-    run.emit("workflow-step-start", Value::Object(step_event(&name, &call_id, &input, started, "running")));
+    run.emit_text("workflow-step-start", &step_event_text(&name, &call_id, &input, started, "running").done());
     run.path.borrow_mut().push(name.clone());
     let out = match mapping {
         Mapping::Fn(h) => call_fn(scope, *h, id, input.clone(), None).await,
@@ -154,27 +137,7 @@ pub(super) async fn exec_map(scope: &Rc<Scope>, id: &str, mapping: &Mapping, inp
             err.map_or(Ok(Value::Object(m)), Err)
         }
     };
-    let ended = run.now();
-    let mut ev = step_event(&name, &call_id, &input, started, "");
-    let mut rec = Map::new();
-    rec.insert("payload".into(), input);
-    rec.insert("startedAt".into(), json!(started));
-    finish(&mut ev, &mut rec, if out.is_ok() { "success" } else { "failed" }, ended);
-    let outcome = match out {
-        Ok(v) => {
-            ev.insert("output".into(), v.clone());
-            rec.insert("output".into(), v.clone());
-            Outcome::Success(v)
-        }
-        Err(f) => {
-            ev.insert("error".into(), f.to_json());
-            rec.insert("error".into(), f.to_json());
-            Outcome::Failed(f)
-        }
-    };
-    scope.record(id, Value::Object(rec));
-    run.emit("workflow-step-result", Value::Object(ev));
-    outcome
+    end_step(scope, id, (&name, &call_id), input, started, out)
 }
 
 /// `.sleep` / `.sleepUntil`: `workflow-step-waiting`, the wait (cut short by cancel), then the
@@ -199,16 +162,6 @@ pub(super) async fn exec_sleep(scope: &Rc<Scope>, id: &str, when: When, until: b
     if ms > 0.0 && run.abort.race(run.env.sleep(ms as u64)).await.is_none() {
         return Outcome::Canceled;
     }
-    let ended = run.now();
     let call_id = run.env.new_id();
-    let mut ev = step_event(&name, &call_id, &input, started, "");
-    let mut rec = Map::new();
-    rec.insert("payload".into(), input.clone());
-    rec.insert("startedAt".into(), json!(started));
-    finish(&mut ev, &mut rec, "success", ended);
-    ev.insert("output".into(), input.clone());
-    rec.insert("output".into(), input.clone());
-    scope.record(id, Value::Object(rec));
-    run.emit("workflow-step-result", Value::Object(ev));
-    Outcome::Success(input)
+    end_step(scope, id, (&name, &call_id), input.clone(), started, Ok(input))
 }
