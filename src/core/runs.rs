@@ -72,6 +72,8 @@ pub struct WaitingCall {
     pub suspend_payload: Option<Value>,
     /// The JSON Schema the resume data must match (a suspension's).
     pub resume_schema: Option<Value>,
+    /// The call that resumed this one through `autoResumeSuspendedTools` (§19.7), once it has.
+    pub resumed_by: Option<String>,
 }
 
 impl WaitingCall {
@@ -83,6 +85,9 @@ impl WaitingCall {
         }
         if let Some(s) = &self.resume_schema {
             v["resumeSchema"] = s.clone();
+        }
+        if let Some(by) = &self.resumed_by {
+            v["resumedBy"] = by.as_str().into();
         }
         v
     }
@@ -104,6 +109,7 @@ impl WaitingCall {
             kind,
             suspend_payload: v.get("suspendPayload").cloned(),
             resume_schema: v.get("resumeSchema").filter(|s| !s.is_null()).cloned(),
+            resumed_by: s("resumedBy"),
         })
     }
 }

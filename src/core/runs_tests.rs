@@ -58,6 +58,7 @@ fn waiting(id: &str, kind: WaitKind) -> WaitingCall {
         kind,
         suspend_payload: (kind == WaitKind::Suspension).then(|| json!({ "ask": "pin" })),
         resume_schema: (kind == WaitKind::Suspension).then(|| json!({ "type": "object" })),
+        resumed_by: None,
     }
 }
 
@@ -86,11 +87,13 @@ fn code(e: &AgentError) -> &'static str {
 
 #[test]
 fn a_record_round_trips_through_its_json() {
-    let mut rec = record(RunStatus::Suspended, vec![waiting("a", WaitKind::Approval), waiting("b", WaitKind::Suspension)]);
+    let resumed = WaitingCall { resumed_by: Some("call_2".into()), ..waiting("c", WaitKind::Suspension) };
+    let mut rec = record(RunStatus::Suspended, vec![waiting("a", WaitKind::Approval), waiting("b", WaitKind::Suspension), resumed]);
     rec.heartbeat_at = Some(T0 + 5.0);
     let back = RunRecord::from_json(&rec.to_json(), "test").unwrap();
     assert_eq!(back, rec);
     assert_eq!(rec.to_json()["waiting"][1]["kind"], "suspension");
+    assert_eq!(rec.to_json()["waiting"][2]["resumedBy"], "call_2", "a call closed by autoResume keeps who resumed it");
     let bad = RunRecord::from_json(&json!({ "runId": "x", "status": "sleeping" }), "storage.getRun").unwrap_err();
     assert!(bad.to_string().contains("storage.getRun returned run 'x' without a known status"), "{bad}");
 }

@@ -383,7 +383,7 @@ async fn outcome_of(
                     Approval::Host => host.needs_approval(&call).await,
                 };
             if ask {
-                return Err(WaitingCall { call, kind: WaitKind::Approval, suspend_payload: None, resume_schema: None });
+                return Err(WaitingCall { call, kind: WaitKind::Approval, suspend_payload: None, resume_schema: None, resumed_by: None });
             }
             None
         }
@@ -418,7 +418,7 @@ async fn outcome_of(
     let executed = host.execute(ToolCtx { call: &call, messages, emit, resume: resumed.as_ref() }).await;
     // Whatever `execute` returned or threw after `suspend()` is ignored.
     if let Some(s) = host.take_suspension(&call.tool_call_id) {
-        return Err(WaitingCall { call, kind: WaitKind::Suspension, suspend_payload: Some(s.payload), resume_schema: s.resume_schema });
+        return Err(WaitingCall { call, kind: WaitKind::Suspension, suspend_payload: Some(s.payload), resume_schema: s.resume_schema, resumed_by: None });
     }
     Ok(match executed {
         Ok(result) => Outcome::Result { result, is_error: false },

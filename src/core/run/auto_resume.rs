@@ -135,9 +135,8 @@ pub async fn claim(store: &dyn Store, of: &AutoWait, now: f64) -> Result<(), Str
 pub async fn end(store: &dyn Store, of: &AutoWait, resumed_by: Option<&str>, now: f64) -> Result<(), AgentError> {
     let Some(runs) = store.runs() else { return Ok(()) };
     let Some(resumed_by) = resumed_by else { return crate::core::runs::release(runs, &of.run_id, now).await };
-    let mut w = of.wait.to_json();
-    w["resumedBy"] = resumed_by.into();
-    let patch = json!({ "status": "completed", "snapshot": null, "waiting": [w], "updatedAt": now, "heartbeatAt": now });
+    let w = WaitingCall { resumed_by: Some(resumed_by.to_owned()), ..of.wait.clone() };
+    let patch = json!({ "status": "completed", "snapshot": null, "waiting": [w.to_json()], "updatedAt": now, "heartbeatAt": now });
     runs.update_run(&of.run_id, &patch, Some(RunStatus::Resuming)).await.map(drop)
 }
 
@@ -179,6 +178,7 @@ mod tests {
                 kind: WaitKind::Suspension,
                 suspend_payload: Some(json!({ "ask": "pin" })),
                 resume_schema: Some(json!({ "type": "object", "properties": { "pin": { "type": "string" } }, "required": ["pin"] })),
+                resumed_by: None,
             },
         }
     }
