@@ -5,6 +5,12 @@
 //! Listeners are called from a microtask of their own, never from inside the write or the chunk
 //! that caused the event, so no Rust borrow is held and a listener that throws or watches again
 //! changes nothing for the run. Events go out to other tabs in one message per microtask.
+//!
+//! Live chunks go out only while another tab watches their thread or resource: each hub says
+//! what it watches (`{ control: 'watching', tab, scopes }`) whenever that changes and when a new
+//! hub on the database asks (`{ control: 'hello', tab }`), so a run streaming in a tab no other
+//! tab follows posts nothing per chunk. Storage events always go out (other tabs' agents follow
+//! the tasks in them).
 
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
@@ -15,7 +21,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::convert::{from_json, js_kind, read, type_error};
-use crate::core::memory::watch::{EventKey, MemoryEvent, WatchScope, Watchers};
+use crate::core::memory::watch::{EventKey, MemoryEvent, RemoteScopes, WatchScope, Watchers};
 
 /// The channel prefix: `wasm-agent:<database name>`.
 const CHANNEL_PREFIX: &str = "wasm-agent:";
@@ -32,6 +38,9 @@ pub struct Hub {
     /// `[threadId, resourceId, event]` envelopes not yet posted.
     outgoing: RefCell<Vec<JsValue>>,
     due: Cell<bool>,
+    /// This hub's name on the channel, and what the other hubs there watch.
+    tab: String,
+    remote: RemoteScopes,
     me: Weak<Hub>,
 }
 
@@ -44,6 +53,15 @@ impl Drop for Channel {
     fn drop(&mut self) {
         let _ = Reflect::set(&self.port, &"onmessage".into(), &JsValue::NULL);
         call_method(&self.port, "close", &Array::new());
+    }
+}
+
+impl Drop for Hub {
+    /// A memory that goes away stops wanting other tabs' chunks.
+    fn drop(&mut self) {
+        if !self.watchers.scopes().is_empty() {
+            self.control("watching", Some(&[]));
+        }
     }
 }
 
@@ -60,34 +78,58 @@ impl Hub {
     /// A hub; with `database` (an IndexedDB store's name) and where the runtime has
     /// `BroadcastChannel`, events cross to the other tabs and workers on that database.
     pub fn new(database: Option<String>) -> Rc<Hub> {
-        Rc::new_cyclic(|me: &Weak<Hub>| Hub {
+        let hub = Rc::new_cyclic(|me: &Weak<Hub>| Hub {
             watchers: Watchers::default(),
             channel: database.and_then(|name| open_channel(&format!("{CHANNEL_PREFIX}{name}"), me.clone())),
             task_hooks: RefCell::new(Vec::new()),
             outgoing: RefCell::new(Vec::new()),
             due: Cell::new(false),
+            tab: js_sys::Number::from(js_sys::Math::random()).to_string_with_radix(36).map(String::from).unwrap_or_default(),
+            remote: RemoteScopes::default(),
             me: me.clone(),
-        })
+        });
+        hub.control("hello", None);
+        hub
+    }
+
+    /// Posts a control message: `hello` (tell me what you watch), or `watching` with `scopes`.
+    fn control(&self, kind: &str, scopes: Option<&[WatchScope]>) {
+        let Some(ch) = &self.channel else { return };
+        let msg = Object::new();
+        let _ = Reflect::set(&msg, &"control".into(), &kind.into());
+        let _ = Reflect::set(&msg, &"tab".into(), &self.tab.as_str().into());
+        if let Some(scopes) = scopes {
+            let list: Array = scopes.iter().map(scope_to_js).collect();
+            let _ = Reflect::set(&msg, &"scopes".into(), &list);
+        }
+        call_method(&ch.port, "postMessage", &Array::of1(&msg));
+    }
+
+    /// Tells the other hubs what this one watches now.
+    fn announce(&self) {
+        self.control("watching", Some(&self.watchers.scopes()));
     }
 
     /// A storage write that succeeded.
     pub fn report(&self, event: MemoryEvent) {
         let key = event.key();
         let local = self.watchers.watching(&key);
-        if local || self.channel.is_some() {
-            self.queue(key, from_json(&event.to_json()), local);
+        let remote = self.channel.is_some();
+        if local || remote {
+            self.queue(key, from_json(&event.to_json()), local, remote);
         }
     }
 
     /// Whether a chunk of a run on this thread is worth making an event of.
     pub fn wants_chunks(&self, key: &EventKey) -> bool {
-        self.channel.is_some() || self.watchers.watching(key)
+        self.watchers.watching(key) || self.remote.wants(key)
     }
 
     /// A chunk of a run on a memory thread, as the run's stream got it.
     pub fn chunk(&self, key: &EventKey, chunk: &JsValue) {
         let local = self.watchers.watching(key);
-        if !local && self.channel.is_none() {
+        let remote = self.remote.wants(key);
+        if !local && !remote {
             return;
         }
         let event = Object::new();
@@ -95,11 +137,11 @@ impl Hub {
         let _ = Reflect::set(&event, &"threadId".into(), &opt_str(key.thread_id.as_deref()));
         let _ = Reflect::set(&event, &"runId".into(), &Reflect::get(chunk, &"runId".into()).unwrap_or(JsValue::UNDEFINED));
         let _ = Reflect::set(&event, &"chunk".into(), chunk);
-        self.queue(key.clone(), event.into(), local);
+        self.queue(key.clone(), event.into(), local, remote);
     }
 
-    fn queue(&self, key: EventKey, payload: JsValue, local: bool) {
-        if self.channel.is_some() {
+    fn queue(&self, key: EventKey, payload: JsValue, local: bool, remote: bool) {
+        if remote {
             let envelope = Array::of3(&opt_str(key.thread_id.as_deref()), &opt_str(key.resource_id.as_deref()), &payload);
             self.outgoing.borrow_mut().push(envelope.into());
         }
@@ -133,6 +175,7 @@ impl Hub {
     /// Events another tab posted: delivered here, never posted again.
     fn received(&self, data: &JsValue) {
         if !Array::is_array(data) {
+            self.control_received(data);
             return;
         }
         let mut tasks = Vec::new();
@@ -158,6 +201,21 @@ impl Hub {
                 }
             }
             self.task_hooks.borrow_mut().retain(|h| !gone.iter().any(|g| Rc::ptr_eq(g, h)));
+        }
+    }
+
+    /// A control message from another hub (see the module docs); anything else is ignored.
+    fn control_received(&self, data: &JsValue) {
+        let get = |k: &str| Reflect::get(data, &k.into()).unwrap_or(JsValue::UNDEFINED);
+        let (Some(kind), Some(tab)) = (get("control").as_string(), get("tab").as_string()) else { return };
+        match kind.as_str() {
+            "hello" if !self.watchers.scopes().is_empty() => self.announce(),
+            "watching" => {
+                let list = get("scopes");
+                let scopes = if Array::is_array(&list) { Array::from(&list).iter().filter_map(|s| scope_from_js(&s)).collect() } else { Vec::new() };
+                self.remote.set(&tab, scopes);
+            }
+            _ => {}
         }
     }
 
@@ -188,11 +246,13 @@ impl Hub {
                 }
             }),
         );
+        self.announce();
         let me = self.me.clone();
         // The unwatch function is the user's to keep; it holds only a weak reference and an id.
         let unwatch = Closure::<dyn Fn()>::new(move || {
             if let Some(hub) = me.upgrade() {
                 hub.watchers.unwatch(id);
+                hub.announce();
             }
         });
         Ok(unwatch.into_js_value())
@@ -235,6 +295,24 @@ fn parse_scope(scope: &JsValue) -> Result<WatchScope, JsValue> {
         (None, Some(r)) => Ok(WatchScope::Resource(r)),
         (Some(_), Some(_)) => Err(type_error(F, "give threadId or resourceId, not both")),
         (None, None) => Err(type_error(F, "expected { threadId } or { resourceId }, got neither")),
+    }
+}
+
+/// A scope on the channel: `['t', threadId]` or `['r', resourceId]`.
+fn scope_to_js(s: &WatchScope) -> JsValue {
+    let (tag, id) = match s {
+        WatchScope::Thread(id) => ("t", id),
+        WatchScope::Resource(id) => ("r", id),
+    };
+    Array::of2(&tag.into(), &id.as_str().into()).into()
+}
+
+fn scope_from_js(v: &JsValue) -> Option<WatchScope> {
+    let id = Reflect::get_u32(v, 1).ok()?.as_string()?;
+    match Reflect::get_u32(v, 0).ok()?.as_string()?.as_str() {
+        "t" => Some(WatchScope::Thread(id)),
+        "r" => Some(WatchScope::Resource(id)),
+        _ => None,
     }
 }
 

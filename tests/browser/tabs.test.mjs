@@ -168,6 +168,42 @@ it('both tabs open from the start: B shows A’s reply while it is still streami
   await b.close();
 });
 
+it('chunks go to the other tabs only while one of them watches that thread: a reply no one else follows posts none', T, async () => {
+  const a = await openPage('t4');
+  // Another tab, watching another thread, also listens to the channel itself.
+  const other = await openPage('t5');
+  await other.evaluate(() => {
+    window.heard = [];
+    const ch = new BroadcastChannel('wasm-agent:tabs-test');
+    ch.onmessage = (e) => {
+      if (Array.isArray(e.data)) for (const [threadId, , event] of e.data) window.heard.push([threadId, event.type]);
+    };
+  });
+  const heard = () => other.evaluate(() => window.heard);
+  const reply = async (text) => {
+    requests = 0;
+    release = undefined;
+    const sending = a.evaluate((t) => window.send(t), text);
+    await waitFor(() => requests === 1 && release, 'the model request');
+    release();
+    return sending;
+  };
+  await reply('Nobody else is here');
+  await waitFor(async () => (await heard()).filter(([t, type]) => t === 't4' && type === 'messages-saved').length >= 2, 'both messages saved, heard');
+  assert.deepEqual((await heard()).filter(([, type]) => type === 'chunk'), [], 'no chunk was posted');
+  // A third tab watches t4: from then on the chunks go out.
+  const b = await openPage('t4');
+  const sent = await reply('Now someone is');
+  await waitFor(async () => (await eventsOf(b)).some((e) => e.type === 'chunk' && e.chunk.type === 'finish'), 'the finish chunk in B');
+  const chunks = (await eventsOf(b)).filter((e) => e.type === 'chunk' && e.runId === sent.runId).map((e) => e.chunk.type);
+  assert.deepEqual(chunks, sent.types, 'B saw the whole reply, chunk by chunk');
+  assert.ok((await heard()).some(([t, type]) => t === 't4' && type === 'chunk'), 'and the chunks were on the channel');
+  for (const p of [a, other, b]) assert.deepEqual(p.errors, []);
+  await a.close();
+  await other.close();
+  await b.close();
+});
+
 async function openTaskPage(thread, ms = 60_000) {
   const page = await context.newPage();
   page.errors = [];

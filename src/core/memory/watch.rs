@@ -166,6 +166,42 @@ impl<P> Watchers<P> {
         self.push(key, payload);
         self.drain();
     }
+
+    /// The scopes watched here, each once, in the order first watched (what this tab tells the
+    /// others it follows).
+    pub fn scopes(&self) -> Vec<WatchScope> {
+        let mut out: Vec<WatchScope> = Vec::new();
+        for (_, s, _) in self.list.borrow().iter() {
+            if !out.contains(s) {
+                out.push(s.clone());
+            }
+        }
+        out
+    }
+}
+
+/// What the other tabs and workers on one database watch, as each last said: a live chunk is
+/// posted to them only when one of them follows its thread or resource (a run streaming with
+/// no other tab listening posts nothing).
+#[derive(Default)]
+pub struct RemoteScopes {
+    tabs: RefCell<Vec<(String, Vec<WatchScope>)>>,
+}
+
+impl RemoteScopes {
+    /// `tab` now watches exactly `scopes` (none: it stopped watching, or closed).
+    pub fn set(&self, tab: &str, scopes: Vec<WatchScope>) {
+        let mut tabs = self.tabs.borrow_mut();
+        tabs.retain(|(t, _)| t != tab);
+        if !scopes.is_empty() {
+            tabs.push((tab.to_owned(), scopes));
+        }
+    }
+
+    /// Whether another tab follows this thread or resource.
+    pub fn wants(&self, key: &EventKey) -> bool {
+        self.tabs.borrow().iter().any(|(_, scopes)| scopes.iter().any(|s| s.matches(key)))
+    }
 }
 
 #[cfg(test)]

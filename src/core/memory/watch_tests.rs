@@ -130,3 +130,31 @@ fn a_save_spanning_threads_is_one_event_per_thread() {
     assert_eq!(keys, [key("t1", "u1"), key("t2", "u1")]);
     assert_eq!(events[0].to_json()["messages"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn the_scopes_watched_here_are_listed_once_each_and_drop_out_when_unwatched() {
+    let w: Watchers<String> = Watchers::default();
+    let a = w.watch(WatchScope::Thread("t1".into()), Rc::new(|_: &String| {}));
+    let b = w.watch(WatchScope::Thread("t1".into()), Rc::new(|_: &String| {}));
+    w.watch(WatchScope::Resource("u1".into()), Rc::new(|_: &String| {}));
+    assert_eq!(w.scopes(), [WatchScope::Thread("t1".into()), WatchScope::Resource("u1".into())]);
+    w.unwatch(a);
+    assert_eq!(w.scopes().len(), 2, "t1 is still watched by the second listener");
+    w.unwatch(b);
+    assert_eq!(w.scopes(), [WatchScope::Resource("u1".into())]);
+}
+
+#[test]
+fn a_chunk_is_wanted_by_other_tabs_only_while_one_of_them_watches_its_thread_or_resource() {
+    let remote = RemoteScopes::default();
+    assert!(!remote.wants(&key("t1", "u1")), "no other tab has said anything");
+    remote.set("tab-b", vec![WatchScope::Thread("t1".into())]);
+    assert!(remote.wants(&key("t1", "u1")));
+    assert!(!remote.wants(&key("t2", "u1")));
+    remote.set("tab-c", vec![WatchScope::Resource("u1".into())]);
+    assert!(remote.wants(&key("t2", "u1")), "tab c follows the resource");
+    remote.set("tab-c", vec![]);
+    assert!(!remote.wants(&key("t2", "u1")), "tab c stopped watching");
+    remote.set("tab-b", vec![WatchScope::Thread("t3".into())]);
+    assert!(!remote.wants(&key("t1", "u1")), "what a tab says replaces what it said before");
+}
