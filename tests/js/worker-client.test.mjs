@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { MessageChannel } from 'node:worker_threads';
 import { Agent, T, collect, modelFor, noUnhandledRejections, rejectionOf, types, uid, useModelServer, waitForRequestsOf } from './helpers.mjs';
 import { Memory, InMemoryStore } from './memory-helpers.mjs';
-import { serveAgents } from '../../pkg/index.node.js';
+import { createTool, serveAgents } from '../../pkg/index.node.js';
 import { connectAgent } from '../../pkg/client.js';
 
 const server = useModelServer();
@@ -269,6 +269,99 @@ test('chunks cross in batches: fewer messages than chunks, none lost', T, async 
     assert.equal(deltas[1999], 'w1999 ');
     assert.ok(batches < chunks.length, `${batches} messages for ${chunks.length} chunks`);
     assert.deepEqual(types(chunks).slice(-2), ['step-finish', 'finish']);
+  } finally {
+    close();
+  }
+});
+
+/** An approval-gated `pay` (calls recorded), and a `pin` tool that suspends for a PIN. */
+function decisionTools(calls) {
+  const amount = { type: 'object', properties: { amount: { type: 'number' } }, required: ['amount'] };
+  return {
+    pay: createTool({ id: 'pay', description: 'Pays', inputSchema: amount, requireApproval: true, execute: async (input) => (calls.push(input), { paid: input.amount }) }),
+    pin: createTool({
+      id: 'pin',
+      description: 'Asks for a PIN',
+      inputSchema: amount,
+      resumeSchema: { type: 'object', properties: { pin: { type: 'string', minLength: 4 } }, required: ['pin'] },
+      execute: async (input, ctx) => {
+        if (ctx.resumeData === undefined) return ctx.suspend({ ask: 'pin' });
+        calls.push(ctx.resumeData);
+        return { ok: ctx.resumeData.pin };
+      },
+    }),
+  };
+}
+
+test('approveToolCall through the client: the run the worker suspended goes on there and its rest streams here', T, async () => {
+  const calls = [];
+  const { pay } = decisionTools(calls);
+  const { remote, close } = served('tool-call', { tools: { pay } });
+  try {
+    const out = await remote.stream('Pay 5', { closeOnSuspend: true });
+    const chunks = await collect(out.fullStream);
+    assert.equal(await out.finishReason, 'suspended');
+    const asked = chunks.find((c) => c.type === 'tool-call-approval').payload;
+    const resumed = await remote.approveToolCall({ runId: out.runId });
+    assert.equal(resumed.runId, out.runId);
+    const rest = await collect(resumed.fullStream);
+    assert.equal(rest[0].type, 'tool-result', 'the resolved call comes first');
+    assert.deepEqual(rest[0].payload.result, { paid: asked.args.amount });
+    assert.equal(await resumed.finishReason, 'stop');
+    assert.match(await resumed.text, /The tool said/);
+    assert.deepEqual(calls, [asked.args], 'the tool ran once, in the worker');
+    const again = await rejectionOf(remote.approveToolCall({ runId: out.runId }));
+    assert.deepEqual([again.name, again.code], ['ResumeError', 'not-found'], 'the error keeps its name and code across the port');
+  } finally {
+    close();
+  }
+});
+
+test('declineToolCall through the client while the stream waits: the call is declined and the same stream ends', T, async () => {
+  const calls = [];
+  const { pay } = decisionTools(calls);
+  const { remote, close } = served('tool-call', { tools: { pay } });
+  try {
+    const out = await remote.stream('Pay 5');
+    const reader = out.fullStream.getReader();
+    const seen = [];
+    for (;;) {
+      const { value } = await reader.read();
+      seen.push(value);
+      if (value.type === 'tool-call-approval') break;
+    }
+    const view = await remote.declineToolCall({ runId: out.runId, toolCallId: seen.at(-1).payload.toolCallId });
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      seen.push(value);
+    }
+    const viewTypes = types(await collect(view.fullStream));
+    assert.equal(viewTypes.at(-1), 'finish');
+    assert.deepEqual(calls, [], 'a declined call never runs');
+    assert.ok(types(seen).indexOf('tool-call-approval') < types(seen).lastIndexOf('finish'));
+    assert.equal(await out.finishReason, 'stop');
+  } finally {
+    close();
+  }
+});
+
+test('resumeStream through the client: resumeData is checked in the worker, then the suspended tool runs with it', T, async () => {
+  const calls = [];
+  const { pin } = decisionTools(calls);
+  const { remote, close } = served('tool-call', { tools: { pin } });
+  try {
+    const out = await remote.stream('Ask me', { closeOnSuspend: true });
+    const chunks = await collect(out.fullStream);
+    assert.equal(chunks.find((c) => c.type === 'tool-call-suspended').payload.suspendPayload.ask, 'pin');
+    const bad = await rejectionOf(remote.resumeStream({ pin: '1' }, { runId: out.runId }));
+    assert.equal(bad.name, 'ValidationError');
+    assert.deepEqual(calls, [], 'bad resume data leaves the call waiting');
+    const resumed = await remote.resumeStream({ pin: '1234' }, { runId: out.runId });
+    const rest = await collect(resumed.fullStream);
+    assert.deepEqual(rest.find((c) => c.type === 'tool-result').payload.result, { ok: '1234' });
+    assert.equal(await resumed.finishReason, 'stop');
+    assert.deepEqual(calls, [{ pin: '1234' }]);
   } finally {
     close();
   }
