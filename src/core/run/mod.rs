@@ -14,6 +14,7 @@ mod outcome;
 pub mod structured;
 mod structured_model;
 pub mod processors;
+pub mod processor_trace;
 #[cfg(feature = "processors")]
 pub mod builtin_processors;
 pub mod delegation;
@@ -176,6 +177,8 @@ async fn run_untraced(
     sink.emit(Chunk::Start { message_id: message_id.clone() });
     let procs = std::mem::take(&mut cfg.processors);
     let pipe = Pipeline::new(&procs, &cfg.run_id, abort);
+    #[cfg(all(feature = "tracing", feature = "processors"))]
+    let pipe = pipe.traced(processor_trace::ProcessorTrace::new(cfg.tracing.clone(), env));
     // The system messages and context, then (after memory's history) the caller's input.
     let mut messages = cfg.request.messages.clone();
     let mut input = messages.split_off(cfg.input_start.min(messages.len()));
@@ -382,6 +385,8 @@ async fn resume_run(cfg: RunConfig, mut r: suspend::Resume, env: &dyn Env, sink:
     let mut cfg = cfg;
     let procs = std::mem::take(&mut cfg.processors);
     let pipe = Pipeline::new(&procs, &cfg.run_id, abort);
+    #[cfg(all(feature = "tracing", feature = "processors"))]
+    let pipe = pipe.traced(processor_trace::ProcessorTrace::new(cfg.tracing.clone(), env));
     // The record it resumes from is this run's: it ends with the run.
     let mut outcome = RunOutcome { message_id: r.message_id.clone(), total_usage: r.total_usage, recorded: true, ..Default::default() };
     let mut session = None;
