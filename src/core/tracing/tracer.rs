@@ -83,9 +83,15 @@ type Events = Vec<(EventKind, Span)>;
 pub struct Tracer {
     run: TraceRun,
     state: RefCell<State>,
-    /// What every span of a trace that is not an agent run's carries (a scorer's: its entity
-    /// and `scorerId` / `scorerName`).
-    scope: Option<((String, String, String), Map<String, Value>)>,
+    scope: Option<Scope>,
+}
+
+/// What every span of a trace that is not an agent run's carries (a scorer's: its entity and
+/// `scorerId` / `scorerName`).
+#[derive(Clone)]
+struct Scope {
+    entity: (String, String, String),
+    attributes: Map<String, Value>,
 }
 
 #[cfg(feature = "processors")]
@@ -140,7 +146,7 @@ impl Tracer {
     }
 
     fn span(&self, env: &dyn Env, kind: &str, name: String, parent: Option<String>) -> Span {
-        let (entity, attributes) = self.scope.clone().map_or((None, Map::new()), |(e, a)| (Some(e), a));
+        let (entity, attributes) = self.scope.clone().map_or((None, Map::new()), |s| (Some(s.entity), s.attributes));
         Span {
             entity,
             attributes,

@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
-use super::{State, TraceRun, Tracer};
+use super::{Scope, State, TraceRun, Tracer};
 use crate::core::env::Env;
 use crate::core::tracing::{new_id, redact};
 
@@ -46,7 +46,7 @@ impl Tracer {
         attributes.insert("scorerId".into(), scorer_id.into());
         attributes.insert("scorerName".into(), scorer_name.into());
         let entity = ("scorer".to_string(), scorer_id.to_string(), scorer_name.to_string());
-        let t = Rc::new(Tracer { run, state: RefCell::new(State::default()), scope: Some((entity, attributes)) });
+        let t = Rc::new(Tracer { run, state: RefCell::new(State::default()), scope: Some(Scope { entity, attributes }) });
         let mut root = t.span(env, "scorer_run", format!("scorer run: '{scorer_id}'"), None);
         root.id = t.run.root_id.clone();
         root.is_root = true;
