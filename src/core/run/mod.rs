@@ -341,15 +341,7 @@ async fn run_untraced(
         if let Err(e) = saved {
             outcome.write_failed(e);
         }
-        // The reports of failed completion checks (SPEC §15), after the reply.
-        #[cfg(feature = "scorers")]
-        if !outcome.completion_feedback.is_empty() {
-            let notes = std::mem::take(&mut outcome.completion_feedback);
-            let meta = serde_json::json!({ "completionResult": { "passed": false, "suppressFeedback": false } });
-            if let Err(e) = mem.save_notes(s, &notes, &meta, env.now_ms(), &mut || env.new_id()).await {
-                outcome.write_failed(e);
-            }
-        }
+        save_completion_notes(mem, s, &mut outcome, env).await;
     }
     #[cfg(feature = "subagents")]
     if let Some(d) = &cfg.delegation {
@@ -414,10 +406,25 @@ async fn resume_run(cfg: RunConfig, mut r: suspend::Resume, env: &dyn Env, sink:
         if let Err(e) = mem.save_assistant(s, &steps, partial, env.now_ms()).await {
             outcome.write_failed(e);
         }
+        save_completion_notes(mem, s, &mut outcome, env).await;
     }
     let outcome = finish(outcome, sink);
     index_saved(&cfg, session.as_mut());
     outcome
+}
+
+/// Stores the reports of the run's failed completion checks (SPEC §15), after its reply.
+async fn save_completion_notes(mem: &MemoryRun, s: &mut Session, outcome: &mut RunOutcome, env: &dyn Env) {
+    #[cfg(not(feature = "scorers"))]
+    return;
+    if outcome.completion_feedback.is_empty() {
+        return;
+    }
+    let notes = std::mem::take(&mut outcome.completion_feedback);
+    let meta = serde_json::json!({ "completionResult": { "passed": false, "suppressFeedback": false } });
+    if let Err(e) = mem.save_notes(s, &notes, &meta, env.now_ms(), &mut || env.new_id()).await {
+        outcome.write_failed(e);
+    }
 }
 
 /// A run that wrote a record and ended (not suspended) removes it: with no chunk log, a finished

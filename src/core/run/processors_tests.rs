@@ -644,6 +644,6 @@ fn tool_chunks_pass_the_output_processors_in_order_and_can_trip_the_run() {
     assert_eq!(r.out.finish_reason(), FinishReason::Tripwire);
 }
 
-#[cfg(feature = "tracing")]
+#[cfg(all(feature = "tracing", feature = "processors"))]
 #[path = "processor_spans_tests.rs"]
 mod spans;
