@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, T, modelFor, noUnhandledRejections, uid, useModelServer } from './helpers.mjs';
-import { checkEvents, memoryExporter, tree } from './tracing-helpers.mjs';
+import { checkEvents, memoryExporter, tree, withConsoleErrors } from './tracing-helpers.mjs';
 import { createScorer } from '../../pkg/index.node.js';
 
 const srv = useModelServer();
@@ -230,11 +230,8 @@ test('a failing scorer ends its span with the error; without tracing there are n
   assert.deepEqual([sampledOut.events.length, sampledOut.scores.length], [0, 0]);
 });
 
-test('an onScoreEvent that throws or rejects is told once per exporter and fails nothing', T, async () => {
-  const errors = [];
-  const real = console.error;
-  console.error = (...args) => errors.push(args.map(String).join(' '));
-  try {
+test('an onScoreEvent that throws or rejects is told once per exporter and fails nothing', T, () =>
+  withConsoleErrors(async (errors) => {
     const good = scoringExporter('good');
     const throws = { name: 'thrower', exportTracingEvent() {}, onScoreEvent() { throw new Error('boom'); } };
     const rejects = { name: 'rejecter', exportTracingEvent() {}, onScoreEvent: async () => { throw new Error('later'); } };
@@ -249,9 +246,6 @@ test('an onScoreEvent that throws or rejects is told once per exporter and fails
     assert.equal(good.scores.length, 2, 'the other exporters still get every score');
     assert.equal(errors.filter((l) => l.includes("'thrower' onScoreEvent")).length, 1, errors.join('\n'));
     assert.equal(errors.filter((l) => l.includes("'rejecter' onScoreEvent")).length, 1, errors.join('\n'));
-  } finally {
-    console.error = real;
-  }
-});
+  }));
 
 noUnhandledRejections();
