@@ -341,6 +341,7 @@ async fn run_untraced(
         if let Err(e) = saved {
             outcome.write_failed(e);
         }
+        #[cfg(feature = "scorers")]
         save_completion_notes(mem, s, &mut outcome, env).await;
     }
     #[cfg(feature = "subagents")]
@@ -406,6 +407,7 @@ async fn resume_run(cfg: RunConfig, mut r: suspend::Resume, env: &dyn Env, sink:
         if let Err(e) = mem.save_assistant(s, &steps, partial, env.now_ms()).await {
             outcome.write_failed(e);
         }
+        #[cfg(feature = "scorers")]
         save_completion_notes(mem, s, &mut outcome, env).await;
     }
     let outcome = finish(outcome, sink);
@@ -414,9 +416,8 @@ async fn resume_run(cfg: RunConfig, mut r: suspend::Resume, env: &dyn Env, sink:
 }
 
 /// Stores the reports of the run's failed completion checks (SPEC §15), after its reply.
+#[cfg(feature = "scorers")]
 async fn save_completion_notes(mem: &MemoryRun, s: &mut Session, outcome: &mut RunOutcome, env: &dyn Env) {
-    #[cfg(not(feature = "scorers"))]
-    return;
     if outcome.completion_feedback.is_empty() {
         return;
     }
