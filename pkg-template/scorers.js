@@ -84,6 +84,19 @@ function judgeAgent(cache, judge, id) {
   return agent;
 }
 
+/** Runs a `MastraScorer` with its steps traced as child spans of `span` (set by the class). */
+let runTraced;
+
+/** Calls `f` on a span handle; tracing never fails a scorer (a value that is not plain data, say). */
+function traced(f) {
+  try {
+    return f();
+  } catch (err) {
+    warn(`a scorer span could not be recorded: ${err instanceof Error ? err.message : String(err)}`);
+    return undefined;
+  }
+}
+
 /** A scorer: `run()` executes its steps in order; each chain method returns a new scorer. */
 export class MastraScorer {
   #steps;
@@ -128,8 +141,17 @@ export class MastraScorer {
     return this.#then('generateReason', step);
   }
 
+  static {
+    runTraced = (scorer, input, span) => scorer.#pipeline(input, span);
+  }
+
   /** Scores one run: `{ input?, output, runId?, groundTruth?, requestContext? }`. */
-  async run(input) {
+  run(input) {
+    return this.#pipeline(input, undefined);
+  }
+
+  /** The steps in order; with `span` (a `scorer_run` span handle) each step is a `scorer_step` span. */
+  async #pipeline(input, span) {
     if (input === null || typeof input !== 'object') throw new TypeError(`scorer.run(input): expected an object like { input, output }, got ${kind(input)}`);
     if (!this.#steps.generateScore) {
       throw new ScorerError('Cannot execute pipeline without generateScore() step', { scorerId: this.id });
@@ -144,9 +166,12 @@ export class MastraScorer {
       const ctx = { run, results: { ...results } };
       if (name === 'generateReason') ctx.score = score;
       let value;
+      const stepSpan = span && traced(() => span.createChildSpan({ type: 'scorer_step', name: `scorer step: '${name}'`, input: ctx.results }));
       try {
         value = await this.#runStep(name, step, ctx, out);
+        if (stepSpan) traced(() => stepSpan.end(value === undefined ? {} : { output: value }));
       } catch (err) {
+        if (stepSpan) traced(() => stepSpan.error({ error: err }));
         const message = err instanceof Error ? err.message : String(err);
         throw new ScorerError(`Scorer '${this.id}' failed in its ${name} step: ${message}`, { cause: err, scorerId: this.id, step: name });
       }
@@ -227,7 +252,7 @@ function resolve(entry, registered) {
 
 /** The storage row of one score. The request context stays out: it may hold the caller's
  * secrets, and only the keys a user lists may leave a run (SPEC §16.6). */
-function scoreRow(result, scorer, run, traceId) {
+function scoreRow(result, scorer, run, traceId, spanId) {
   const row = {
     scorerId: scorer.id,
     entityId: run.entity.id,
@@ -245,6 +270,7 @@ function scoreRow(result, scorer, run, traceId) {
     if (result[k] !== undefined) row[k] = result[k];
   }
   if (traceId !== undefined) row.traceId = traceId;
+  if (spanId !== undefined) row.spanId = spanId;
   if (run.threadId !== undefined) row.threadId = run.threadId;
   if (run.resourceId !== undefined) row.resourceId = run.resourceId;
   return row;
@@ -264,7 +290,23 @@ export async function runAgentScorers(args) {
   }
 }
 
-async function scoreRun({ run, scorers, registered, storages, traceId }) {
+/**
+ * Runs one scorer; with `tracing` (the run is traced) in a `scorer_run` span of its own trace,
+ * whose id the score event's `scoreTraceId` is.
+ */
+async function runScorer(scorer, scorerName, run, tracing) {
+  const span = tracing && traced(() => tracing.start(scorer.id, scorerName, { input: run.input, output: run.output }));
+  try {
+    const result = await (span && scorer instanceof MastraScorer ? runTraced(scorer, run, span) : scorer.run(run));
+    if (span) traced(() => span.end({ output: { score: result?.score, reason: result?.reason } }));
+    return { result, scoreTraceId: span?.traceId };
+  } catch (err) {
+    if (span) traced(() => span.error({ error: err }));
+    throw err;
+  }
+}
+
+async function scoreRun({ run, scorers, registered, storages, traceId, spanId, tracing }) {
   const jobs = [];
   for (const [name, entry] of Object.entries(scorers ?? {})) {
     const scorer = resolve(entry, registered);
@@ -280,13 +322,21 @@ async function scoreRun({ run, scorers, registered, storages, traceId }) {
           return undefined;
         }
         if (!take) return undefined;
-        const result = await scorer.run(run);
-        const score = { scorerId: scorer.id, scorerName: scorer.name ?? scorer.id, score: result.score, runId: run.runId, source: 'LIVE' };
+        const scorerName = scorer.name ?? scorer.id;
+        const { result, scoreTraceId } = await runScorer(scorer, scorerName, run, tracing);
+        const score = { scorerId: scorer.id, scorerName, score: result.score, runId: run.runId, source: 'LIVE' };
         if (result.reason !== undefined) score.reason = result.reason;
         if (traceId !== undefined) score.traceId = traceId;
+        if (spanId !== undefined) score.spanId = spanId;
+        if (tracing) {
+          const event = { scoreId: newId(), timestamp: Date.now(), scorerId: scorer.id, scorerName, scoreSource: 'live', score: result.score, targetEntityType: 'agent' };
+          if (result.reason !== undefined) event.reason = result.reason;
+          if (scoreTraceId !== undefined) event.scoreTraceId = scoreTraceId;
+          traced(() => tracing.score(event));
+        }
         for (const storage of storages ?? []) {
           try {
-            await storage.saveScore(scoreRow(result, scorer, run, traceId));
+            await storage.saveScore(scoreRow(result, scorer, run, traceId, spanId));
           } catch (err) {
             warn(`storage.saveScore failed for scorer '${scorer.id}': ${err instanceof Error ? err.message : String(err)}`);
           }

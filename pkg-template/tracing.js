@@ -30,7 +30,11 @@ function positive(v, field, integer) {
   return v;
 }
 
-/** Posts the spans of each finished trace to an OTLP/HTTP collector (`url`: the full traces URL). */
+/**
+ * Posts the spans of each finished trace to an OTLP/HTTP collector (`url`: the full traces URL).
+ * A scorer's spans are a trace of their own (root `scorer_run`), posted when it ends. It has no
+ * `onScoreEvent`: OTLP traces have no score record, so the scores themselves are not posted.
+ */
 export class OtlpExporter {
   #url;
   #headers;

@@ -599,7 +599,14 @@ impl Agent {
         let tracing_context = super::tracing::root_context(tracer.as_ref());
         #[cfg(not(feature = "tracing"))]
         let tracing_context = js_sys::Object::new().into();
-        let penv = ProcessorEnv { run_id: run_id.clone(), request_context: call.request_context.clone(), abort_signal: env.abort_signal.clone(), tracing_context };
+        let penv = ProcessorEnv {
+            run_id: run_id.clone(),
+            request_context: call.request_context.clone(),
+            abort_signal: env.abort_signal.clone(),
+            tracing_context,
+            #[cfg(all(feature = "tracing", feature = "processors"))]
+            tracer: tracer.clone(),
+        };
         let (own, agent) = (&call.processors, &inner.processors);
         let run_processors = crate::core::run::processors::Processors {
             input: own.input.as_ref().or(agent.input.as_ref()).map(|l| processors::instantiate(l, &penv)).unwrap_or_default(),
@@ -610,6 +617,8 @@ impl Agent {
         let background = inner.manager.borrow().clone().map(|manager| BackgroundRun { manager, agent_id: inner.config.id.clone() });
         // Continuation turns (untilIdle) are not scored: the call's run is its first turn.
         let scoring = directive.is_none().then(|| self.score_job(call)).flatten();
+        #[cfg(feature = "tracing")]
+        let scoring = scoring.map(|job| super::scorers::ScoreJob { tracer: tracer.clone(), ..job });
         let cfg = RunConfig {
             run_id: run_id.clone(),
             model,
@@ -754,6 +763,8 @@ impl Agent {
             resource_id: call.memory.as_ref().map(|m| m.resource_id.clone()),
             structured_output: call.structured.is_some(),
             return_data: call.return_scorer_data,
+            #[cfg(feature = "tracing")]
+            tracer: None,
         })
     }
 }

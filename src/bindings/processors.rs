@@ -242,6 +242,9 @@ pub(crate) struct ProcessorEnv {
     pub abort_signal: JsValue,
     /// `{ currentSpan }` on the run's root span when traced, else `{}`.
     pub tracing_context: JsValue,
+    /// The run's tracer: each call's `currentSpan` is its `processor_run` span.
+    #[cfg(all(feature = "tracing", feature = "processors"))]
+    pub tracer: Option<Rc<crate::core::tracing::Tracer>>,
 }
 
 /// The processors of one run, fresh.
@@ -276,6 +279,11 @@ struct JsProcessor {
     chunks: ChunkWriter,
     /// `streamParts`: the parts this processor was shown in the run, in order.
     parts: Array,
+    #[cfg(all(feature = "tracing", feature = "processors"))]
+    tracer: Option<Rc<crate::core::tracing::Tracer>>,
+    /// The last call's `tracingContext` and its span (a stream's chunks share one span).
+    #[cfg(all(feature = "tracing", feature = "processors"))]
+    context: RefCell<Option<(String, JsValue)>>,
 }
 
 impl JsProcessor {
@@ -328,6 +336,10 @@ impl JsProcessor {
             custom,
             chunks: ChunkWriter::new(&env.run_id),
             parts: Array::new(),
+            #[cfg(all(feature = "tracing", feature = "processors"))]
+            tracer: env.tracer.clone(),
+            #[cfg(all(feature = "tracing", feature = "processors"))]
+            context: RefCell::new(None),
         }
     }
 
@@ -336,16 +348,27 @@ impl JsProcessor {
     }
 
     /// Sets the common arguments on `args` (SPEC §13.1).
-    fn common(&self, args: &JsValue, cx: ProcessorCx<'_>, output: bool) {
+    fn common(&self, args: &JsValue, cx: ProcessorCx<'_>, phase: Phase) {
         let args: &Object = args.unchecked_ref();
-        Object::assign(args, if output { &self.common_output } else { &self.common_input });
+        Object::assign(args, if phase.is_input() { &self.common_input } else { &self.common_output });
         let _ = Reflect::set(args, &"retryCount".into(), &JsValue::from(cx.retry_count));
+        #[cfg(all(feature = "tracing", feature = "processors"))]
+        if let (Some(t), Some(span)) = (&self.tracer, cx.span) {
+            let cached = self.context.borrow().as_ref().filter(|(s, _)| s == span).map(|(_, c)| c.clone());
+            let context = cached.unwrap_or_else(|| {
+                let name = crate::core::tracing::tracer::processor_span_name(phase, &self.id);
+                let c = super::span_handle::SpanHandle::context(t, span.to_string(), &name, "processor_run");
+                *self.context.borrow_mut() = Some((span.to_string(), c.clone()));
+                c
+            });
+            let _ = Reflect::set(args, &"tracingContext".into(), &context);
+        }
     }
 
     /// Calls `phase` with `args`: its value, or how it stopped.
     async fn invoke(&self, phase: Phase, args: JsValue, cx: ProcessorCx<'_>) -> Result<(JsValue, Vec<Chunk>), Halt> {
         let Some(f) = self.method(phase) else { return Ok((JsValue::UNDEFINED, Vec::new())) };
-        self.common(&args, cx, !phase.is_input());
+        self.common(&args, cx, phase);
         let ret = call_async(f, &self.object, &[&args]).await;
         let custom = std::mem::take(&mut *self.custom.borrow_mut());
         let ret = ret.map_err(halt_of)?;

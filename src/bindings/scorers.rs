@@ -203,6 +203,10 @@ pub struct ScoreJob {
     pub structured_output: bool,
     /// `returnScorerData`: the full output carries `scoringData`.
     pub return_data: bool,
+    /// The run's tracer: scores carry its ids, scorers trace into their own traces and every
+    /// exporter's `onScoreEvent` gets the scores.
+    #[cfg(feature = "tracing")]
+    pub tracer: Option<std::rc::Rc<crate::core::tracing::Tracer>>,
 }
 
 impl ScoreJob {
@@ -249,6 +253,37 @@ impl ScoreJob {
             storages.push(s);
         }
         set(&args, "storages", &storages);
+        #[cfg(all(feature = "tracing", feature = "scorers"))]
+        if let Some(t) = &self.tracer {
+            set(&args, "traceId", &t.trace_id().into());
+            set(&args, "spanId", &t.root_id().into());
+            set(&args, "tracing", &score_tracing(t));
+        }
         args.into()
     }
+}
+
+/// `{ start(scorerId, scorerName, input), score(fields) }` for the runner: `start` opens a
+/// scorer's `scorer_run` span in a trace of its own and returns its handle (the steps are its
+/// child spans); `score` hands a score to the exporters' `onScoreEvent`.
+#[cfg(all(feature = "tracing", feature = "scorers"))]
+fn score_tracing(t: &std::rc::Rc<crate::core::tracing::Tracer>) -> JsValue {
+    use super::span_handle::SpanHandle;
+    use crate::platform::JsEnv;
+    let o = Object::new();
+    let run = t.clone();
+    let start = Closure::<dyn Fn(String, String, JsValue) -> JsValue>::new(move |id: String, name: String, input: JsValue| {
+        let input = super::convert::to_json(&input, "scorer input").unwrap_or(Value::Null);
+        let scorer = run.scorer_run(&id, &name, input, &JsEnv);
+        SpanHandle::new(&scorer, scorer.root_id().to_string(), format!("scorer run: '{id}'"), "scorer_run".into()).into()
+    });
+    let run = t.clone();
+    let score = Closure::<dyn Fn(JsValue)>::new(move |fields: JsValue| {
+        if let Ok(Value::Object(m)) = super::convert::to_json(&fields, "score") {
+            run.score_event(m);
+        }
+    });
+    let _ = Reflect::set(&o, &"start".into(), &start.into_js_value());
+    let _ = Reflect::set(&o, &"score".into(), &score.into_js_value());
+    o.into()
 }

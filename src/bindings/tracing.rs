@@ -32,7 +32,7 @@ export interface ExportedSpan {
   parentSpanId?: string;
   externalParentSpanId?: string;
   name: string;
-  type: 'agent_run' | 'model_generation' | 'model_step' | 'tool_call' | 'generic' | (string & {});
+  type: 'agent_run' | 'model_generation' | 'model_step' | 'tool_call' | 'processor_run' | 'scorer_run' | 'scorer_step' | 'generic' | (string & {});
   entityType?: string;
   entityId?: string;
   entityName?: string;
@@ -54,11 +54,33 @@ export interface TracingEvent {
   exportedSpan: ExportedSpan;
 }
 
+/** A score of a traced run, as `onScoreEvent` gets it (SPEC §14.2). */
+export interface ScoreEvent {
+  type: 'score';
+  score: {
+    scoreId: string;
+    timestamp: Date;
+    /** The scored run's trace and `agent_run` span. */
+    traceId: string;
+    spanId: string;
+    scorerId: string;
+    scorerName: string;
+    scoreSource: 'live';
+    score: number;
+    reason?: string;
+    /** The trace of the scorer's own `scorer_run` span. */
+    scoreTraceId?: string;
+    targetEntityType: 'agent';
+    metadata: Record<string, unknown>;
+  };
+}
+
 /** Where a run's spans go: any object with `exportTracingEvent` (may return a promise). */
 export interface TracingExporter {
   name?: string;
   exportTracingEvent(event: TracingEvent): void | Promise<void>;
-  onScoreEvent?(event: unknown): void | Promise<void>;
+  /** Gets the scores of traced runs (errors are logged once and never fail anything). */
+  onScoreEvent?(event: ScoreEvent): void | Promise<void>;
   flush?(): Promise<void>;
   shutdown?(): Promise<void>;
 }
@@ -98,6 +120,8 @@ struct Exporter {
     object: JsValue,
     name: String,
     warned: Rc<Cell<bool>>,
+    /// Whether its `onScoreEvent`'s failure was told already.
+    score_warned: Rc<Cell<bool>>,
 }
 
 /// The user's exporters of one `observability` config.
@@ -124,9 +148,31 @@ pub(crate) fn exported_span(span: &Span) -> JsValue {
     js
 }
 
-fn exporter_failed(e: &Exporter, error: &JsValue) {
-    if !e.warned.replace(true) {
-        super::report::callback_failed(&format!("exporter '{}' exportTracingEvent", e.name), error);
+/// One exporter's `method`'s failure (a throw or a rejected promise), told once per exporter
+/// and method; it never fails the run.
+fn exporter_failed(warned: &Cell<bool>, name: &str, method: &str, error: &JsValue) {
+    if !warned.replace(true) {
+        super::report::callback_failed(&format!("exporter '{name}' {method}"), error);
+    }
+}
+
+impl JsExporters {
+    /// Calls `method(event)` on every exporter that has it.
+    fn call_each(&self, method: &'static str, event: &JsValue, warned: fn(&Exporter) -> &Rc<Cell<bool>>) {
+        for e in &self.list {
+            let Ok(f) = Reflect::get(&e.object, &method.into()).and_then(|f| f.dyn_into::<Function>()) else { continue };
+            match f.call1(&e.object, event) {
+                Err(err) => exporter_failed(warned(e), &e.name, method, &err),
+                Ok(ret) if ret.has_type::<Promise>() => {
+                    let (flag, name) = (warned(e).clone(), e.name.clone());
+                    let on_err = Closure::once_into_js(move |err: JsValue| exporter_failed(&flag, &name, method, &err));
+                    if let Ok(catch) = Reflect::get(&ret, &"catch".into()).and_then(|c| c.dyn_into::<Function>()) {
+                        let _ = catch.call1(&ret, &on_err);
+                    }
+                }
+                Ok(_) => {}
+            }
+        }
     }
 }
 
@@ -135,24 +181,18 @@ impl SpanExporter for JsExporters {
         let event = Object::new();
         let _ = Reflect::set(&event, &"type".into(), &kind.as_str().into());
         let _ = Reflect::set(&event, &"exportedSpan".into(), &exported_span(span));
-        for e in &self.list {
-            let Ok(f) = Reflect::get(&e.object, &"exportTracingEvent".into()).and_then(|f| f.dyn_into::<Function>()) else { continue };
-            match f.call1(&e.object, &event) {
-                Err(err) => exporter_failed(e, &err),
-                Ok(ret) if ret.has_type::<Promise>() => {
-                    let (warned, name) = (e.warned.clone(), e.name.clone());
-                    let on_err = Closure::once_into_js(move |err: JsValue| {
-                        if !warned.replace(true) {
-                            super::report::callback_failed(&format!("exporter '{name}' exportTracingEvent"), &err);
-                        }
-                    });
-                    if let Ok(catch) = Reflect::get(&ret, &"catch".into()).and_then(|c| c.dyn_into::<Function>()) {
-                        let _ = catch.call1(&ret, &on_err);
-                    }
-                }
-                Ok(_) => {}
+        self.call_each("exportTracingEvent", &event, |e| &e.warned);
+    }
+
+    /// `onScoreEvent(event)` (SPEC §14.2); `score.timestamp` is a Date.
+    fn score(&self, event: &Value) {
+        let js = from_json(event);
+        if let Ok(score) = Reflect::get(&js, &"score".into()) {
+            if let Some(ms) = event.pointer("/score/timestamp").and_then(Value::as_f64) {
+                let _ = Reflect::set(&score, &"timestamp".into(), &Date::new(&ms.into()));
             }
         }
+        self.call_each("onScoreEvent", &js, |e| &e.score_warned);
     }
 }
 
@@ -201,7 +241,7 @@ pub(crate) fn parse_observability(v: &JsValue, field: &str) -> Result<Option<Rc<
             if let Ok(f) = Reflect::get(&e, &"__attach".into()).and_then(|f| f.dyn_into::<Function>()) {
                 let _ = f.call1(&e, &service_name.clone().into());
             }
-            exporters.push(Exporter { object: e, name, warned: Rc::new(Cell::new(false)) });
+            exporters.push(Exporter { object: e, name, warned: Rc::default(), score_warned: Rc::default() });
         }
     }
     if exporters.is_empty() {

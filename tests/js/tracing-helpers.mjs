@@ -58,3 +58,15 @@ export function tree(spans) {
   const byId = new Map(spans.map((s) => [s.id, s]));
   return spans.map((s) => [s.name, s.parentSpanId ? (byId.get(s.parentSpanId)?.name ?? 'outside') : null]);
 }
+
+/** Runs `fn(lines)` with console.error lines recorded in `lines`. */
+export async function withConsoleErrors(fn) {
+  const lines = [];
+  const real = console.error;
+  console.error = (...args) => lines.push(args.map(String).join(' '));
+  try {
+    await fn(lines);
+  } finally {
+    console.error = real;
+  }
+}

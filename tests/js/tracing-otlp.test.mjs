@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, T, collect, modelFor, noUnhandledRejections, uid, useModelServer } from './helpers.mjs';
 import { memoryExporter } from './tracing-helpers.mjs';
-import { OtlpExporter, RequestContext, createTool } from '../../pkg/index.node.js';
+import { OtlpExporter, RequestContext, createScorer, createTool } from '../../pkg/index.node.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const PYTHON = path.resolve(HERE, '../../.venv/bin/python');
@@ -242,6 +242,30 @@ test('telemetry: isEnabled adds the AI SDK attributes; recordInputs / recordOutp
   });
   assert.equal(lines.filter((l) => l.includes('telemetry needs an observability exporter')).length, 1, lines.join('\n'));
   assert.equal(lines.filter((l) => l.includes('telemetry.tracer')).length, 1, lines.join('\n'));
+});
+
+test('processor spans go with their run; a scorer\'s spans are posted as a trace of their own', T, async () => {
+  col.posts.length = 0;
+  const otlp = new OtlpExporter({ url: col.url });
+  const one = createScorer({ id: 'one', name: 'One', description: 'd' }).generateScore(() => 1);
+  const shout = { id: 'shout', processOutputStream: ({ part }) => part };
+  const agent = new Agent({ id: 'otlp-scored', model: model('echo'), outputProcessors: [shout], scorers: { one: { scorer: one } }, observability: { exporters: [otlp] } });
+  const out = await agent.stream('Hi');
+  assert.equal((await out.scores).length, 1);
+  await otlp.flush();
+  assert.equal(col.posts.length, 2, 'the run, then the scorer run');
+  const [run, scorer] = col.posts.map((p) => spansOf(decode([p.body])));
+  const proc = run.find((s) => s.name === 'output processor: shout');
+  assert.deepEqual(attrsOf(proc)['mastra.span.type'], { stringValue: 'processor_run' });
+  assert.equal(proc.traceId, out.traceId);
+  assert.deepEqual(scorer.map((s) => s.name), ["scorer step: 'generateScore'", "scorer run: 'one'"]);
+  const [step, root] = scorer;
+  assert.notEqual(root.traceId, out.traceId);
+  assert.equal(step.traceId, root.traceId);
+  assert.equal(step.parentSpanId, root.spanId);
+  assert.equal(root.parentSpanId, undefined);
+  assert.deepEqual(attrsOf(root)['mastra.span.type'], { stringValue: 'scorer_run' });
+  assert.deepEqual(attrsOf(root)['mastra.metadata.targetTraceId'], { stringValue: out.traceId });
 });
 
 noUnhandledRejections();

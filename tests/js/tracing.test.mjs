@@ -236,7 +236,7 @@ test('wasm-agent/lite has no tracing: the options warn and observability is igno
   }
 });
 
-test('processors get tracingContext with the run\'s span', T, async () => {
+test('processors get tracingContext with their processor_run span, under the run\'s span', T, async () => {
   const exp = memoryExporter();
   let seen;
   const proc = {
@@ -250,8 +250,10 @@ test('processors get tracingContext with the run\'s span', T, async () => {
   const agent = new Agent({ id: 'proc', model: model('echo'), inputProcessors: [proc], observability: { exporters: [exp] } });
   const out = await agent.stream('Hi');
   await out.text;
-  assert.equal(seen.id, out.spanId);
-  assert.equal(exp.byName('peeked').parentSpanId, out.spanId);
+  const span = exp.byName('input processor: peek');
+  assert.equal(seen.id, span.id);
+  assert.equal(span.parentSpanId, out.spanId);
+  assert.equal(exp.byName('peeked').parentSpanId, span.id);
 });
 
 test('a failed run ends its open spans with the error; an aborted one with AbortError', T, async () => {

@@ -14,8 +14,8 @@ use crate::core::memory::{InMemoryStore, MemoryConfig, MemoryRun, MessageQuery, 
 
 /// Scores the texts it is shown: 1 when the text contains `good`, else 0.
 #[derive(Default)]
-struct Judge {
-    seen: RefCell<Vec<Value>>,
+pub(super) struct Judge {
+    pub(super) seen: RefCell<Vec<Value>>,
     completed: RefCell<Vec<Value>>,
 }
 
@@ -33,7 +33,7 @@ impl CompletionScorers for Judge {
     }
 }
 
-fn with_check(mut cfg: RunConfig, judge: &Rc<Judge>, suppress: bool) -> RunConfig {
+pub(super) fn with_check(mut cfg: RunConfig, judge: &Rc<Judge>, suppress: bool) -> RunConfig {
     cfg.completion = Some(CompletionCheck {
         scorers: vec![ScorerInfo { id: "good-word".into(), name: "Good word".into() }],
         strategy: Strategy::All,

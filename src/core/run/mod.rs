@@ -14,6 +14,7 @@ mod outcome;
 pub mod structured;
 mod structured_model;
 pub mod processors;
+pub mod processor_trace;
 #[cfg(feature = "processors")]
 pub mod builtin_processors;
 pub mod delegation;
@@ -176,6 +177,8 @@ async fn run_untraced(
     sink.emit(Chunk::Start { message_id: message_id.clone() });
     let procs = std::mem::take(&mut cfg.processors);
     let pipe = Pipeline::new(&procs, &cfg.run_id, abort);
+    #[cfg(all(feature = "tracing", feature = "processors"))]
+    let pipe = pipe.traced(processor_trace::ProcessorTrace::new(cfg.tracing.clone(), env));
     // The system messages and context, then (after memory's history) the caller's input.
     let mut messages = cfg.request.messages.clone();
     let mut input = messages.split_off(cfg.input_start.min(messages.len()));
@@ -338,15 +341,8 @@ async fn run_untraced(
         if let Err(e) = saved {
             outcome.write_failed(e);
         }
-        // The reports of failed completion checks (SPEC §15), after the reply.
         #[cfg(feature = "scorers")]
-        if !outcome.completion_feedback.is_empty() {
-            let notes = std::mem::take(&mut outcome.completion_feedback);
-            let meta = serde_json::json!({ "completionResult": { "passed": false, "suppressFeedback": false } });
-            if let Err(e) = mem.save_notes(s, &notes, &meta, env.now_ms(), &mut || env.new_id()).await {
-                outcome.write_failed(e);
-            }
-        }
+        save_completion_notes(mem, s, &mut outcome, env).await;
     }
     #[cfg(feature = "subagents")]
     if let Some(d) = &cfg.delegation {
@@ -382,6 +378,8 @@ async fn resume_run(cfg: RunConfig, mut r: suspend::Resume, env: &dyn Env, sink:
     let mut cfg = cfg;
     let procs = std::mem::take(&mut cfg.processors);
     let pipe = Pipeline::new(&procs, &cfg.run_id, abort);
+    #[cfg(all(feature = "tracing", feature = "processors"))]
+    let pipe = pipe.traced(processor_trace::ProcessorTrace::new(cfg.tracing.clone(), env));
     // The record it resumes from is this run's: it ends with the run.
     let mut outcome = RunOutcome { message_id: r.message_id.clone(), total_usage: r.total_usage, recorded: true, ..Default::default() };
     let mut session = None;
@@ -409,10 +407,25 @@ async fn resume_run(cfg: RunConfig, mut r: suspend::Resume, env: &dyn Env, sink:
         if let Err(e) = mem.save_assistant(s, &steps, partial, env.now_ms()).await {
             outcome.write_failed(e);
         }
+        #[cfg(feature = "scorers")]
+        save_completion_notes(mem, s, &mut outcome, env).await;
     }
     let outcome = finish(outcome, sink);
     index_saved(&cfg, session.as_mut());
     outcome
+}
+
+/// Stores the reports of the run's failed completion checks (SPEC §15), after its reply.
+#[cfg(feature = "scorers")]
+async fn save_completion_notes(mem: &MemoryRun, s: &mut Session, outcome: &mut RunOutcome, env: &dyn Env) {
+    if outcome.completion_feedback.is_empty() {
+        return;
+    }
+    let notes = std::mem::take(&mut outcome.completion_feedback);
+    let meta = serde_json::json!({ "completionResult": { "passed": false, "suppressFeedback": false } });
+    if let Err(e) = mem.save_notes(s, &notes, &meta, env.now_ms(), &mut || env.new_id()).await {
+        outcome.write_failed(e);
+    }
 }
 
 /// A run that wrote a record and ended (not suspended) removes it: with no chunk log, a finished

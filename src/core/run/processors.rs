@@ -17,6 +17,7 @@ use std::task::{Poll, Waker};
 
 use serde_json::{json, Map, Value};
 
+use super::processor_trace::{End, ProcessorTrace};
 use super::Sink;
 use crate::core::abort::AbortFlag;
 use crate::core::chunk::Chunk;
@@ -101,6 +102,8 @@ pub struct Reply {
 pub struct ProcessorCx<'a> {
     pub run_id: &'a str,
     pub retry_count: u32,
+    /// The call's `processor_run` span, when the run is traced (its `tracingContext`).
+    pub span: Option<&'a str>,
 }
 
 /// One processor. `call` takes the phase's own arguments as a JSON object (SPEC §13.2's table);
@@ -153,6 +156,7 @@ pub struct Pipeline<'a> {
     retries: Cell<u32>,
     /// Whether any output processor has `processOutputStream` (else chunks go straight out).
     streams: bool,
+    trace: ProcessorTrace<'a>,
 }
 
 impl<'a> Pipeline<'a> {
@@ -160,7 +164,13 @@ impl<'a> Pipeline<'a> {
         // Without the cargo feature the lists are always empty (`core::features`): saying so
         // here lets the build leave out everything below.
         let streams = cfg!(feature = "processors") && procs.output.iter().any(|p| p.has(Phase::OutputStream));
-        Pipeline { procs, run_id, abort, retries: Cell::new(0), streams }
+        Pipeline { procs, run_id, abort, retries: Cell::new(0), streams, trace: ProcessorTrace::default() }
+    }
+
+    /// Gives the processors' calls spans (SPEC §16.2).
+    pub fn traced(mut self, trace: ProcessorTrace<'a>) -> Self {
+        self.trace = trace;
+        self
     }
 
     pub fn has(&self, phase: Phase) -> bool {
@@ -168,8 +178,8 @@ impl<'a> Pipeline<'a> {
         cfg!(feature = "processors") && list.iter().any(|p| p.has(phase))
     }
 
-    fn cx(&self) -> ProcessorCx<'a> {
-        ProcessorCx { run_id: self.run_id, retry_count: self.retries.get() }
+    fn cx<'s>(&'s self, span: Option<&'s str>) -> ProcessorCx<'s> {
+        ProcessorCx { run_id: self.run_id, retry_count: self.retries.get(), span }
     }
 
     /// Whether `t` earns a retry (`retry: true` within `maxProcessorRetries`); counts it if so.
@@ -221,10 +231,21 @@ impl<'a> Pipeline<'a> {
                     next.push(c);
                     continue;
                 }
-                match self.abort.race(p.stream(c, self.cx())).await {
-                    None => stopped = Some(Stop::Aborted.into()),
-                    Some(Ok(out)) => next.extend(out),
-                    Some(Err(h)) => stopped = Some(Self::halted(&**p, h)),
+                let span = self.trace.stream(p.id(), &c);
+                let span = span.as_deref();
+                match self.abort.race(p.stream(c, self.cx(span))).await {
+                    None => {
+                        self.trace.streamed(span, Err(End::Aborted));
+                        stopped = Some(Stop::Aborted.into());
+                    }
+                    Some(Ok(out)) => {
+                        self.trace.streamed(span, Ok(&out));
+                        next.extend(out);
+                    }
+                    Some(Err(h)) => {
+                        self.trace.streamed(span, Err(End::Halted(&h)));
+                        stopped = Some(Self::halted(&**p, h));
+                    }
                 }
                 if stopped.is_some() {
                     cur = Vec::new();
@@ -305,17 +326,31 @@ impl<'a> Pipeline<'a> {
         return Ok(());
         let list = if phase.is_input() { &self.procs.input } else { &self.procs.output };
         for (i, p) in list.iter().enumerate().filter(|(_, p)| p.has(phase)) {
-            let reply = match self.abort.race(p.call(phase, args.clone(), self.cx())).await {
-                None => return Err(Stop::Aborted.into()),
+            let span = self.trace.start(phase, p.id(), args);
+            let span = span.as_deref();
+            let reply = match self.abort.race(p.call(phase, args.clone(), self.cx(span))).await {
+                None => {
+                    self.trace.end(span, End::Aborted);
+                    return Err(Stop::Aborted.into());
+                }
                 Some(Ok(r)) => r,
-                Some(Err(h)) => return Err(Self::halted(&**p, h)),
+                Some(Err(h)) => {
+                    self.trace.end(span, End::Halted(&h));
+                    return Err(Self::halted(&**p, h));
+                }
             };
             for c in reply.custom {
                 self.emit(c, if phase.is_input() { 0 } else { i + 1 }, sink, None).await?;
             }
+            let shown = span.and_then(|_| reply.value.clone());
             if let Some(v) = reply.value {
-                apply(args, v).map_err(|m| processor_error(p.id(), &format!("{} {m}", phase.method())))?;
+                if let Err(m) = apply(args, v) {
+                    let message = format!("{} {m}", phase.method());
+                    self.trace.end(span, End::Halted(&Halt::Threw(message.clone())));
+                    return Err(processor_error(p.id(), &message));
+                }
             }
+            self.trace.end(span, End::Returned(shown));
         }
         Ok(())
     }

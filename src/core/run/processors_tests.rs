@@ -24,6 +24,8 @@ struct Scripted {
     on_chunk: OnChunk,
     custom: Vec<Chunk>,
     calls: RefCell<Vec<(Phase, Value)>>,
+    /// The span each call was given (`ProcessorCx::span`).
+    spans: RefCell<Vec<Option<String>>>,
 }
 
 impl Scripted {
@@ -35,6 +37,7 @@ impl Scripted {
             on_chunk: Box::new(|c| Ok(vec![c])),
             custom: Vec::new(),
             calls: RefCell::new(Vec::new()),
+            spans: RefCell::new(Vec::new()),
         }
     }
     fn calls(mut self, f: impl Fn(Phase, &Value, u32) -> Result<Option<Value>, Halt> + 'static) -> Self {
@@ -57,11 +60,13 @@ impl Processor for Scripted {
     fn call<'a>(&'a self, phase: Phase, args: Value, cx: ProcessorCx<'a>) -> LocalFuture<'a, Result<Reply, Halt>> {
         let r = (self.on_call)(phase, &args, cx.retry_count);
         self.calls.borrow_mut().push((phase, args));
+        self.spans.borrow_mut().push(cx.span.map(str::to_owned));
         let custom = self.custom.clone();
         Box::pin(async move { r.map(|value| Reply { value, custom }) })
     }
-    fn stream<'a>(&'a self, chunk: Chunk, _cx: ProcessorCx<'a>) -> LocalFuture<'a, Result<Vec<Chunk>, Halt>> {
+    fn stream<'a>(&'a self, chunk: Chunk, cx: ProcessorCx<'a>) -> LocalFuture<'a, Result<Vec<Chunk>, Halt>> {
         let r = (self.on_chunk)(chunk);
+        self.spans.borrow_mut().push(cx.span.map(str::to_owned));
         Box::pin(async move { r })
     }
 }
@@ -466,7 +471,7 @@ fn text_of(m: &crate::core::memory::StoredMessage) -> &str {
 /// Runs the batcher over `chunks`, as the loop would, flushing at the step's end.
 fn batched(opts: BatchOptions, chunks: Vec<Chunk>) -> Vec<Chunk> {
     let b = BatchParts::new(opts, Rc::new(|| 0.0));
-    let cx = ProcessorCx { run_id: "r", retry_count: 0 };
+    let cx = ProcessorCx { run_id: "r", retry_count: 0, span: None };
     chunks.into_iter().flat_map(|c| block_on(b.stream(c, cx)).unwrap()).collect()
 }
 
@@ -574,7 +579,7 @@ fn token_limiter_truncates_or_aborts_the_reply_and_trims_the_oldest_input() {
     let reply = block_on(limiter.call(
         Phase::Input,
         json!({ "messages": messages }),
-        ProcessorCx { run_id: "r", retry_count: 0 },
+        ProcessorCx { run_id: "r", retry_count: 0, span: None },
     ))
     .unwrap();
     let kept = reply.value.unwrap();
@@ -590,7 +595,7 @@ fn batch_parts_flushes_a_batch_that_waited_max_wait_time_when_the_next_part_come
         BatchOptions { batch_size: 100, max_wait_ms: Some(50.0), emit_on_non_text: true },
         Rc::new(move || clock.get()),
     );
-    let cx = ProcessorCx { run_id: "r", retry_count: 0 };
+    let cx = ProcessorCx { run_id: "r", retry_count: 0, span: None };
     let feed = |text: &str, at: f64| {
         now.set(at);
         block_on(b.stream(Chunk::TextDelta { id: "t".into(), text: text.into() }, cx)).unwrap()
@@ -638,3 +643,7 @@ fn tool_chunks_pass_the_output_processors_in_order_and_can_trip_the_run() {
     assert_eq!(r.requests(), 1, "no step after the tripwire");
     assert_eq!(r.out.finish_reason(), FinishReason::Tripwire);
 }
+
+#[cfg(all(feature = "tracing", feature = "processors"))]
+#[path = "processor_spans_tests.rs"]
+mod spans;

@@ -244,3 +244,33 @@ fn auto_resume_refuses_a_call_naming_nothing_waiting_and_leaves_the_wait() {
     assert!(host.executed.borrow().is_empty());
     assert_eq!(stored_run(&store).unwrap().status, RunStatus::Suspended);
 }
+
+#[cfg(feature = "scorers")]
+#[test]
+fn a_resumed_run_stores_the_reports_of_its_failed_completion_checks() {
+    use super::super::completion_loop::{with_check, Judge};
+    let store = Rc::new(InMemoryStore::new());
+    let (out, _) = suspending_run(&store, true, vec![calls_reply(&[("p", "pay", r#"{"city":"A"}"#)])], false);
+    assert_eq!(out.finish_reason(), FinishReason::Suspended);
+    let rec = stored_run(&store).unwrap();
+
+    let judge = Rc::new(Judge::default());
+    let mut cfg = with_check(with_tools(vec![tool("pay"), tool("weather")]), &judge, false);
+    cfg.runs = runs_cfg(&store, false);
+    cfg.memory = Some(mem(&store, true));
+    cfg.resume = Some(restore(&rec, ("p".into(), Decision::Resume(json!({ "pin": "42" })))).unwrap());
+    let s2 = script(vec![text_reply("paid, meh"), text_reply("paid, all good")]);
+    let (host2, sink2) = (SuspendHost::default(), Collect::default());
+    let abort2 = s2.abort.clone();
+    let out2 = block_on(run(cfg, &s2, &sink2, &host2, &Approvals::default(), &abort2));
+    assert!(out2.error.is_none(), "{:?}", out2.error);
+    assert_eq!(judge.seen.borrow().len(), 2, "the check ran after each final step");
+    let after = stored(&store);
+    let notes: Vec<&StoredMessage> = after.iter().filter(|m| m.metadata.as_ref().is_some_and(|md| md.get("completionResult").is_some())).collect();
+    assert_eq!(notes.len(), 1, "the failed check's report is stored: {after:?}");
+    assert_eq!(notes[0].role, "assistant");
+    assert_eq!(notes[0].metadata.as_ref().unwrap()["completionResult"], json!({ "passed": false, "suppressFeedback": false }));
+    let text: String = notes[0].parts.iter().filter_map(|p| p["text"].as_str()).collect();
+    assert!(text.contains("Completion Check Results") && text.contains("say good"), "{text}");
+    assert_eq!(after.last().unwrap().id, notes[0].id, "after the reply");
+}

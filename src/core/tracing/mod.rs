@@ -32,6 +32,8 @@ impl EventKind {
 /// a borrow, so it may run user code.
 pub trait SpanExporter {
     fn export(&self, kind: EventKind, span: &Span);
+    /// A score of the run (`{ type: 'score', score }`, SPEC §14.2), for exporters that take them.
+    fn score(&self, _event: &Value) {}
 }
 
 /// `errorInfo` of a span.
@@ -242,4 +244,4 @@ pub fn set_path(m: &mut Map<String, Value>, path: &str, value: Value) {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

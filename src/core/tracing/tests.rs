@@ -14,7 +14,7 @@ use crate::core::step::{StepResult, ToolCall};
 use crate::core::wire::HttpRequest;
 
 #[derive(Default)]
-struct Clock {
+pub(crate) struct Clock {
     t: Cell<f64>,
     n: Cell<u32>,
 }
@@ -36,16 +36,20 @@ impl Env for Clock {
     }
 }
 
+/// The events an exporter got: spans, and score events.
 #[derive(Default)]
-struct Recorder(RefCell<Vec<(EventKind, Span)>>);
+pub(crate) struct Recorder(pub RefCell<Vec<(EventKind, Span)>>, pub RefCell<Vec<Value>>);
 
 impl SpanExporter for Recorder {
     fn export(&self, kind: EventKind, span: &Span) {
         self.0.borrow_mut().push((kind, span.clone()));
     }
+    fn score(&self, event: &Value) {
+        self.1.borrow_mut().push(event.clone());
+    }
 }
 
-fn run_with(rec: &Rc<Recorder>, edit: impl FnOnce(&mut TraceRun)) -> Rc<Tracer> {
+pub(crate) fn run_with(rec: &Rc<Recorder>, edit: impl FnOnce(&mut TraceRun)) -> Rc<Tracer> {
     let mut run = TraceRun {
         exporter: rec.clone(),
         trace_id: "0123456789abcdef0123456789abcdef".into(),
@@ -118,7 +122,24 @@ fn traced_run(t: &Tracer, env: &Clock, outcome: &RunOutcome, fail_in_tool: bool)
     t.end_run(outcome, env);
 }
 
-fn ended(rec: &Recorder) -> Vec<Span> {
+/// Checks that every span got one `span_started` before its one `span_ended`, and ended before
+/// its parent (when the parent is in the recording); the spans as they ended.
+pub(crate) fn well_formed(rec: &Recorder) -> Vec<Span> {
+    let events = rec.0.borrow();
+    let done = ended(rec);
+    for s in &done {
+        let count = |k: EventKind| events.iter().filter(|(e, x)| *e == k && x.id == s.id).count();
+        assert_eq!((count(EventKind::Started), count(EventKind::Ended)), (1, 1), "{}", s.name);
+        let at = |id: &str, k: EventKind| events.iter().position(|(e, x)| *e == k && x.id == id);
+        assert!(at(&s.id, EventKind::Started) < at(&s.id, EventKind::Ended), "{} started first", s.name);
+        if let Some(p) = s.parent_span_id.as_deref().and_then(|p| at(p, EventKind::Ended)) {
+            assert!(at(&s.id, EventKind::Ended).unwrap() < p, "{} ends before its parent", s.name);
+        }
+    }
+    done
+}
+
+pub(crate) fn ended(rec: &Recorder) -> Vec<Span> {
     rec.0.borrow().iter().filter(|(k, _)| *k == EventKind::Ended).map(|(_, s)| s.clone()).collect()
 }
 
@@ -333,3 +354,7 @@ fn sensitive_keys_are_judged_by_ascii_as_unicode_lower_casing_would() {
         .collect();
     assert_eq!(to_ascii, vec!['\u{212A}']);
 }
+
+#[cfg(feature = "scorers")]
+#[path = "scorer_span_tests.rs"]
+mod scorer_spans;

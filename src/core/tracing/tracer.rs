@@ -71,6 +71,10 @@ struct State {
     /// Tool descriptions by name.
     descriptions: Vec<(String, String)>,
     ended: bool,
+    /// The step span was opened before its `step-start` (by a `processInputStep` span).
+    early_step: bool,
+    /// Open `processOutputStream` spans: processor id, span id.
+    streams: Vec<(String, String)>,
 }
 
 type Events = Vec<(EventKind, Span)>;
@@ -79,7 +83,23 @@ type Events = Vec<(EventKind, Span)>;
 pub struct Tracer {
     run: TraceRun,
     state: RefCell<State>,
+    scope: Option<Scope>,
 }
+
+/// What every span of a trace that is not an agent run's carries (a scorer's: its entity and
+/// `scorerId` / `scorerName`).
+#[derive(Clone)]
+struct Scope {
+    entity: (String, String, String),
+    attributes: Map<String, Value>,
+}
+
+#[cfg(feature = "processors")]
+mod processor_spans;
+#[cfg(feature = "scorers")]
+mod scorer_spans;
+#[cfg(feature = "processors")]
+pub use processor_spans::processor_span_name;
 
 /// The facts of the run the root and generation spans carry.
 pub struct RunFacts<'a> {
@@ -109,7 +129,7 @@ fn attrs(pairs: Vec<(&str, Value)>) -> Map<String, Value> {
 
 impl Tracer {
     pub fn new(run: TraceRun) -> Rc<Tracer> {
-        Rc::new(Tracer { run, state: RefCell::new(State::default()) })
+        Rc::new(Tracer { run, state: RefCell::new(State::default()), scope: None })
     }
 
     pub fn trace_id(&self) -> &str {
@@ -126,7 +146,10 @@ impl Tracer {
     }
 
     fn span(&self, env: &dyn Env, kind: &str, name: String, parent: Option<String>) -> Span {
+        let (entity, attributes) = self.scope.clone().map_or((None, Map::new()), |s| (Some(s.entity), s.attributes));
         Span {
+            entity,
+            attributes,
             id: new_id(8, &mut |b| env.random_bytes(b)),
             trace_id: self.run.trace_id.clone(),
             parent_span_id: parent,
@@ -248,23 +271,11 @@ impl Tracer {
         let mut out = Vec::new();
         match chunk {
             Chunk::StepStart { request_body, .. } => {
-                // The pending generation span goes out with its first step.
-                let pending = self.state.borrow_mut().pending.take();
-                if let Some(mut g) = pending {
-                    g.start_ms = env.now_ms();
-                    self.open(g, &mut out);
-                }
-                let (n, parent) = {
-                    let st = self.state.borrow();
-                    (st.steps_started, st.generation.clone())
-                };
-                let mut step = self.span(env, "model_step", format!("step: {n}"), parent);
-                step.input = Some(serde_json::from_str(request_body).unwrap_or_else(|_| Value::String(request_body.clone())));
-                step.attributes = attrs(vec![("stepIndex", n.into())]);
-                let id = self.open(step, &mut out);
-                let mut st = self.state.borrow_mut();
-                st.step = Some(id);
-                st.steps_started += 1;
+                let input = serde_json::from_str(request_body).unwrap_or_else(|_| Value::String(request_body.clone()));
+                let early = std::mem::take(&mut self.state.borrow_mut().early_step);
+                let id = if early { self.state.borrow().step.clone() } else { None };
+                let id = id.unwrap_or_else(|| self.open_step(env, &mut out));
+                self.edit(&id, |s| s.input = Some(input));
             }
             Chunk::ToolCall(call) => {
                 let parent = self.state.borrow().step.clone().or_else(|| Some(self.run.root_id.clone()));
@@ -293,6 +304,27 @@ impl Tracer {
             _ => {}
         }
         self.send(out);
+    }
+
+    /// Opens the next `model_step` span (and before the first, the generation span); its id.
+    fn open_step(&self, env: &dyn Env, out: &mut Events) -> String {
+        // The pending generation span goes out with its first step.
+        let pending = self.state.borrow_mut().pending.take();
+        if let Some(mut g) = pending {
+            g.start_ms = env.now_ms();
+            self.open(g, out);
+        }
+        let (n, parent) = {
+            let st = self.state.borrow();
+            (st.steps_started, st.generation.clone())
+        };
+        let mut step = self.span(env, "model_step", format!("step: {n}"), parent);
+        step.attributes = attrs(vec![("stepIndex", n.into())]);
+        let id = self.open(step, out);
+        let mut st = self.state.borrow_mut();
+        st.step = Some(id.clone());
+        st.steps_started += 1;
+        id
     }
 
     fn end_tool(&self, call_id: &str, output: Option<Value>, success: bool, error: Option<ErrorInfo>, env: &dyn Env, out: &mut Events) {
@@ -418,7 +450,7 @@ impl Tracer {
         let mut s = self.span(env, &kind, opts.name.unwrap_or_else(|| kind.clone()), Some(parent.into()));
         s.input = opts.input;
         s.output = opts.output;
-        s.attributes = opts.attributes.unwrap_or_default();
+        s.attributes.extend(opts.attributes.unwrap_or_default());
         s.metadata.extend(opts.metadata.unwrap_or_default());
         let id = s.id.clone();
         if event {
