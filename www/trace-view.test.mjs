@@ -36,6 +36,14 @@ function traceRows(page) {
   );
 }
 
+/** A one-step run of the demo agent, as `[depth, type, name]` rows. */
+const ONE_STEP = [
+  [0, 'agent_run', "agent run: 'demo'"],
+  [1, 'model_generation', "llm: 'demo'"],
+  [2, 'model_step', 'step: 0'],
+];
+const shape = (rows) => rows.map((r) => [r.depth, r.type, r.name]);
+
 /** Clicks the Trace button of the newest reply and waits for the view. */
 async function openTrace(page) {
   const button = page.locator('.msg.assistant').last().locator('.trace-reply');
@@ -97,16 +105,7 @@ describe(`chat page: the Trace view (agent ${IN_PAGE ? 'in the page' : 'in the S
     assert.equal(await page.textContent('#trace-title'), 'Trace of the last reply');
 
     const rows = await traceRows(page);
-    assert.deepEqual(
-      rows.map((r) => [r.depth, r.type, r.name]),
-      [
-        [0, 'agent_run', "agent run: 'demo'"],
-        [1, 'model_generation', "llm: 'demo'"],
-        [2, 'model_step', 'step: 0'],
-        [3, 'tool_call', "tool: 'clock'"],
-        [2, 'model_step', 'step: 1'],
-      ],
-    );
+    assert.deepEqual(shape(rows), [...ONE_STEP, [3, 'tool_call', "tool: 'clock'"], [2, 'model_step', 'step: 1']]);
     assertNested(rows);
     assert.deepEqual(rows.map((r) => r.error), [null, null, null, null, null]);
     // The run's own span fills the timeline; the tool ran after step 0 began and before step 1.
@@ -141,14 +140,7 @@ describe(`chat page: the Trace view (agent ${IN_PAGE ? 'in the page' : 'in the S
     assert.equal(await page.locator('.trace-reply').count(), 1, 'the earlier reply still has a Trace button');
     await openTrace(page);
     const rows = await traceRows(page);
-    assert.deepEqual(
-      rows.map((r) => [r.depth, r.type, r.name]),
-      [
-        [0, 'agent_run', "agent run: 'demo'"],
-        [1, 'model_generation', "llm: 'demo'"],
-        [2, 'model_step', 'step: 0'],
-      ],
-    );
+    assert.deepEqual(shape(rows), ONE_STEP);
     assertNested(rows);
     assert.match(await page.textContent('#trace-summary'), /^The reply to “hello”, .*: one run, 3 spans, \d+ ms\.$/);
     const secondTrace = await page.getAttribute('#trace', 'data-trace-ids');
@@ -218,7 +210,7 @@ describe(`chat page: the Trace view (agent ${IN_PAGE ? 'in the page' : 'in the S
     await sendAndWait(b, 'hello from the second tab');
     await openTrace(b);
     assert.match(await b.textContent('#trace-summary'), /^The reply to “hello from the second tab”/);
-    assert.deepEqual((await traceRows(b)).map((r) => r.type), ['agent_run', 'model_generation', 'model_step']);
+    assert.deepEqual(shape(await traceRows(b)), ONE_STEP);
     // Tab a still shows its own reply's run (from its button on that reply, not on b's, which it
     // shows too: the two tabs share the conversation).
     await a.waitForFunction(() => document.querySelectorAll('.msg.assistant').length === 2);
