@@ -1,6 +1,6 @@
 // The chat page for keyboard and screen-reader users: axe-core finds nothing serious or critical
-// (empty page, a finished conversation with a tool card, the Settings dialog, the refund panel;
-// light and dark),
+// (empty page, a finished conversation with a tool card, the Settings dialog, the refund panel,
+// the Trace view; light and dark),
 // every text colour reaches 4.5:1 on its background, a reply is announced once when it is done
 // (not per streamed word), messages are named articles, aria-busy marks a streaming reply, and
 // Tab walks the page in order with a visible focus ring.
@@ -259,6 +259,37 @@ describe('chat page: accessibility', () => {
     await page.context().close();
   });
 
+  it('the Trace view: axe-clean with a failed span, light and dark, and on a phone; it opens on Close, with a focus ring; Esc closes it', T, async () => {
+    const page = await openPage(`${url}?model=tool-call`, await axeContext());
+    await sendAndWait(page, 'call a tool');
+    await page.locator('.trace-reply').click();
+    await page.locator('#trace[open] #trace-rows tr.errored').waitFor({ timeout: WAIT });
+    await assertAccessible(page, 'trace');
+    // It opens on its one control, Close, which shows its focus ring when reached by Tab.
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'trace-close');
+    await page.keyboard.press('Shift+Tab');
+    await page.keyboard.press('Tab');
+    const ring = await page.evaluate(() => {
+      const style = getComputedStyle(document.activeElement);
+      return `${document.activeElement.id} ${style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) >= 2}`;
+    });
+    assert.equal(ring, 'trace-close true');
+    await page.keyboard.press('Escape');
+    assert.equal(await page.evaluate(() => document.getElementById('trace').open), false, 'Esc closes the view');
+    await page.context().close();
+
+    const phone = await openPage(url, await newContext({ bypassCSP: true, viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true }));
+    await sendAndWait(phone, 'Ask the writer about the sea');
+    await phone.locator('.trace-reply').click();
+    await phone.locator('#trace[open]').waitFor({ timeout: WAIT });
+    await assertAccessible(phone, 'phone-trace');
+    // Nothing in the view is pushed past the screen's edge.
+    const right = await phone.evaluate(() => Math.max(...[...document.querySelectorAll('#trace *')].map((n) => n.getBoundingClientRect().right)));
+    assert.ok(right <= 390, `the Trace view reaches ${right} px`);
+    assert.deepEqual([...page.errors, ...phone.errors], []);
+    await phone.context().close();
+  });
+
   it('messages are named articles; the list is not a live region; a reply is announced once, when done; aria-busy while it streams', T, async () => {
     const page = await openPage(`${url}?model=slow:20`);
     assert.equal(await page.getAttribute('#messages', 'aria-live'), null, 'the message list is a live region');
@@ -306,6 +337,7 @@ describe('chat page: accessibility', () => {
   it('Tab walks the page in order, each stop with a visible focus ring', T, async () => {
     const page = await openPage(url);
     await sendAndWait(page, 'hello'); // a reply with a reasoning block (its summary is a stop)
+    await page.locator('.trace-reply').waitFor({ timeout: WAIT }); // its spans have arrived
     // From the top of the page: a click on the sidebar's head (no control there) starts the walk.
     const head = await page.locator('.sidebar-head').boundingBox();
     await page.mouse.click(head.x + 3, head.y + 3);
@@ -330,7 +362,7 @@ describe('chat page: accessibility', () => {
         ...['#new-chat', '#thread-search', 'button.thread', 'button.thread-rename', 'button.thread-delete'],
         ...['#summarise', '#refunds-button', '#settings-button', '#messages'],
         ...['button.msg-action.copy-message', 'button.msg-action.edit-message'], // the user's message
-        ...['summary.', 'button.msg-action.copy-message', 'button.msg-action.regenerate'], // the reply
+        ...['summary.', 'button.msg-action.copy-message', 'button.msg-action.regenerate', 'button.msg-action.trace-reply'], // the reply
         ...['#attach', '#input', '#send'],
       ],
     );

@@ -5,6 +5,7 @@
 // conversations are in the same IndexedDB database as the page's.
 import * as pkg from '/pkg/index.browser.js';
 import { buildDemoAgent, isOfflineDemoModel, serverMemoryOptions } from './demo-agent.js';
+import { TRACE_CHANNEL } from './trace-exporter.js';
 
 const LAST_MESSAGES = 40; // as app.js
 
@@ -12,4 +13,7 @@ const res = await fetch(`/config.json${location.search}`, { cache: 'no-store' })
 const config = await res.json();
 const memory = new pkg.Memory({ options: serverMemoryOptions(config, LAST_MESSAGES) });
 const demo = isOfflineDemoModel(config);
-pkg.serveAgents({ demo: buildDemoAgent(pkg, { model: config.model, demo, memory }) });
+// The spans of each finished run go to the tabs (each keeps its own runs' for its Trace view).
+const traces = new BroadcastChannel(TRACE_CHANNEL);
+const onTrace = (trace) => traces.postMessage(trace);
+pkg.serveAgents({ demo: buildDemoAgent(pkg, { model: config.model, demo, memory, onTrace }) });

@@ -16,6 +16,8 @@ import { buildThreadList, createSearchIndex } from './threads.js';
 import { summarise } from './summary.js';
 import { initRefundPanel } from './workflow-panel.js';
 import { buildDemoAgent, isOfflineDemoModel as isDemoModel, serverMemoryOptions } from './demo-agent.js';
+import { TRACE_CHANNEL } from './trace-exporter.js';
+import { initTraceView } from './trace-view.js';
 import { connectAgent } from '/pkg/client.js';
 
 const $ = (id) => document.getElementById(id);
@@ -106,6 +108,11 @@ function noteOwnRun(runId) {
   if (ownRuns.size > 64) ownRuns.delete(ownRuns.values().next().value);
 }
 let mirror = null; // { runId, view, turn } while another tab's reply on the shown thread streams
+
+// The Trace view of the last reply (its Trace button): the spans come from the agent's exporter,
+// directly when the agent runs in this page, over TRACE_CHANNEL from the SharedWorker.
+const traceView = initTraceView({ list: messagesEl, dialog: $('trace') });
+if (typeof BroadcastChannel === 'function') new BroadcastChannel(TRACE_CHANNEL).onmessage = (event) => traceView.receive(event.data);
 
 // Other tabs of this page share the IndexedDB database: tell them when a thread changed.
 const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel('wasm-agent-demo') : null;
@@ -1236,10 +1243,13 @@ async function send(textValue, { again = false, parts = null } = {}) {
     const script = offlineScriptFor(content);
     if (script) options.modelSettings = { headers: { 'x-script': script } };
     const message = files.length ? [{ role: 'user', content: [...(content ? [{ type: 'text', text: content }] : []), ...files] }] : content;
+    traceView.startReply(content || files.map((f) => f.filename).join(', '), view.item);
     const out = await runAgent.stream(prompt ?? message, options);
     noteOwnRun(out.runId);
+    traceView.noteRun(out.runId);
     for await (const chunk of out.fullStream) {
       noteOwnRun(chunk.runId);
+      traceView.noteRun(chunk.runId);
       drawChunk(view, chunk, turn);
     }
   } catch (err) {
@@ -1500,7 +1510,7 @@ function useSettings(choice, key) {
   const next = describe(choice, key);
   // The server's model runs in the SharedWorker when the setting is on; a provider picked here
   // runs in the page (its key stays in this tab).
-  agent = next.kind === 'server' && workerMode() ? connectAgent(agentWorker(), 'demo') : buildDemoAgent(pkg, { model: next.model, demo: next.kind === 'server' && isOfflineDemoModel(), memory });
+  agent = next.kind === 'server' && workerMode() ? connectAgent(agentWorker(), 'demo') : buildDemoAgent(pkg, { model: next.model, demo: next.kind === 'server' && isOfflineDemoModel(), memory, onTrace: traceView.receive });
   active = next;
   settings = { ...choice };
   const mode = $('mode');

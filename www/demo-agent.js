@@ -2,6 +2,8 @@
 // (agent-worker.js): the clock tool, the offline demo's background research tool, and a writer
 // sub-agent. `location.search` holds the page's switches in both (the worker's URL carries them).
 
+import { traceCollector } from './trace-exporter.js';
+
 /** Whether `config` (/config.json) is the offline demo model. */
 export function isOfflineDemoModel(config) {
   return config?.mode === 'offline' && /^openai\/demo(?::\d+)?$/.test(config.model?.id ?? '');
@@ -81,8 +83,12 @@ function makeResearchTool(createTool) {
   });
 }
 
-/** The demo Agent on `model` (the offline demo model also gets the research tool). */
-export function buildDemoAgent(pkg, { model, demo, memory }) {
+/**
+ * The demo Agent on `model` (the offline demo model also gets the research tool). `onTrace`, when
+ * given, gets the spans of each finished run (trace-exporter.js); the writer's spans are in them,
+ * nested under the call that delegated to it.
+ */
+export function buildDemoAgent(pkg, { model, demo, memory, onTrace }) {
   const clockTool = makeClockTool(pkg.createTool);
   const researchTool = makeResearchTool(pkg.createTool);
   // A sub-agent the model may hand writing to: its run streams inside the call's card.
@@ -104,5 +110,6 @@ export function buildDemoAgent(pkg, { model, demo, memory }) {
     agents: { writer },
     memory,
     backgroundTasks: { enabled: true },
+    ...(onTrace ? { observability: { exporters: [traceCollector(onTrace)] } } : {}),
   });
 }

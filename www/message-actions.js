@@ -1,6 +1,6 @@
 // Per-message actions of the chat page: a bar under each message with its time and Copy, plus
 // Regenerate (the last assistant reply) and Edit (a user message: edit its text, then resend;
-// every later message is replaced). Also the reply details memory does not keep (token usage and
+// every later message is replaced), and Trace on the reply whose spans the Trace view shows. Also the reply details memory does not keep (token usage and
 // how long the model thought), which this page stores itself, in localStorage, by message id.
 //
 // app.js marks each message element with `dataset.at` (ISO time) and gives it `copyText()`;
@@ -110,6 +110,13 @@ export function decorate(item) {
   parts.push(button('copy-message', 'Copy', 'Copy this message'));
   if (item.dataset.role === 'user') parts.push(button('edit-message', 'Edit', 'Edit this message and send it again'));
   else parts.push(button('regenerate', 'Regenerate', 'Answer this message again'));
+  // The reply the Trace view shows (trace-view.js, which runs the button).
+  if (item.dataset.trace === 'shown') {
+    const trace = button('trace-reply', 'Trace', "This reply's spans as a timeline");
+    trace.setAttribute('aria-haspopup', 'dialog');
+    trace.setAttribute('aria-controls', 'trace');
+    parts.push(trace);
+  }
   bar.replaceChildren(...parts);
 }
 
