@@ -34,10 +34,16 @@ impl ChunkWriter {
         ChunkWriter { envelope, envelope_user, run_id: run_id.to_owned(), buf: RefCell::new(String::with_capacity(256)) }
     }
 
-    pub fn to_js(&self, chunk: &Chunk) -> JsValue {
+    /// The chunk's object; `seq` is its number in the stream (SPEC §19.8), `None` where it has
+    /// none yet (a processor's `part`).
+    pub fn to_js(&self, chunk: &Chunk, seq: Option<u64>) -> JsValue {
         if let Chunk::Data { kind, data, id, transient } = chunk {
-            // Custom data chunks travel as the tool wrote them: `{ type: 'data-…', data, id?, transient? }`.
-            let mut v = serde_json::json!({ "type": kind, "data": data });
+            // Custom data chunks travel as the tool wrote them: `{ type: 'data-…', seq, data, id?, transient? }`.
+            let mut v = serde_json::json!({ "type": kind });
+            if let Some(n) = seq {
+                v["seq"] = n.into();
+            }
+            v["data"] = data.clone();
             if let Some(id) = id {
                 v["id"] = serde_json::Value::String(id.clone());
             }
@@ -48,7 +54,13 @@ impl ChunkWriter {
         }
         if let Chunk::StepFinish { .. } = chunk {
             // A step holds its text: the long strings go across once (`share`).
-            let v = serde_json::json!({ "type": chunk.type_name(), "runId": self.run_id, "from": chunk.from(), "payload": chunk.payload() });
+            let mut v = serde_json::json!({ "type": chunk.type_name() });
+            if let Some(n) = seq {
+                v["seq"] = n.into();
+            }
+            v["runId"] = self.run_id.as_str().into();
+            v["from"] = chunk.from().into();
+            v["payload"] = chunk.payload();
             return from_json_shared(v);
         }
         let mut buf = self.buf.borrow_mut();
@@ -56,6 +68,9 @@ impl ChunkWriter {
         buf.push_str("{\"type\":\"");
         buf.push_str(chunk.type_name());
         buf.push('"');
+        if let Some(n) = seq {
+            let _ = write!(buf, ",\"seq\":{n}");
+        }
         buf.push_str(if chunk.from() == "USER" { &self.envelope_user } else { &self.envelope });
         if matches!(chunk, Chunk::Object { .. } | Chunk::ObjectResult { .. }) {
             // `{ type, runId, from, object, metadata? }`: the envelope without `payload`.

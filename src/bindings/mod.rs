@@ -522,7 +522,12 @@ export interface FullOutput {
   usedFallbackValue?: boolean;
 }
 
-type Envelope<T extends string, P> = { type: T; runId: string; from: 'AGENT' | 'USER' | 'SYSTEM' | 'WORKFLOW'; payload: P };
+/**
+ * `seq`: the chunk's number in its stream (SPEC §19.8), 1 for the run's first chunk, +1 for each
+ * next one; set on every `fullStream` / `onChunk` chunk (a resumed run numbers on), absent on a
+ * processor's `part` (not numbered yet). A delta joined for a reader that lagged carries its last part's.
+ */
+type Envelope<T extends string, P> = { type: T; seq?: number; runId: string; from: 'AGENT' | 'USER' | 'SYSTEM' | 'WORKFLOW'; payload: P };
 
 export type ChunkType =
   | Envelope<'start', { messageId?: string }>
@@ -539,7 +544,7 @@ export type ChunkType =
   | Envelope<'tool-call-approval', ToolCallPayload & { resumeSchema: string; subAgent?: { agentId: string; toolName: string; runId: string; toolCallId: string } }>
   | Envelope<'tool-call-suspended', ToolCallPayload & { suspendPayload: unknown; resumeSchema?: string }>
   | Envelope<'tool-output-denied', ToolCallPayload & { approval: { id: string; approved: false; reason?: string } }>
-  | { type: `data-${string}`; data: unknown; id?: string; transient?: boolean }
+  | { type: `data-${string}`; seq?: number; data: unknown; id?: string; transient?: boolean }
   | Envelope<'background-task-started', { taskId: string; toolName: string; toolCallId: string }>
   | Envelope<'background-task-running', { taskId: string; toolName: string; toolCallId: string; runId: string; agentId: string; startedAt: string; args: unknown }>
   | Envelope<'background-task-output', { taskId: string; toolName: string; toolCallId: string; payload: { type: 'tool-output'; runId: string; from: 'USER'; payload: { toolCallId: string; toolName: string; output: unknown } } }>
@@ -555,8 +560,8 @@ export type ChunkType =
       totalUsage: Usage;
     }>
   | Envelope<'finish', { stepResult: { reason: FinishReason }; output: { usage: Usage }; totalUsage: Usage; metadata: { modelId?: string } }>
-  | { type: 'object'; runId: string; from: 'AGENT'; object: any }
-  | { type: 'object-result'; runId: string; from: 'AGENT'; object: any; metadata?: { fallback?: boolean } }
+  | { type: 'object'; seq?: number; runId: string; from: 'AGENT'; object: any }
+  | { type: 'object-result'; seq?: number; runId: string; from: 'AGENT'; object: any; metadata?: { fallback?: boolean } }
   | Envelope<'error', { error: { name: string; message: string; status?: number; body?: string; code?: StorageErrorCode | StructuredOutputErrorCode; id?: StructuredOutputErrorCode; details?: { value: string } } }>
   | Envelope<'abort', { reason?: string }>
   | Envelope<'tripwire', TripwirePayload>

@@ -180,14 +180,14 @@ impl Shared {
         self.writers.borrow().len() - 1
     }
 
-    fn to_js(&self, turn: usize, chunk: &Chunk) -> JsValue {
+    fn to_js(&self, turn: usize, seq: u64, chunk: &Chunk) -> JsValue {
         let writers = self.writers.borrow();
-        writers.get(turn).or(writers.last()).map(|w| w.to_js(chunk)).unwrap_or(JsValue::NULL)
+        writers.get(turn).or(writers.last()).map(|w| w.to_js(chunk, Some(seq))).unwrap_or(JsValue::NULL)
     }
 
-    /// The chunk as JavaScript sees it.
-    pub fn chunk_js(&self, chunk: &Chunk) -> JsValue {
-        self.to_js(self.turn(), chunk)
+    /// The chunk as JavaScript sees it; `seq` is its number in the stream (SPEC §19.8).
+    pub fn chunk_js(&self, chunk: &Chunk, seq: u64) -> JsValue {
+        self.to_js(self.turn(), seq, chunk)
     }
 
     /// The flag whose setting aborts this output's run (and, with `untilIdle`, closes it).
@@ -200,7 +200,7 @@ impl Shared {
     /// Enqueueing happens after the borrow is released: a stream piped into a `WritableStream`
     /// or through a `TransformStream` runs the user's `write()`/`transform()` inside `enqueue`,
     /// and that code may read this output (`out.text`, `out.usage`, …).
-    pub fn deliver(&self, chunk: Chunk, js: Option<JsValue>) {
+    pub fn deliver(&self, chunk: Chunk, seq: u64, js: Option<JsValue>) {
         if matches!(chunk, Chunk::Object { .. } | Chunk::ObjectResult { .. }) {
             self.objects.take(&chunk);
         }
@@ -220,7 +220,7 @@ impl Shared {
                 Some(c) => Some((c, chunk)),
                 None => {
                     if st.full.waiting() || st.full.ctrl.is_some() {
-                        st.full_pending.push(turn, chunk);
+                        st.full_pending.push(turn, seq, chunk);
                     }
                     None
                 }
@@ -231,7 +231,7 @@ impl Shared {
             let _ = c.enqueue_with_chunk(&t);
         }
         if let Some((c, chunk)) = full {
-            let _ = c.enqueue_with_chunk(&js.unwrap_or_else(|| self.to_js(turn, &chunk)));
+            let _ = c.enqueue_with_chunk(&js.unwrap_or_else(|| self.to_js(turn, seq, &chunk)));
         }
     }
 
@@ -278,8 +278,8 @@ impl Shared {
         // What a lagging reader is owed goes into its queue before the end; enqueued and closed
         // outside the borrow, like `deliver` enqueues.
         if let Some((c, owed)) = full {
-            for (turn, chunk) in owed {
-                let _ = c.enqueue_with_chunk(&self.to_js(turn, &chunk));
+            for (turn, seq, chunk) in owed {
+                let _ = c.enqueue_with_chunk(&self.to_js(turn, seq, &chunk));
             }
             let _ = c.close();
         }
@@ -311,8 +311,8 @@ impl Shared {
         if !owed_text.is_empty() {
             let _ = ctrl.enqueue_with_chunk(&JsValue::from_str(&owed_text));
         }
-        for (turn, chunk) in owed_full {
-            let _ = ctrl.enqueue_with_chunk(&self.to_js(turn, &chunk));
+        for (turn, seq, chunk) in owed_full {
+            let _ = ctrl.enqueue_with_chunk(&self.to_js(turn, seq, &chunk));
         }
     }
 

@@ -33,6 +33,9 @@ struct JsSink {
     views: super::resume::Views,
     on_chunk: Option<Function>,
     on_step_finish: Option<Function>,
+    /// The last chunk's `seq` (SPEC §19.8): a resumed run starts from its record's `lastSeq`;
+    /// with untilIdle every turn counts on (one sink for the outer stream).
+    seq: Cell<u64>,
     /// The memory's watchers of this run's thread (SPEC §21.2).
     #[cfg(feature = "watch")]
     tap: Option<super::watch::ChunkTap>,
@@ -40,15 +43,17 @@ struct JsSink {
 
 impl Sink for JsSink {
     fn emit(&self, chunk: Chunk) {
+        let seq = self.seq.get() + 1;
+        self.seq.set(seq);
         let mut js = self.on_chunk.as_ref().map(|f| {
-            let js = self.shared.chunk_js(&chunk);
+            let js = self.shared.chunk_js(&chunk, seq);
             // A throwing onChunk must not break the run; its result is not awaited.
             super::report::call_observer("onChunk", f, &js);
             js
         });
         #[cfg(feature = "watch")]
         if let Some(tap) = self.tap.as_ref().filter(|t| t.wants()) {
-            let js = js.get_or_insert_with(|| self.shared.chunk_js(&chunk));
+            let js = js.get_or_insert_with(|| self.shared.chunk_js(&chunk, seq));
             tap.chunk(js);
         }
         // Decisions' second views (SPEC §19.3), usually none: cloned out of the borrow, since
@@ -56,10 +61,14 @@ impl Sink for JsSink {
         if !self.views.borrow().is_empty() {
             let views = self.views.borrow().clone();
             for v in &views {
-                v.deliver(chunk.clone(), None);
+                v.deliver(chunk.clone(), seq, None);
             }
         }
-        self.shared.deliver(chunk, js);
+        self.shared.deliver(chunk, seq, js);
+    }
+
+    fn seq(&self) -> u64 {
+        self.seq.get()
     }
 
     fn step_finished<'a>(&'a self, step: &'a StepResult) -> LocalFuture<'a, ()> {
@@ -143,6 +152,7 @@ pub(crate) fn spawn_run(first: Turn, shared: Rc<Shared>, call: Rc<CallSetup>, id
             views: first.views.clone(),
             on_chunk: cb.on_chunk.clone(),
             on_step_finish: cb.on_step_finish.clone(),
+            seq: Cell::new(first.cfg.resume.as_ref().map_or(0, |r| r.last_seq)),
             #[cfg(feature = "watch")]
             tap: first.tap,
         };

@@ -597,6 +597,13 @@ async function reading(out: AgentStreamOutput) {
   for await (const chunk of out) describe(chunk);
   // The streams, read as async iterables or with a reader.
   for await (const chunk of out.fullStream) describe(chunk);
+  // Every chunk's number in its stream (SPEC §19.8), data-* chunks included.
+  let lastSeen = 0;
+  for await (const chunk of out.fullStream) lastSeen = chunk.seq ?? lastSeen;
+  // @ts-expect-error seq is a number
+  const notText: string | undefined = (undefined as unknown as ChunkType).seq;
+  void notText;
+  void lastSeen;
   for await (const piece of out.textStream) render(piece);
   const reader = out.textStream.getReader();
   for (let r = await reader.read(); !r.done; r = await reader.read()) {

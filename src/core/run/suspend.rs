@@ -51,6 +51,8 @@ pub struct Resume {
     /// (SPEC §19.5; absent when the run had no memory).
     pub stored_parts: Vec<Value>,
     pub stored_at: Option<String>,
+    /// The `seq` the suspended run's chunks reached: the resumed run numbers on from it.
+    pub last_seq: u64,
 }
 
 /// What memory needs to resume the run's stored message (SPEC §19.5), into the snapshot: the
@@ -227,6 +229,7 @@ pub fn restore(rec: &RunRecord, decision: (String, Decision)) -> Result<Resume, 
         created_at: snap.get("createdAt").and_then(Value::as_f64).unwrap_or(rec.created_at),
         stored_parts: snap.get("storedParts").and_then(Value::as_array).cloned().unwrap_or_default(),
         stored_at: snap.get("storedAt").and_then(Value::as_str).map(str::to_owned),
+        last_seq: rec.last_seq,
     })
 }
 
