@@ -29,6 +29,7 @@ pub mod span_handle;
 pub mod stop;
 pub mod structured;
 pub mod suspend;
+pub mod reconnect;
 pub mod resume;
 pub mod tool_types;
 pub mod tools;
@@ -273,6 +274,14 @@ export interface StorageAdapter {
   listRuns?(args: { agentId?: string; threadId?: string; resourceId?: string; status?: RunStatus | RunStatus[] }): Promise<RunRecord[]> | RunRecord[];
   deleteRun?(args: { runId: string }): Promise<unknown> | unknown;
   /**
+   * Optional: the chunk log of reconnectable runs (SPEC §19.8). `appendRunChunks` gets one call
+   * per batch (chunks with their `seq`; a `seq` written again replaces its chunk);
+   * `listRunChunks` returns the chunks with `seq > after`, ascending, at most `limit`.
+   */
+  appendRunChunks?(args: { runId: string; chunks: ChunkType[] }): Promise<unknown> | unknown;
+  listRunChunks?(args: { runId: string; after?: number; limit?: number }): Promise<ChunkType[]> | ChunkType[];
+  deleteRunChunks?(args: { runId: string }): Promise<unknown> | unknown;
+  /**
    * Optional: keep workflow snapshots (SPEC §20.5), so a suspended workflow run resumes after a
    * reload or in another process. Without the first five runs live only in the page or isolate
    * (one console.warn says so). `updateWorkflowState` must be an atomic compare-and-set on
@@ -349,7 +358,12 @@ export interface RunRecord {
   heartbeatAt?: number;
   waiting: Array<{ toolCallId: string; toolName: string; args: unknown; kind: 'approval' | 'suspension'; suspendPayload?: unknown; resumeSchema?: unknown }>;
   snapshot: unknown;
+  /** The `seq` the run's chunks reached (SPEC §19.8): a resumed run numbers on from it. */
   lastSeq: number;
+  /** A finished reconnectable run: when its chunk log and record go. */
+  retainUntil?: number;
+  /** A reconnectable run's `retainMs`: the run keeps a chunk log. */
+  retainMs?: number;
 }
 
 export interface ListMessagesArgs {
@@ -460,6 +474,13 @@ export interface StreamOptions {
    * false: the stream stays open and a decision here continues it in place.
    */
   closeOnSuspend?: boolean;
+  /**
+   * Keep the run's chunks in a chunk log in storage (SPEC §19.8), for `agent.reconnectStream()`:
+   * written in batches; cancelling `fullStream` then only detaches the reader (stop the run with
+   * `abortSignal`). `retainMs` (default 1 hour): how long the log and the run record stay after
+   * the run ended.
+   */
+  reconnectable?: boolean | { retainMs?: number };
   /**
    * With memory: the model may resume a suspended call of this agent on the thread by calling
    * the same tool with `resumeData` and `suspendedToolCallId` (listed in the system prompt);

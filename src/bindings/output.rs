@@ -110,6 +110,9 @@ pub struct Shared {
     scores: RefCell<(Option<Promise>, Option<Function>, Option<JsValue>)>,
     /// The trace id and root span id of a traced run.
     trace: RefCell<Option<(String, String)>>,
+    /// A reconnectable run's output, or a reconnect's (SPEC §19.8): cancelling its streams
+    /// only detaches the reader; the run goes on.
+    keep_run: std::cell::Cell<bool>,
 }
 
 impl Shared {
@@ -124,7 +127,19 @@ impl Shared {
             objects: Rc::default(),
             scores: RefCell::new((None, None, None)),
             trace: RefCell::new(None),
+            keep_run: std::cell::Cell::new(false),
         })
+    }
+
+    /// Cancelling the streams will not stop the run (SPEC §19.8).
+    pub fn keep_run_on_cancel(&self) {
+        self.keep_run.set(true);
+    }
+
+    /// The chunk's object as JSON, for the chunk log.
+    pub fn chunk_value(&self, chunk: &Chunk, seq: u64) -> serde_json::Value {
+        let writers = self.writers.borrow();
+        writers.last().map(|w| w.to_value(chunk, seq)).unwrap_or_default()
     }
 
     pub fn set_trace(&self, trace: Option<(String, String)>) {
@@ -209,7 +224,14 @@ impl Shared {
             let mut st = self.st.borrow_mut();
             let st = &mut *st;
             let mut text = None;
-            if let Chunk::TextDelta { text: t, .. } = &chunk {
+            let logged_text = match &chunk {
+                Chunk::Logged(v) if v.get("type").and_then(serde_json::Value::as_str) == Some("text-delta") => v.pointer("/payload/text").and_then(serde_json::Value::as_str),
+                _ => None,
+            };
+            if let Some(t) = logged_text.or(match &chunk {
+                Chunk::TextDelta { text, .. } => Some(text.as_str()),
+                _ => None,
+            }) {
                 if let Some(c) = st.text.open(st.text_pending.is_empty()) {
                     text = Some((c, JsValue::from_str(t)));
                 } else if st.text.waiting() || st.text.ctrl.is_some() {
@@ -398,7 +420,7 @@ fn cancel_slot(weak: &Weak<Shared>, text: bool) {
         slot.ctrl = None;
         (!st.full.created || st.full.cancelled) && (!st.text.created || st.text.cancelled)
     };
-    if all_cancelled {
+    if all_cancelled && !me.keep_run.get() {
         me.abort.detach(Some("the stream was cancelled".into()));
     }
 }

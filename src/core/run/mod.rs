@@ -423,7 +423,8 @@ async fn resume_run(cfg: RunConfig, mut r: suspend::Resume, env: &dyn Env, sink:
 /// A run that wrote a record and ended (not suspended) removes it: with no chunk log, a finished
 /// run keeps nothing (SPEC §19.4).
 async fn end_record(cfg: &RunConfig, outcome: &mut RunOutcome) {
-    if !outcome.recorded || outcome.suspended {
+    // A reconnectable run's record stays with its log; the bindings write how it ended.
+    if !outcome.recorded || outcome.suspended || cfg.runs.as_ref().is_some_and(|r| r.retain_ms.is_some()) {
         return;
     }
     let Some(store) = cfg.runs.as_ref().and_then(|r| r.store.as_ref()) else { return };

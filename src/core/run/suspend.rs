@@ -31,6 +31,9 @@ pub struct RunsCfg {
     pub auto_resume: bool,
     /// The suspended calls on the thread the model may resume (filled in at run start).
     pub auto_waits: Vec<super::auto_resume::AutoWait>,
+    /// `reconnectable`'s `retainMs` (SPEC §19.8): the run keeps a chunk log, and its record
+    /// outlives it (the bindings write its end).
+    pub retain_ms: Option<f64>,
 }
 
 /// A run resumed from its snapshot: the step it stopped in, and the decision that resumes it.
@@ -247,5 +250,7 @@ pub fn record(run_id: &str, runs: &RunsCfg, thread: Option<(&str, &str)>, waitin
         waiting: waiting.to_vec(),
         snapshot: Some(snapshot),
         last_seq: 0,
+        retain_until: None,
+        retain_ms: runs.retain_ms,
     }
 }
