@@ -29,6 +29,7 @@ pub mod span_handle;
 pub mod stop;
 pub mod structured;
 pub mod suspend;
+#[cfg(feature = "reconnect")]
 pub mod reconnect;
 pub mod resume;
 pub mod tool_types;

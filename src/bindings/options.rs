@@ -247,7 +247,13 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
         None if close_js.is_undefined() || close_js.is_null() => false,
         None => return Err(type_error("options.closeOnSuspend", &format!("expected a boolean, got {}", js_kind(&close_js)))),
     };
+    #[cfg(feature = "reconnect")]
     let reconnect = super::reconnect::parse_reconnectable(&opt("reconnectable")?)?;
+    #[cfg(not(feature = "reconnect"))]
+    let reconnect = match opt("reconnectable")? {
+        v if v.is_undefined() || v.is_null() || v.as_bool() == Some(false) => None,
+        _ => return Err(js_err(crate::core::features::not_built("options.reconnectable", "reconnectable runs", "reconnect"))),
+    };
     let auto_js = opt("autoResumeSuspendedTools")?;
     let auto_resume = match auto_js.as_bool() {
         Some(b) => b,

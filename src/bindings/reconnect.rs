@@ -192,6 +192,16 @@ pub(super) fn parse_reconnectable(v: &JsValue) -> Result<Option<f64>, JsValue> {
     }
 }
 
+/// How a run's record ends: `None` when it suspended (the suspension's record stands).
+pub(super) fn end_status(outcome: &crate::core::run::RunOutcome) -> Option<RunStatus> {
+    match () {
+        _ if outcome.error.is_some() => Some(RunStatus::Failed),
+        _ if outcome.aborted.is_some() => Some(RunStatus::Aborted),
+        _ if outcome.suspended => None,
+        _ => Some(RunStatus::Completed),
+    }
+}
+
 fn not_found(run_id: &str, why: &str) -> JsValue {
     error_to_js(&resume_error("not-found", format!("could not find a chunk log for runId '{run_id}' ({why}); only runs streamed with reconnectable: true keep one, until their retainMs passed")))
 }

@@ -17,6 +17,7 @@ use super::output::Shared;
 use super::host::JsHost;
 use super::scorers::ScoreJob;
 use crate::core::abort::AbortFlag;
+#[cfg(feature = "reconnect")]
 use crate::core::runs::{RunRecord, RunStatus};
 use crate::core::tools::Approvals;
 use crate::core::chunk::Chunk;
@@ -38,6 +39,7 @@ struct JsSink {
     /// with untilIdle every turn counts on (one sink for the outer stream).
     seq: Cell<u64>,
     /// A `reconnectable` run's chunk log and followers (SPEC §19.8).
+    #[cfg(feature = "reconnect")]
     log: Option<Rc<super::reconnect::LiveLog>>,
     /// The memory's watchers of this run's thread (SPEC §21.2).
     #[cfg(feature = "watch")]
@@ -61,6 +63,7 @@ impl Sink for JsSink {
         }
         // Decisions' second views (SPEC §19.3), usually none: cloned out of the borrow, since
         // delivering may run a reader's code.
+        #[cfg(feature = "reconnect")]
         if let Some(log) = &self.log {
             log.chunk(&chunk, self.shared.chunk_value(&chunk, seq));
         }
@@ -79,6 +82,7 @@ impl Sink for JsSink {
 
     fn step_finished<'a>(&'a self, step: &'a StepResult) -> LocalFuture<'a, ()> {
         Box::pin(async move {
+            #[cfg(feature = "reconnect")]
             if let Some(log) = &self.log {
                 log.step_end();
             }
@@ -89,6 +93,7 @@ impl Sink for JsSink {
     }
 }
 
+#[cfg(feature = "reconnect")]
 /// A reconnectable turn's storage and run record (SPEC §19.8): a new run's `running` record, or
 /// (`true`) the record a resumed run already has.
 fn reconnect_record(turn: &Turn) -> Option<(Rc<dyn crate::core::memory::Store>, RunRecord, bool)> {
@@ -182,6 +187,7 @@ pub(crate) fn spawn_run(first: Turn, shared: Rc<Shared>, call: Rc<CallSetup>, id
     let listener = listen_abort(&call.signal, &outer);
     wasm_bindgen_futures::spawn_local(async move {
         let cb = &call.js;
+        #[cfg(feature = "reconnect")]
         let log = match reconnect_record(&first) {
             Some((store, record, resumed)) => {
                 shared.keep_run_on_cancel();
@@ -195,12 +201,14 @@ pub(crate) fn spawn_run(first: Turn, shared: Rc<Shared>, call: Rc<CallSetup>, id
             on_chunk: cb.on_chunk.clone(),
             on_step_finish: cb.on_step_finish.clone(),
             seq: Cell::new(first.cfg.resume.as_ref().map_or(0, |r| r.last_seq)),
+            #[cfg(feature = "reconnect")]
             log,
             #[cfg(feature = "watch")]
             tap: first.tap,
         };
         let run_id = first.run_id.clone();
         let first_failed;
+        #[cfg(feature = "reconnect")]
         let end_status;
         // With untilIdle the loop's state starts with the first turn: a task that ends while it
         // streams is queued and answered after it.
@@ -214,12 +222,10 @@ pub(crate) fn spawn_run(first: Turn, shared: Rc<Shared>, call: Rc<CallSetup>, id
             };
             (first.done)();
             first_failed = outcome.error.is_some();
-            end_status = match () {
-                _ if outcome.error.is_some() => Some(RunStatus::Failed),
-                _ if outcome.aborted.is_some() => Some(RunStatus::Aborted),
-                _ if outcome.suspended => None,
-                _ => Some(RunStatus::Completed),
-            };
+            #[cfg(feature = "reconnect")]
+            {
+                end_status = super::reconnect::end_status(&outcome);
+            }
             let scoring = outcome.scoring.take();
             let shown = scoring.as_ref().filter(|_| job.as_ref().is_some_and(|j| j.return_data));
             (settle_first(&outcome, &run_id, cb, &first.abort, &sink, shown).await, scoring)
@@ -235,6 +241,7 @@ pub(crate) fn spawn_run(first: Turn, shared: Rc<Shared>, call: Rc<CallSetup>, id
             None => {
                 // The log is written out before the stream closes: a reconnect after the end
                 // finds every chunk.
+                #[cfg(feature = "reconnect")]
                 if let Some(log) = &sink.log {
                     log.end(end_status, sink.seq.get()).await;
                 }
@@ -248,6 +255,7 @@ pub(crate) fn spawn_run(first: Turn, shared: Rc<Shared>, call: Rc<CallSetup>, id
                 let l = idle_loop.unwrap_or_else(|| IdleLoop::new(setup.watch.max_idle_ms));
                 let turns = JsContinuations { setup: &setup, sink: &sink, outer: &outer };
                 drive(&setup.watch, l, &JsEnv, &sink, &outer, first_failed, &turns).await;
+                #[cfg(feature = "reconnect")]
                 if let Some(log) = &sink.log {
                     log.end(end_status, sink.seq.get()).await;
                 }

@@ -623,6 +623,28 @@ async function reading(out: AgentStreamOutput) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Reconnect (SPEC §19.8)
+
+async function reconnecting() {
+  const out = await agentWithTools.stream('Write a long story', { reconnectable: { retainMs: 60_000 } });
+  await agentWithTools.stream('Again', { reconnectable: true });
+  let lastSeen = 0;
+  for await (const chunk of out.fullStream) {
+    lastSeen = chunk.seq ?? lastSeen;
+    break;
+  }
+  const again: AgentStreamOutput = await agentWithTools.reconnectStream({ runId: out.runId, after: lastSeen });
+  const rest: string = await again.text;
+  void rest;
+  await agentWithTools.reconnectStream({ runId: out.runId });
+  // @ts-expect-error retainMs is a number
+  await agentWithTools.stream('x', { reconnectable: { retainMs: '1h' } });
+  // @ts-expect-error a reconnect names its run
+  await agentWithTools.reconnectStream({ after: 3 });
+}
+void reconnecting;
+
+// ---------------------------------------------------------------------------------------------
 // Approval
 
 async function approval() {
