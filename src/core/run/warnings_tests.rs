@@ -31,7 +31,6 @@ fn setting_warnings_go_on_the_first_step_start_only_and_once_into_the_run_warnin
         names(&out["warnings"]),
         [
             "unsupported-setting:versions",
-            "unsupported-setting:reconnectable",
             "unsupported-setting:topK",
             "unsupported-setting:topK"
         ]
