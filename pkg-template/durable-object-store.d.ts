@@ -1,4 +1,4 @@
-import type { RunRecord, RunStatus, StoredWorkflowRun, WorkflowRunsQuery, ScoreFilter, ScoreRow, StorageAdapter, StorageMessage, StorageResource, StorageThread, VectorRecord } from './wasm_agent.js';
+import type { ChunkType, RunRecord, RunStatus, StoredWorkflowRun, WorkflowRunsQuery, ScoreFilter, ScoreRow, StorageAdapter, StorageMessage, StorageResource, StorageThread, VectorRecord } from './wasm_agent.js';
 
 /** The part of a Durable Object's `state.storage` (`DurableObjectStorage`) this store uses. */
 export interface DurableObjectStorageLike {
@@ -38,6 +38,11 @@ export declare class DurableObjectStore implements StorageAdapter {
   updateRun(args: { runId: string; patch: Partial<RunRecord>; expectedStatus?: RunStatus }): Promise<RunRecord | null>;
   listRuns(args?: { agentId?: string; threadId?: string; resourceId?: string; status?: RunStatus | RunStatus[] }): Promise<RunRecord[]>;
   deleteRun(args: { runId: string }): Promise<void>;
+  /** A reconnectable run's chunk log (SPEC §19.8): one call per batch; idempotent by `seq`. */
+  appendRunChunks(args: { runId: string; chunks: ChunkType[] }): Promise<void>;
+  /** The logged chunks with `seq > after`, ascending. */
+  listRunChunks(args: { runId: string; after?: number; limit?: number }): Promise<ChunkType[]>;
+  deleteRunChunks(args: { runId: string }): Promise<void>;
   /** Workflow snapshots (SPEC §20.5), under `wfrun:<workflowName>:<runId>`; `updateWorkflowState` is a compare-and-set. */
   persistWorkflowSnapshot(args: { workflowName: string; runId: string; resourceId?: string; snapshot: Record<string, any> }): Promise<void>;
   loadWorkflowSnapshot(args: { workflowName: string; runId: string }): Promise<Record<string, any> | null>;

@@ -15,6 +15,7 @@
 //   msgid:<messageId>                          → that message's msg: key
 //   resource:<resourceId>                      → the resource
 //   run:<runId>                                → a suspended run's record (SPEC §19.4)
+//   runchunk:<runId>:<seq, 10 digits>          → a chunk of a reconnectable run's log (SPEC §19.8)
 //   wfrun:<workflowName>:<runId>               → a workflow run's snapshot record (SPEC §20.5):
 //                                                 { workflowName, runId, resourceId?, snapshot,
 //                                                 createdAt, updatedAt } (times in ms)
@@ -37,6 +38,8 @@ const messageKey = (m) => `${messagesPrefix(m.threadId)}${m.createdAt}:${enc(m.i
 const messageIdKey = (id) => `msgid:${enc(id)}`;
 const resourceKey = (resourceId) => `resource:${enc(resourceId)}`;
 const runKey = (runId) => `run:${enc(runId)}`;
+const runChunksPrefix = (runId) => `runchunk:${enc(runId)}:`;
+const runChunkKey = (runId, seq) => `${runChunksPrefix(runId)}${String(seq).padStart(10, '0')}`;
 const workflowPrefix = (workflowName) => `wfrun:${enc(workflowName)}:`;
 const workflowRunKey = (workflowName, runId) => `${workflowPrefix(workflowName)}${enc(runId)}`;
 const scoreKey = (row) => `score:${row.createdAt}:${enc(row.id)}`;
@@ -303,6 +306,27 @@ export class DurableObjectStore {
   /** @param {{ runId: string }} args */
   async deleteRun({ runId }) {
     await this.storage.delete(runKey(runId));
+  }
+
+  /** Appends chunks (each with its `seq`) to a run's chunk log; a `seq` written again replaces its chunk. */
+  async appendRunChunks({ runId, chunks }) {
+    for (let i = 0; i < chunks.length; i += BATCH) {
+      const entries = Object.fromEntries(chunks.slice(i, i + BATCH).map((c) => [runChunkKey(runId, c.seq), c]));
+      await this.storage.put(entries);
+    }
+  }
+
+  /** The logged chunks with `seq > after`, ascending, at most `limit`. */
+  async listRunChunks({ runId, after = 0, limit }) {
+    const start = runChunkKey(runId, after + 1);
+    const found = await this.storage.list({ start, prefix: runChunksPrefix(runId), ...(limit === undefined ? {} : { limit }) });
+    return [...found.values()];
+  }
+
+  /** @param {{ runId: string }} args */
+  async deleteRunChunks({ runId }) {
+    const keys = [...(await this.storage.list({ prefix: runChunksPrefix(runId) })).keys()];
+    for (let i = 0; i < keys.length; i += BATCH) await this.storage.delete(keys.slice(i, i + BATCH));
   }
 
   /** Creates or replaces a workflow run's snapshot (its `createdAt` kept). */

@@ -401,6 +401,8 @@ async fn suite_runs(s: &dyn Store) {
         waiting: vec![],
         snapshot: Some(json!({ "v": 1, "messages": [] })),
         last_seq: 0,
+        retain_until: None,
+        retain_ms: None,
     };
     runs.save_run(&rec("r1", "a", RunStatus::Suspended)).await.unwrap();
     runs.save_run(&rec("r2", "b", RunStatus::Suspended)).await.unwrap();
@@ -807,6 +809,8 @@ async fn a_version_2_database_upgrades_to_3_keeping_its_records_and_gains_runs()
         waiting: vec![],
         snapshot: None,
         last_seq: 0,
+        retain_until: None,
+        retain_ms: None,
     };
     runs.save_run(&rec).await.unwrap();
     assert_eq!(runs.get_run("r1").await.unwrap(), Some(rec));

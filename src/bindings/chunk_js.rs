@@ -34,28 +34,71 @@ impl ChunkWriter {
         ChunkWriter { envelope, envelope_user, run_id: run_id.to_owned(), buf: RefCell::new(String::with_capacity(256)) }
     }
 
-    pub fn to_js(&self, chunk: &Chunk) -> JsValue {
-        if let Chunk::Data { kind, data, id, transient } = chunk {
-            // Custom data chunks travel as the tool wrote them: `{ type: 'data-…', data, id?, transient? }`.
-            let mut v = serde_json::json!({ "type": kind, "data": data });
-            if let Some(id) = id {
-                v["id"] = serde_json::Value::String(id.clone());
+    /// The chunks that are built as JSON values (not written as text): data chunks and
+    /// `step-finish`.
+    fn as_value(&self, chunk: &Chunk, seq: Option<u64>) -> Option<Value> {
+        let mut v = match chunk {
+            Chunk::Data { kind, .. } => serde_json::json!({ "type": kind }),
+            Chunk::StepFinish { .. } => serde_json::json!({ "type": chunk.type_name() }),
+            _ => return None,
+        };
+        if let Some(n) = seq {
+            v["seq"] = n.into();
+        }
+        match chunk {
+            // Custom data chunks travel as the tool wrote them: `{ type: 'data-…', seq, data, id?, transient? }`.
+            Chunk::Data { data, id, transient, .. } => {
+                v["data"] = data.clone();
+                if let Some(id) = id {
+                    v["id"] = Value::String(id.clone());
+                }
+                if *transient {
+                    v["transient"] = Value::Bool(true);
+                }
             }
-            if *transient {
-                v["transient"] = serde_json::Value::Bool(true);
+            _ => {
+                v["runId"] = self.run_id.as_str().into();
+                v["from"] = chunk.from().into();
+                v["payload"] = chunk.payload();
             }
+        }
+        Some(v)
+    }
+
+    /// The chunk's object; `seq` is its number in the stream (SPEC §19.8), `None` where it has
+    /// none yet (a processor's `part`).
+    pub fn to_js(&self, chunk: &Chunk, seq: Option<u64>) -> JsValue {
+        if let Chunk::Logged(v) = chunk {
             return JSON::parse(&v.to_string()).unwrap_or(JsValue::NULL);
         }
-        if let Chunk::StepFinish { .. } = chunk {
+        if let Some(v) = self.as_value(chunk, seq) {
             // A step holds its text: the long strings go across once (`share`).
-            let v = serde_json::json!({ "type": chunk.type_name(), "runId": self.run_id, "from": chunk.from(), "payload": chunk.payload() });
-            return from_json_shared(v);
+            return if matches!(chunk, Chunk::StepFinish { .. }) { from_json_shared(v) } else { JSON::parse(&v.to_string()).unwrap_or(JsValue::NULL) };
         }
+        self.with_text(chunk, seq, |text| JSON::parse(text).unwrap_or(JsValue::NULL))
+    }
+
+    /// The chunk's object as JSON, for a chunk log (SPEC §19.8).
+    pub fn to_value(&self, chunk: &Chunk, seq: u64) -> Value {
+        if let Chunk::Logged(v) = chunk {
+            return Value::clone(v);
+        }
+        if let Some(v) = self.as_value(chunk, Some(seq)) {
+            return v;
+        }
+        self.with_text(chunk, Some(seq), |text| serde_json::from_str(text).unwrap_or(Value::Null))
+    }
+
+    /// Writes the chunk's JSON text into the reused buffer and hands it to `f`.
+    fn with_text<R>(&self, chunk: &Chunk, seq: Option<u64>, f: impl FnOnce(&str) -> R) -> R {
         let mut buf = self.buf.borrow_mut();
         buf.clear();
         buf.push_str("{\"type\":\"");
         buf.push_str(chunk.type_name());
         buf.push('"');
+        if let Some(n) = seq {
+            let _ = write!(buf, ",\"seq\":{n}");
+        }
         buf.push_str(if chunk.from() == "USER" { &self.envelope_user } else { &self.envelope });
         if matches!(chunk, Chunk::Object { .. } | Chunk::ObjectResult { .. }) {
             // `{ type, runId, from, object, metadata? }`: the envelope without `payload`.
@@ -72,7 +115,7 @@ impl ChunkWriter {
                 }
                 other => buf.push_str(&Value::Object(other.top_level().unwrap_or_default()).to_string()[1..]),
             }
-            return JSON::parse(&buf).unwrap_or(JsValue::NULL);
+            return f(&buf);
         }
         match chunk {
             Chunk::TextDelta { id, text } | Chunk::ReasoningDelta { id, text } => {
@@ -92,11 +135,11 @@ impl ChunkWriter {
         }
         buf.push('}');
         // The text is valid JSON by construction.
-        let js = JSON::parse(&buf).unwrap_or(JsValue::NULL);
+        let out = f(&buf);
         // A long step's payload must not stay allocated for the rest of the run.
         if buf.capacity() > KEEP_BUFFER_BYTES {
             *buf = String::with_capacity(256);
         }
-        js
+        out
     }
 }

@@ -478,6 +478,52 @@ impl RunStore for JsStore {
     fn delete_run<'a>(&'a self, run_id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
         Box::pin(async move { self.call("deleteRun", serde_json::json!({ "runId": run_id })).await.map(drop) })
     }
+    /// `appendRunChunks({ runId, chunks })` (SPEC §19.4): one call per batch.
+    fn append_run_chunks<'a>(&'a self, run_id: &'a str, chunks: &'a [Value]) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move {
+            self.needs_chunk_methods()?;
+            self.call("appendRunChunks", serde_json::json!({ "runId": run_id, "chunks": chunks })).await.map(drop)
+        })
+    }
+    /// `listRunChunks({ runId, after, limit? })`, held to its contract (ascending, after `after`).
+    fn list_run_chunks<'a>(&'a self, run_id: &'a str, after: u64, limit: Option<usize>) -> LocalFuture<'a, Result<Vec<Value>, AgentError>> {
+        Box::pin(async move {
+            self.needs_chunk_methods()?;
+            let mut arg = serde_json::json!({ "runId": run_id, "after": after });
+            if let Some(n) = limit {
+                arg["limit"] = n.into();
+            }
+            match self.call_json("listRunChunks", arg).await? {
+                Value::Array(chunks) => Ok(crate::core::runs::chunks_in_order(chunks, after, limit)),
+                Value::Null => Ok(Vec::new()),
+                _ => Err(AgentError::storage("storage.listRunChunks returned something that is not an array of chunks")),
+            }
+        })
+    }
+    fn delete_run_chunks<'a>(&'a self, run_id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move {
+            if !self.keeps_chunks() {
+                return Ok(());
+            }
+            self.call("deleteRunChunks", serde_json::json!({ "runId": run_id })).await.map(drop)
+        })
+    }
+}
+
+/// The chunk-log methods of a user storage object (SPEC §19.4), needed by `reconnectable` runs.
+pub(super) const CHUNK_METHODS: &[&str] = &["appendRunChunks", "listRunChunks", "deleteRunChunks"];
+
+impl JsStore {
+    pub(super) fn keeps_chunks(&self) -> bool {
+        CHUNK_METHODS.iter().all(|m| self.has(m))
+    }
+
+    fn needs_chunk_methods(&self) -> Result<(), AgentError> {
+        if self.keeps_chunks() {
+            return Ok(());
+        }
+        Err(AgentError::storage(format!("the storage object has no {}, so it keeps no chunk log for reconnectable runs", CHUNK_METHODS.join("/"))))
+    }
 }
 
 /// A store from `storage`: one of ours, a user object, or the default for this runtime.

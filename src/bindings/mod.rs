@@ -29,6 +29,8 @@ pub mod span_handle;
 pub mod stop;
 pub mod structured;
 pub mod suspend;
+#[cfg(feature = "reconnect")]
+pub mod reconnect;
 pub mod resume;
 pub mod tool_types;
 pub mod tools;
@@ -273,6 +275,14 @@ export interface StorageAdapter {
   listRuns?(args: { agentId?: string; threadId?: string; resourceId?: string; status?: RunStatus | RunStatus[] }): Promise<RunRecord[]> | RunRecord[];
   deleteRun?(args: { runId: string }): Promise<unknown> | unknown;
   /**
+   * Optional: the chunk log of reconnectable runs (SPEC §19.8). `appendRunChunks` gets one call
+   * per batch (chunks with their `seq`; a `seq` written again replaces its chunk);
+   * `listRunChunks` returns the chunks with `seq > after`, ascending, at most `limit`.
+   */
+  appendRunChunks?(args: { runId: string; chunks: ChunkType[] }): Promise<unknown> | unknown;
+  listRunChunks?(args: { runId: string; after?: number; limit?: number }): Promise<ChunkType[]> | ChunkType[];
+  deleteRunChunks?(args: { runId: string }): Promise<unknown> | unknown;
+  /**
    * Optional: keep workflow snapshots (SPEC §20.5), so a suspended workflow run resumes after a
    * reload or in another process. Without the first five runs live only in the page or isolate
    * (one console.warn says so). `updateWorkflowState` must be an atomic compare-and-set on
@@ -349,7 +359,12 @@ export interface RunRecord {
   heartbeatAt?: number;
   waiting: Array<{ toolCallId: string; toolName: string; args: unknown; kind: 'approval' | 'suspension'; suspendPayload?: unknown; resumeSchema?: unknown }>;
   snapshot: unknown;
+  /** The `seq` the run's chunks reached (SPEC §19.8): a resumed run numbers on from it. */
   lastSeq: number;
+  /** A finished reconnectable run: when its chunk log and record go. */
+  retainUntil?: number;
+  /** A reconnectable run's `retainMs`: the run keeps a chunk log. */
+  retainMs?: number;
 }
 
 export interface ListMessagesArgs {
@@ -461,6 +476,13 @@ export interface StreamOptions {
    */
   closeOnSuspend?: boolean;
   /**
+   * Keep the run's chunks in a chunk log in storage (SPEC §19.8), for `agent.reconnectStream()`:
+   * written in batches; cancelling `fullStream` then only detaches the reader (stop the run with
+   * `abortSignal`). `retainMs` (default 1 hour): how long the log and the run record stay after
+   * the run ended.
+   */
+  reconnectable?: boolean | { retainMs?: number };
+  /**
    * With memory: the model may resume a suspended call of this agent on the thread by calling
    * the same tool with `resumeData` and `suspendedToolCallId` (listed in the system prompt);
    * the earlier run then ends completed. Approvals are never resumed this way.
@@ -522,7 +544,12 @@ export interface FullOutput {
   usedFallbackValue?: boolean;
 }
 
-type Envelope<T extends string, P> = { type: T; runId: string; from: 'AGENT' | 'USER' | 'SYSTEM' | 'WORKFLOW'; payload: P };
+/**
+ * `seq`: the chunk's number in its stream (SPEC §19.8), 1 for the run's first chunk, +1 for each
+ * next one; set on every `fullStream` / `onChunk` chunk (a resumed run numbers on), absent on a
+ * processor's `part` (not numbered yet). A delta joined for a reader that lagged carries its last part's.
+ */
+type Envelope<T extends string, P> = { type: T; seq?: number; runId: string; from: 'AGENT' | 'USER' | 'SYSTEM' | 'WORKFLOW'; payload: P };
 
 export type ChunkType =
   | Envelope<'start', { messageId?: string }>
@@ -539,7 +566,7 @@ export type ChunkType =
   | Envelope<'tool-call-approval', ToolCallPayload & { resumeSchema: string; subAgent?: { agentId: string; toolName: string; runId: string; toolCallId: string } }>
   | Envelope<'tool-call-suspended', ToolCallPayload & { suspendPayload: unknown; resumeSchema?: string }>
   | Envelope<'tool-output-denied', ToolCallPayload & { approval: { id: string; approved: false; reason?: string } }>
-  | { type: `data-${string}`; data: unknown; id?: string; transient?: boolean }
+  | { type: `data-${string}`; seq?: number; data: unknown; id?: string; transient?: boolean }
   | Envelope<'background-task-started', { taskId: string; toolName: string; toolCallId: string }>
   | Envelope<'background-task-running', { taskId: string; toolName: string; toolCallId: string; runId: string; agentId: string; startedAt: string; args: unknown }>
   | Envelope<'background-task-output', { taskId: string; toolName: string; toolCallId: string; payload: { type: 'tool-output'; runId: string; from: 'USER'; payload: { toolCallId: string; toolName: string; output: unknown } } }>
@@ -555,8 +582,8 @@ export type ChunkType =
       totalUsage: Usage;
     }>
   | Envelope<'finish', { stepResult: { reason: FinishReason }; output: { usage: Usage }; totalUsage: Usage; metadata: { modelId?: string } }>
-  | { type: 'object'; runId: string; from: 'AGENT'; object: any }
-  | { type: 'object-result'; runId: string; from: 'AGENT'; object: any; metadata?: { fallback?: boolean } }
+  | { type: 'object'; seq?: number; runId: string; from: 'AGENT'; object: any }
+  | { type: 'object-result'; seq?: number; runId: string; from: 'AGENT'; object: any; metadata?: { fallback?: boolean } }
   | Envelope<'error', { error: { name: string; message: string; status?: number; body?: string; code?: StorageErrorCode | StructuredOutputErrorCode; id?: StructuredOutputErrorCode; details?: { value: string } } }>
   | Envelope<'abort', { reason?: string }>
   | Envelope<'tripwire', TripwirePayload>

@@ -58,6 +58,7 @@ const OTHER_KEYS: &[&str] = &[
     "abortSignal",
     "untilIdle",
     "closeOnSuspend",
+    "reconnectable",
     "autoResumeSuspendedTools",
     "structuredOutput",
     "output",
@@ -138,6 +139,8 @@ pub(crate) struct CallSetup {
     pub close_on_suspend: bool,
     /// `autoResumeSuspendedTools` (SPEC §19.7).
     pub auto_resume: bool,
+    /// `reconnectable` (SPEC §19.8): the `retainMs` of a run that keeps a chunk log.
+    pub reconnect: Option<f64>,
     /// `structuredOutput` (or the deprecated `output`).
     pub structured: Option<Rc<crate::core::run::structured::StructuredOutput>>,
     /// The call's `inputProcessors` / `outputProcessors` / `maxProcessorRetries` (each replaces the agent's).
@@ -244,6 +247,13 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
         None if close_js.is_undefined() || close_js.is_null() => false,
         None => return Err(type_error("options.closeOnSuspend", &format!("expected a boolean, got {}", js_kind(&close_js)))),
     };
+    #[cfg(feature = "reconnect")]
+    let reconnect = super::reconnect::parse_reconnectable(&opt("reconnectable")?)?;
+    #[cfg(not(feature = "reconnect"))]
+    let reconnect = match opt("reconnectable")? {
+        v if v.is_undefined() || v.is_null() || v.as_bool() == Some(false) => None,
+        _ => return Err(js_err(crate::core::features::not_built("options.reconnectable", "reconnectable runs", "reconnect"))),
+    };
     let auto_js = opt("autoResumeSuspendedTools")?;
     let auto_resume = match auto_js.as_bool() {
         Some(b) => b,
@@ -298,6 +308,7 @@ pub(crate) fn parse(options: &JsValue, agent: &AgentDefaults<'_>) -> Result<Call
         max_steps,
         close_on_suspend,
         auto_resume,
+        reconnect,
         structured: structured.map(Rc::new),
         delegation,
     })
@@ -471,3 +482,4 @@ pub(crate) fn browser_headers(endpoint: &mut Endpoint) {
         endpoint.headers.insert(0, ("anthropic-dangerous-direct-browser-access".into(), "true".into()));
     }
 }
+

@@ -110,6 +110,9 @@ pub struct Shared {
     scores: RefCell<(Option<Promise>, Option<Function>, Option<JsValue>)>,
     /// The trace id and root span id of a traced run.
     trace: RefCell<Option<(String, String)>>,
+    /// A reconnectable run's output, or a reconnect's (SPEC §19.8): cancelling its streams
+    /// only detaches the reader; the run goes on.
+    keep_run: std::cell::Cell<bool>,
 }
 
 impl Shared {
@@ -124,7 +127,19 @@ impl Shared {
             objects: Rc::default(),
             scores: RefCell::new((None, None, None)),
             trace: RefCell::new(None),
+            keep_run: std::cell::Cell::new(false),
         })
+    }
+
+    /// Cancelling the streams will not stop the run (SPEC §19.8).
+    pub fn keep_run_on_cancel(&self) {
+        self.keep_run.set(true);
+    }
+
+    /// The chunk's object as JSON, for the chunk log.
+    pub fn chunk_value(&self, chunk: &Chunk, seq: u64) -> serde_json::Value {
+        let writers = self.writers.borrow();
+        writers.last().map(|w| w.to_value(chunk, seq)).unwrap_or_default()
     }
 
     pub fn set_trace(&self, trace: Option<(String, String)>) {
@@ -180,14 +195,14 @@ impl Shared {
         self.writers.borrow().len() - 1
     }
 
-    fn to_js(&self, turn: usize, chunk: &Chunk) -> JsValue {
+    fn to_js(&self, turn: usize, seq: u64, chunk: &Chunk) -> JsValue {
         let writers = self.writers.borrow();
-        writers.get(turn).or(writers.last()).map(|w| w.to_js(chunk)).unwrap_or(JsValue::NULL)
+        writers.get(turn).or(writers.last()).map(|w| w.to_js(chunk, Some(seq))).unwrap_or(JsValue::NULL)
     }
 
-    /// The chunk as JavaScript sees it.
-    pub fn chunk_js(&self, chunk: &Chunk) -> JsValue {
-        self.to_js(self.turn(), chunk)
+    /// The chunk as JavaScript sees it; `seq` is its number in the stream (SPEC §19.8).
+    pub fn chunk_js(&self, chunk: &Chunk, seq: u64) -> JsValue {
+        self.to_js(self.turn(), seq, chunk)
     }
 
     /// The flag whose setting aborts this output's run (and, with `untilIdle`, closes it).
@@ -200,7 +215,7 @@ impl Shared {
     /// Enqueueing happens after the borrow is released: a stream piped into a `WritableStream`
     /// or through a `TransformStream` runs the user's `write()`/`transform()` inside `enqueue`,
     /// and that code may read this output (`out.text`, `out.usage`, …).
-    pub fn deliver(&self, chunk: Chunk, js: Option<JsValue>) {
+    pub fn deliver(&self, chunk: Chunk, seq: u64, js: Option<JsValue>) {
         if matches!(chunk, Chunk::Object { .. } | Chunk::ObjectResult { .. }) {
             self.objects.take(&chunk);
         }
@@ -209,7 +224,14 @@ impl Shared {
             let mut st = self.st.borrow_mut();
             let st = &mut *st;
             let mut text = None;
-            if let Chunk::TextDelta { text: t, .. } = &chunk {
+            let logged_text = match &chunk {
+                Chunk::Logged(v) if v.get("type").and_then(serde_json::Value::as_str) == Some("text-delta") => v.pointer("/payload/text").and_then(serde_json::Value::as_str),
+                _ => None,
+            };
+            if let Some(t) = logged_text.or(match &chunk {
+                Chunk::TextDelta { text, .. } => Some(text.as_str()),
+                _ => None,
+            }) {
                 if let Some(c) = st.text.open(st.text_pending.is_empty()) {
                     text = Some((c, JsValue::from_str(t)));
                 } else if st.text.waiting() || st.text.ctrl.is_some() {
@@ -220,7 +242,7 @@ impl Shared {
                 Some(c) => Some((c, chunk)),
                 None => {
                     if st.full.waiting() || st.full.ctrl.is_some() {
-                        st.full_pending.push(turn, chunk);
+                        st.full_pending.push(turn, seq, chunk);
                     }
                     None
                 }
@@ -231,7 +253,7 @@ impl Shared {
             let _ = c.enqueue_with_chunk(&t);
         }
         if let Some((c, chunk)) = full {
-            let _ = c.enqueue_with_chunk(&js.unwrap_or_else(|| self.to_js(turn, &chunk)));
+            let _ = c.enqueue_with_chunk(&js.unwrap_or_else(|| self.to_js(turn, seq, &chunk)));
         }
     }
 
@@ -278,8 +300,8 @@ impl Shared {
         // What a lagging reader is owed goes into its queue before the end; enqueued and closed
         // outside the borrow, like `deliver` enqueues.
         if let Some((c, owed)) = full {
-            for (turn, chunk) in owed {
-                let _ = c.enqueue_with_chunk(&self.to_js(turn, &chunk));
+            for (turn, seq, chunk) in owed {
+                let _ = c.enqueue_with_chunk(&self.to_js(turn, seq, &chunk));
             }
             let _ = c.close();
         }
@@ -311,8 +333,8 @@ impl Shared {
         if !owed_text.is_empty() {
             let _ = ctrl.enqueue_with_chunk(&JsValue::from_str(&owed_text));
         }
-        for (turn, chunk) in owed_full {
-            let _ = ctrl.enqueue_with_chunk(&self.to_js(turn, &chunk));
+        for (turn, seq, chunk) in owed_full {
+            let _ = ctrl.enqueue_with_chunk(&self.to_js(turn, seq, &chunk));
         }
     }
 
@@ -398,7 +420,7 @@ fn cancel_slot(weak: &Weak<Shared>, text: bool) {
         slot.ctrl = None;
         (!st.full.created || st.full.cancelled) && (!st.text.created || st.text.cancelled)
     };
-    if all_cancelled {
+    if all_cancelled && !me.keep_run.get() {
         me.abort.detach(Some("the stream was cancelled".into()));
     }
 }

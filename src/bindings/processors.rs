@@ -426,7 +426,7 @@ impl Processor for JsProcessor {
 
     fn stream<'a>(&'a self, chunk: Chunk, cx: ProcessorCx<'a>) -> LocalFuture<'a, Result<Vec<Chunk>, Halt>> {
         Box::pin(async move {
-            let part = self.chunks.to_js(&chunk);
+            let part = self.chunks.to_js(&chunk, None);
             self.parts.push(&part);
             let args = Object::new();
             let _ = Reflect::set(&args, &"part".into(), &part);

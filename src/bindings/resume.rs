@@ -83,7 +83,7 @@ pub(super) fn runs_cfg(inner: &Inner, call: &CallSetup, opts: &CallOptions) -> R
         "requireToolApproval": opts.require_tool_approval,
         "modelSettings": Value::Object(opts.model_settings.sampling_json()),
     });
-    RunsCfg { store: inner.runs_store.borrow().clone(), agent_id: inner.config.id.clone(), close_on_suspend: call.close_on_suspend, restore, auto_resume: call.auto_resume, auto_waits: Vec::new() }
+    RunsCfg { store: inner.runs_store.borrow().clone(), agent_id: inner.config.id.clone(), close_on_suspend: call.close_on_suspend, restore, auto_resume: call.auto_resume, auto_waits: Vec::new(), retain_ms: call.reconnect }
 }
 
 /// What the caller asked for.

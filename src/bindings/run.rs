@@ -17,6 +17,8 @@ use super::output::Shared;
 use super::host::JsHost;
 use super::scorers::ScoreJob;
 use crate::core::abort::AbortFlag;
+#[cfg(feature = "reconnect")]
+use crate::core::runs::{RunRecord, RunStatus};
 use crate::core::tools::Approvals;
 use crate::core::chunk::Chunk;
 use crate::core::env::LocalFuture;
@@ -33,6 +35,12 @@ struct JsSink {
     views: super::resume::Views,
     on_chunk: Option<Function>,
     on_step_finish: Option<Function>,
+    /// The last chunk's `seq` (SPEC §19.8): a resumed run starts from its record's `lastSeq`;
+    /// with untilIdle every turn counts on (one sink for the outer stream).
+    seq: Cell<u64>,
+    /// A `reconnectable` run's chunk log and followers (SPEC §19.8).
+    #[cfg(feature = "reconnect")]
+    log: Option<Rc<super::reconnect::LiveLog>>,
     /// The memory's watchers of this run's thread (SPEC §21.2).
     #[cfg(feature = "watch")]
     tap: Option<super::watch::ChunkTap>,
@@ -40,35 +48,76 @@ struct JsSink {
 
 impl Sink for JsSink {
     fn emit(&self, chunk: Chunk) {
+        let seq = self.seq.get() + 1;
+        self.seq.set(seq);
         let mut js = self.on_chunk.as_ref().map(|f| {
-            let js = self.shared.chunk_js(&chunk);
+            let js = self.shared.chunk_js(&chunk, seq);
             // A throwing onChunk must not break the run; its result is not awaited.
             super::report::call_observer("onChunk", f, &js);
             js
         });
         #[cfg(feature = "watch")]
         if let Some(tap) = self.tap.as_ref().filter(|t| t.wants()) {
-            let js = js.get_or_insert_with(|| self.shared.chunk_js(&chunk));
+            let js = js.get_or_insert_with(|| self.shared.chunk_js(&chunk, seq));
             tap.chunk(js);
         }
         // Decisions' second views (SPEC §19.3), usually none: cloned out of the borrow, since
         // delivering may run a reader's code.
+        #[cfg(feature = "reconnect")]
+        if let Some(log) = &self.log {
+            log.chunk(&chunk, self.shared.chunk_value(&chunk, seq));
+        }
         if !self.views.borrow().is_empty() {
             let views = self.views.borrow().clone();
             for v in &views {
-                v.deliver(chunk.clone(), None);
+                v.deliver(chunk.clone(), seq, None);
             }
         }
-        self.shared.deliver(chunk, js);
+        self.shared.deliver(chunk, seq, js);
+    }
+
+    fn seq(&self) -> u64 {
+        self.seq.get()
     }
 
     fn step_finished<'a>(&'a self, step: &'a StepResult) -> LocalFuture<'a, ()> {
         Box::pin(async move {
+            #[cfg(feature = "reconnect")]
+            if let Some(log) = &self.log {
+                log.step_end();
+            }
             if let Some(f) = &self.on_step_finish {
                 call_and_wait("onStepFinish", f, &from_json_shared(step.to_json())).await;
             }
         })
     }
+}
+
+#[cfg(feature = "reconnect")]
+/// A reconnectable turn's storage and run record (SPEC §19.8): a new run's `running` record, or
+/// (`true`) the record a resumed run already has.
+fn reconnect_record(turn: &Turn) -> Option<(Rc<dyn crate::core::memory::Store>, RunRecord, bool)> {
+    let rc = turn.cfg.runs.as_ref()?;
+    let retain_ms = rc.retain_ms?;
+    let store = rc.store.clone()?;
+    let now = js_sys::Date::now();
+    let thread = turn.cfg.memory.as_ref();
+    let record = RunRecord {
+        run_id: turn.run_id.clone(),
+        agent_id: rc.agent_id.clone(),
+        thread_id: thread.map(|m| m.thread_id.clone()),
+        resource_id: thread.map(|m| m.resource_id.clone()),
+        status: RunStatus::Running,
+        created_at: now,
+        updated_at: now,
+        heartbeat_at: Some(now),
+        waiting: Vec::new(),
+        snapshot: None,
+        last_seq: 0,
+        retain_until: None,
+        retain_ms: Some(retain_ms),
+    };
+    Some((store, record, turn.cfg.resume.is_some()))
 }
 
 /// Calls a user callback and waits for it when it returns a promise. A callback cannot fail the
@@ -138,16 +187,29 @@ pub(crate) fn spawn_run(first: Turn, shared: Rc<Shared>, call: Rc<CallSetup>, id
     let listener = listen_abort(&call.signal, &outer);
     wasm_bindgen_futures::spawn_local(async move {
         let cb = &call.js;
+        #[cfg(feature = "reconnect")]
+        let log = match reconnect_record(&first) {
+            Some((store, record, resumed)) => {
+                shared.keep_run_on_cancel();
+                super::reconnect::LiveLog::start(store, record, resumed).await
+            }
+            None => None,
+        };
         let sink = JsSink {
             shared: shared.clone(),
             views: first.views.clone(),
             on_chunk: cb.on_chunk.clone(),
             on_step_finish: cb.on_step_finish.clone(),
+            seq: Cell::new(first.cfg.resume.as_ref().map_or(0, |r| r.last_seq)),
+            #[cfg(feature = "reconnect")]
+            log,
             #[cfg(feature = "watch")]
             tap: first.tap,
         };
         let run_id = first.run_id.clone();
         let first_failed;
+        #[cfg(feature = "reconnect")]
+        let end_status;
         // With untilIdle the loop's state starts with the first turn: a task that ends while it
         // streams is queued and answered after it.
         let mut idle_loop = idle.as_ref().map(|s| IdleLoop::new(s.watch.max_idle_ms));
@@ -160,6 +222,10 @@ pub(crate) fn spawn_run(first: Turn, shared: Rc<Shared>, call: Rc<CallSetup>, id
             };
             (first.done)();
             first_failed = outcome.error.is_some();
+            #[cfg(feature = "reconnect")]
+            {
+                end_status = super::reconnect::end_status(&outcome);
+            }
             let scoring = outcome.scoring.take();
             let shown = scoring.as_ref().filter(|_| job.as_ref().is_some_and(|j| j.return_data));
             (settle_first(&outcome, &run_id, cb, &first.abort, &sink, shown).await, scoring)
@@ -173,6 +239,12 @@ pub(crate) fn spawn_run(first: Turn, shared: Rc<Shared>, call: Rc<CallSetup>, id
         }
         match idle {
             None => {
+                // The log is written out before the stream closes: a reconnect after the end
+                // finds every chunk.
+                #[cfg(feature = "reconnect")]
+                if let Some(log) = &sink.log {
+                    log.end(end_status, sink.seq.get()).await;
+                }
                 shared.finish(result);
                 score(&shared);
             }
@@ -183,6 +255,10 @@ pub(crate) fn spawn_run(first: Turn, shared: Rc<Shared>, call: Rc<CallSetup>, id
                 let l = idle_loop.unwrap_or_else(|| IdleLoop::new(setup.watch.max_idle_ms));
                 let turns = JsContinuations { setup: &setup, sink: &sink, outer: &outer };
                 drive(&setup.watch, l, &JsEnv, &sink, &outer, first_failed, &turns).await;
+                #[cfg(feature = "reconnect")]
+                if let Some(log) = &sink.log {
+                    log.end(end_status, sink.seq.get()).await;
+                }
                 (setup.on_close)();
                 shared.close_streams();
             }

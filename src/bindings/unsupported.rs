@@ -67,8 +67,6 @@ export interface StreamOptions {
     /** Not used: spans go to the `observability` exporters (a warning says so). */
     tracer?: unknown;
   };
-  /** Not honoured yet (adds an `unsupported-setting` warning): chunks are not logged for reconnecting. */
-  reconnectable?: boolean | { retainMs?: number };
 }
 
 /** `error.code` (and `error.id`) of a `StructuredOutputError`. */

@@ -5,9 +5,11 @@
 
 use super::chunk::Chunk;
 
-/// The chunks `fullStream` owes, by turn (which writer makes their objects).
+/// The chunks `fullStream` owes, by turn (which writer makes their objects), with their `seq`
+/// (SPEC §19.8). A joined delta carries the `seq` of its last part: a reader that reconnects
+/// `after` it misses nothing.
 #[derive(Default)]
-pub struct FullBacklog(Vec<(usize, Chunk)>);
+pub struct FullBacklog(Vec<(usize, u64, Chunk)>);
 
 impl FullBacklog {
     pub fn is_empty(&self) -> bool {
@@ -15,19 +17,20 @@ impl FullBacklog {
     }
 
     /// Adds a chunk; a delta that continues the last one's block is appended to it.
-    pub fn push(&mut self, turn: usize, chunk: Chunk) {
-        if let Some((last_turn, last)) = self.0.last_mut() {
+    pub fn push(&mut self, turn: usize, seq: u64, chunk: Chunk) {
+        if let Some((last_turn, last_seq, last)) = self.0.last_mut() {
             if *last_turn == turn {
-                if let Some(chunk) = join(last, chunk) {
-                    self.0.push((turn, chunk));
+                match join(last, chunk) {
+                    Some(chunk) => self.0.push((turn, seq, chunk)),
+                    None => *last_seq = seq,
                 }
                 return;
             }
         }
-        self.0.push((turn, chunk));
+        self.0.push((turn, seq, chunk));
     }
 
-    pub fn take(&mut self) -> Vec<(usize, Chunk)> {
+    pub fn take(&mut self) -> Vec<(usize, u64, Chunk)> {
         std::mem::take(&mut self.0)
     }
 }
@@ -65,26 +68,32 @@ mod tests {
     #[test]
     fn deltas_of_one_block_are_joined_and_nothing_else_is() {
         let mut b = FullBacklog::default();
-        b.push(0, Chunk::TextStart { id: "m-1".into() });
+        let mut seq = 0;
+        let mut push = |b: &mut FullBacklog, turn: usize, c: Chunk| {
+            seq += 1;
+            b.push(turn, seq, c);
+        };
+        push(&mut b, 0, Chunk::TextStart { id: "m-1".into() });
         for t in ["Hel", "lo", " there"] {
-            b.push(0, text("m-1", t));
+            push(&mut b, 0, text("m-1", t));
         }
-        b.push(0, Chunk::TextEnd { id: "m-1".into() });
-        b.push(0, Chunk::ReasoningDelta { id: "m-2".into(), text: "a".into() });
-        b.push(0, Chunk::ReasoningDelta { id: "m-2".into(), text: "b".into() });
-        b.push(0, text("m-3", "x"));
-        b.push(0, text("m-4", "y"));
+        push(&mut b, 0, Chunk::TextEnd { id: "m-1".into() });
+        push(&mut b, 0, Chunk::ReasoningDelta { id: "m-2".into(), text: "a".into() });
+        push(&mut b, 0, Chunk::ReasoningDelta { id: "m-2".into(), text: "b".into() });
+        push(&mut b, 0, text("m-3", "x"));
+        push(&mut b, 0, text("m-4", "y"));
         // Another turn's chunk carries another run id: never joined across turns.
-        b.push(1, text("m-4", "z"));
+        push(&mut b, 1, text("m-4", "z"));
         let got = b.take();
+        // A joined delta carries the seq of its last part.
         let want = vec![
-            (0, Chunk::TextStart { id: "m-1".into() }),
-            (0, text("m-1", "Hello there")),
-            (0, Chunk::TextEnd { id: "m-1".into() }),
-            (0, Chunk::ReasoningDelta { id: "m-2".into(), text: "ab".into() }),
-            (0, text("m-3", "x")),
-            (0, text("m-4", "y")),
-            (1, text("m-4", "z")),
+            (0, 1, Chunk::TextStart { id: "m-1".into() }),
+            (0, 4, text("m-1", "Hello there")),
+            (0, 5, Chunk::TextEnd { id: "m-1".into() }),
+            (0, 7, Chunk::ReasoningDelta { id: "m-2".into(), text: "ab".into() }),
+            (0, 8, text("m-3", "x")),
+            (0, 9, text("m-4", "y")),
+            (1, 10, text("m-4", "z")),
         ];
         assert_eq!(got, want);
         assert!(b.is_empty());
@@ -98,9 +107,9 @@ mod tests {
             args_text_delta: a.into(),
         };
         let mut b = FullBacklog::default();
-        for (id, a) in [("c1", "{\"q\""), ("c1", ":1}"), ("c2", "{}")] {
-            b.push(0, delta(id, a));
+        for (seq, (id, a)) in [("c1", "{\"q\""), ("c1", ":1}"), ("c2", "{}")].into_iter().enumerate() {
+            b.push(0, seq as u64 + 1, delta(id, a));
         }
-        assert_eq!(b.take(), vec![(0, delta("c1", "{\"q\":1}")), (0, delta("c2", "{}"))]);
+        assert_eq!(b.take(), vec![(0, 2, delta("c1", "{\"q\":1}")), (0, 3, delta("c2", "{}"))]);
     }
 }

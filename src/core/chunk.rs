@@ -53,6 +53,9 @@ pub enum Chunk {
     ObjectResult { object: Value, metadata: Option<Value> },
     /// A completion check's verdict (`isTaskComplete`, SPEC §15).
     IsTaskComplete { payload: Box<Value> },
+    /// A chunk of a run's chunk log (SPEC §19.8), replayed or followed by `reconnectStream`: the
+    /// whole object as the run's reader got it (`type`, `seq`, `runId`, …).
+    Logged(std::rc::Rc<Value>),
 }
 
 /// What `tool-call-approval` says the resume data looks like (a JSON Schema, as text).
@@ -100,6 +103,7 @@ impl Chunk {
             Chunk::Object { .. } => "object",
             Chunk::ObjectResult { .. } => "object-result",
             Chunk::IsTaskComplete { .. } => "is-task-complete",
+            Chunk::Logged(_) => "logged",
         }
     }
 
@@ -203,6 +207,7 @@ impl Chunk {
             },
             Chunk::Tripwire(t) => t.to_json(),
             Chunk::Raw(text) => Value::String(text.clone()),
+            Chunk::Logged(v) => v.get("payload").cloned().unwrap_or(Value::Null),
             Chunk::Object { .. } | Chunk::ObjectResult { .. } => Value::Object(self.top_level().unwrap_or_default()),
         }
     }

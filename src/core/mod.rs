@@ -7,6 +7,7 @@ pub mod ai_sdk_agents;
 #[cfg(feature = "workflows")]
 pub mod ai_sdk_workflow;
 pub mod backlog;
+pub mod chunk_log;
 pub mod base64;
 pub mod chunk;
 pub mod completion;

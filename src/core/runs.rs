@@ -128,6 +128,10 @@ pub struct RunRecord {
     pub waiting: Vec<WaitingCall>,
     pub snapshot: Option<Value>,
     pub last_seq: u64,
+    /// When a finished `reconnectable` run's log and record go (SPEC §19.8).
+    pub retain_until: Option<f64>,
+    /// A `reconnectable` run's `retainMs`: the run keeps a chunk log.
+    pub retain_ms: Option<f64>,
 }
 
 impl RunRecord {
@@ -138,8 +142,10 @@ impl RunRecord {
             "waiting": self.waiting.iter().map(WaitingCall::to_json).collect::<Vec<_>>(),
             "snapshot": self.snapshot, "lastSeq": self.last_seq,
         });
-        if let Some(h) = self.heartbeat_at {
-            v["heartbeatAt"] = h.into();
+        for (k, n) in [("heartbeatAt", self.heartbeat_at), ("retainUntil", self.retain_until), ("retainMs", self.retain_ms)] {
+            if let Some(n) = n {
+                v[k] = n.into();
+            }
         }
         v
     }
@@ -168,6 +174,8 @@ impl RunRecord {
             waiting,
             snapshot: v.get("snapshot").filter(|s| !s.is_null()).cloned(),
             last_seq: v.get("lastSeq").and_then(Value::as_u64).unwrap_or(0),
+            retain_until: num("retainUntil"),
+            retain_ms: num("retainMs"),
             run_id,
         })
     }
@@ -233,12 +241,33 @@ pub trait RunStore {
     fn update_run<'a>(&'a self, run_id: &'a str, patch: &'a Value, expected: Option<RunStatus>) -> LocalFuture<'a, Result<Option<RunRecord>, AgentError>>;
     fn list_runs<'a>(&'a self, filter: &'a RunFilter) -> LocalFuture<'a, Result<Vec<RunRecord>, AgentError>>;
     fn delete_run<'a>(&'a self, run_id: &'a str) -> LocalFuture<'a, Result<(), AgentError>>;
+    /// Appends chunks (objects with `seq`) to the run's chunk log (SPEC §19.8); idempotent by
+    /// `seq` (a chunk written again replaces itself).
+    fn append_run_chunks<'a>(&'a self, run_id: &'a str, chunks: &'a [Value]) -> LocalFuture<'a, Result<(), AgentError>>;
+    /// The logged chunks with `seq > after`, ascending, at most `limit`.
+    fn list_run_chunks<'a>(&'a self, run_id: &'a str, after: u64, limit: Option<usize>) -> LocalFuture<'a, Result<Vec<Value>, AgentError>>;
+    fn delete_run_chunks<'a>(&'a self, run_id: &'a str) -> LocalFuture<'a, Result<(), AgentError>>;
+}
+
+/// `listRunChunks`' contract on what a store returned: ascending `seq`, after `after`, one per
+/// `seq`, at most `limit`.
+pub fn chunks_in_order(mut chunks: Vec<Value>, after: u64, limit: Option<usize>) -> Vec<Value> {
+    let seq = super::chunk_log::seq_of;
+    chunks.retain(|c| seq(c) > after);
+    chunks.sort_by_key(seq);
+    chunks.dedup_by_key(|c| seq(c));
+    if let Some(n) = limit {
+        chunks.truncate(n);
+    }
+    chunks
 }
 
 /// Runs kept in memory, for `InMemoryStore` and tests.
 #[derive(Default)]
 pub struct MemoryRuns {
     runs: std::cell::RefCell<Vec<Value>>,
+    /// Chunk logs by run id, by `seq`.
+    chunks: std::cell::RefCell<std::collections::HashMap<String, std::collections::BTreeMap<u64, Value>>>,
 }
 
 fn ready<'a, T: 'a>(v: T) -> LocalFuture<'a, T> {
@@ -275,6 +304,26 @@ impl RunStore for MemoryRuns {
 
     fn delete_run<'a>(&'a self, run_id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
         self.runs.borrow_mut().retain(|r| r["runId"] != run_id);
+        ready(Ok(()))
+    }
+
+    fn append_run_chunks<'a>(&'a self, run_id: &'a str, chunks: &'a [Value]) -> LocalFuture<'a, Result<(), AgentError>> {
+        let mut logs = self.chunks.borrow_mut();
+        let log = logs.entry(run_id.to_owned()).or_default();
+        for c in chunks {
+            log.insert(super::chunk_log::seq_of(c), c.clone());
+        }
+        ready(Ok(()))
+    }
+
+    fn list_run_chunks<'a>(&'a self, run_id: &'a str, after: u64, limit: Option<usize>) -> LocalFuture<'a, Result<Vec<Value>, AgentError>> {
+        let logs = self.chunks.borrow();
+        let found = logs.get(run_id).map(|log| log.range(after + 1..).map(|(_, c)| c.clone()).take(limit.unwrap_or(usize::MAX)).collect());
+        ready(Ok(found.unwrap_or_default()))
+    }
+
+    fn delete_run_chunks<'a>(&'a self, run_id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.chunks.borrow_mut().remove(run_id);
         ready(Ok(()))
     }
 }

@@ -48,6 +48,15 @@ impl RunStore for Scripted {
         self.log.borrow_mut().push("delete".into());
         self.inner.delete_run(run_id)
     }
+    fn append_run_chunks<'a>(&'a self, run_id: &'a str, chunks: &'a [Value]) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.inner.append_run_chunks(run_id, chunks)
+    }
+    fn list_run_chunks<'a>(&'a self, run_id: &'a str, after: u64, limit: Option<usize>) -> LocalFuture<'a, Result<Vec<Value>, AgentError>> {
+        self.inner.list_run_chunks(run_id, after, limit)
+    }
+    fn delete_run_chunks<'a>(&'a self, run_id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.inner.delete_run_chunks(run_id)
+    }
 }
 
 const T0: f64 = 1_700_000_000_000.0;
@@ -75,6 +84,8 @@ fn record(status: RunStatus, waits: Vec<WaitingCall>) -> RunRecord {
         waiting: waits,
         snapshot: Some(json!({ "v": SNAPSHOT_V })),
         last_seq: 0,
+        retain_until: None,
+        retain_ms: None,
     }
 }
 

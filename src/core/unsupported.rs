@@ -28,7 +28,6 @@ pub const UNSUPPORTED: &[(&str, &str)] = &[
     ("tracingContext", "This build has no tracing (wasm-agent/lite): no span is created under the given span."),
     #[cfg(not(feature = "tracing"))]
     ("telemetry", "This build has no tracing (wasm-agent/lite): the run records no spans or telemetry attributes."),
-    ("reconnectable", "Chunks are not logged for reconnectStream yet: cancelling `fullStream` stops the run."),
     #[cfg(not(feature = "recall"))]
     (
         "memory.options.semanticRecall",
@@ -162,7 +161,6 @@ mod tests {
             "tracingContext",
             #[cfg(not(feature = "tracing"))]
             "telemetry",
-            "reconnectable",
             #[cfg(not(feature = "recall"))]
             "memory.options.semanticRecall",
         ] {
@@ -184,12 +182,13 @@ mod tests {
     #[test]
     fn only_the_options_given_warn_in_table_order() {
         let given = ["memory.options.semanticRecall", "versions", "reconnectable", "maxSteps", "noSuchOption"];
+        // `reconnectable` is honoured (SPEC §19.8): given, it does not warn.
         let ws = setting_warnings(&mut |n| given.contains(&n));
         let names: Vec<_> = ws.iter().map(|w| w.setting.clone().unwrap()).collect();
         #[cfg(not(feature = "recall"))]
-        assert_eq!(names, ["versions", "reconnectable", "memory.options.semanticRecall"]);
+        assert_eq!(names, ["versions", "memory.options.semanticRecall"]);
         #[cfg(feature = "recall")]
-        assert_eq!(names, ["versions", "reconnectable"]);
+        assert_eq!(names, ["versions"]);
         assert!(setting_warnings(&mut |_| false).is_empty());
     }
 
@@ -202,9 +201,8 @@ mod tests {
         assert!(lines[0].starts_with("wasm-agent: the stream option 'versions' is not supported"), "{}", lines[0]);
         assert!(lines[0].contains("editor package"), "{}", lines[0]);
         assert!(console_lines(&first, &mut seen).is_empty(), "the same names again: nothing");
+        // `reconnectable` is honoured (SPEC §19.8): no line for it.
         let next = setting_warnings(&mut |n| n == "versions" || n == "reconnectable");
-        let lines = console_lines(&next, &mut seen);
-        assert_eq!(lines.len(), 1);
-        assert!(lines[0].contains("'reconnectable'"), "{}", lines[0]);
+        assert!(console_lines(&next, &mut seen).is_empty());
     }
 }

@@ -12,6 +12,7 @@
 //! open (see `tx.rs`), and never hold a `RefCell` borrow across an await.
 
 mod conn;
+mod run_chunks;
 mod tx;
 mod vector_blocks;
 mod vectors;
@@ -465,5 +466,17 @@ impl RunStore for IdbStore {
             let what = format!("deleting run '{run_id}'");
             self.transact(&what, &[RUNS], Readwrite, &mut |tx| tx.store(RUNS)?.delete(&run_id.into()).map(JsValue::from)).await.map(drop)
         })
+    }
+
+    fn append_run_chunks<'a>(&'a self, run_id: &'a str, chunks: &'a [Value]) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(self.append_chunks(run_id, chunks))
+    }
+
+    fn list_run_chunks<'a>(&'a self, run_id: &'a str, after: u64, limit: Option<usize>) -> LocalFuture<'a, Result<Vec<Value>, AgentError>> {
+        Box::pin(self.list_chunks(run_id, after, limit))
+    }
+
+    fn delete_run_chunks<'a>(&'a self, run_id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
+        Box::pin(self.delete_chunks(run_id))
     }
 }

@@ -71,12 +71,13 @@ test('a plain reply streams start, step-start, text-start, text-delta…, text-e
   );
 });
 
-test('every chunk has the envelope { type, runId, from: "AGENT", payload } and runId = output.runId', T, async () => {
+test('every chunk has the envelope { type, seq, runId, from: "AGENT", payload } and runId = output.runId', T, async () => {
   const { out, chunks } = await run('echo');
   assert.equal(typeof out.runId, 'string');
   assert.ok(out.runId.length > 0);
-  for (const c of chunks) {
-    assert.deepEqual(keys(c), ['from', 'payload', 'runId', 'type'], `envelope of ${c.type}`);
+  for (const [i, c] of chunks.entries()) {
+    assert.deepEqual(keys(c), ['from', 'payload', 'runId', 'seq', 'type'], `envelope of ${c.type}`);
+    assert.equal(c.seq, i + 1, `seq of ${c.type}`);
     assert.equal(c.from, 'AGENT', `from of ${c.type}`);
     assert.equal(c.runId, out.runId, `runId of ${c.type}`);
     assert.equal(typeof c.payload, 'object', `payload of ${c.type}`);

@@ -94,6 +94,7 @@ const LEFT_OUT = [
   ['a WebSocket transport', 'options.providerOptions.openai.transport', 'the WebSocket transport', 'websocket', (a) => a.stream('x', { providerOptions: { openai: { transport: 'websocket' } } })],
   ['scorers', 'options.scorers', 'scorers', 'scorers', (a) => a.stream('x', { scorers: { s: { scorer: 'some-id' } } })],
   ['returnScorerData', 'options.returnScorerData', 'scorers', 'scorers', (a) => a.stream('x', { returnScorerData: true })],
+  ['reconnectable', 'options.reconnectable', 'reconnectable runs', 'reconnect', (a) => a.stream('x', { reconnectable: true })],
 ];
 
 for (const [what, field, named, feature, call] of LEFT_OUT) {

@@ -157,7 +157,7 @@ test('writer.custom: a data chunk streams and passes only the later processors (
   const { chunks } = await run(agent, 'hi');
   const at = types(chunks).indexOf('data-note');
   assert.ok(at > 0 && types(chunks)[at + 1] === 'text-start', types(chunks).join(','));
-  assert.deepEqual(chunks[at], { type: 'data-note', data: { at: 'start' } });
+  assert.deepEqual(chunks[at], { type: 'data-note', seq: at + 1, data: { at: 'start' } });
   assert.deepEqual(seenBy, { first: 0, second: 1 });
 });
 
@@ -179,7 +179,7 @@ test('a tripwire in the output stream: tripwire with the envelope, then step-fin
   });
   assert.deepEqual(types(chunks), ['start', 'step-start', 'text-start', 'text-delta', 'text-delta', 'text-delta', 'tripwire', 'step-finish', 'finish']);
   const trip = chunks.find((c) => c.type === 'tripwire');
-  assert.deepEqual(trip, { type: 'tripwire', runId: out.runId, from: 'AGENT', payload: { reason: 'Forbidden word', metadata: { word: 'forbidden' }, processorId: 'guard' } });
+  assert.deepEqual(trip, { type: 'tripwire', seq: chunks.indexOf(trip) + 1, runId: out.runId, from: 'AGENT', payload: { reason: 'Forbidden word', metadata: { word: 'forbidden' }, processorId: 'guard' } });
   assert.equal(chunks.at(-1).payload.stepResult.reason, 'tripwire');
   assert.equal(chunks.at(-2).payload.stepResult.reason, 'tripwire');
   assert.equal(await out.finishReason, 'tripwire');

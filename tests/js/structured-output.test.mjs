@@ -67,11 +67,11 @@ test('chat: object chunks come just before the delta that changed the partial; o
     { title: 'Dune', tags: ['a', 'b'] },
   ]);
   const obj = chunks.find((c) => c.type === 'object');
-  assert.deepEqual(Object.keys(obj).sort(), ['from', 'object', 'runId', 'type'], 'top level, no payload');
+  assert.deepEqual(Object.keys(obj).sort(), ['from', 'object', 'runId', 'seq', 'type'], 'top level, no payload');
   assert.equal(obj.runId, out.runId);
   assert.equal(obj.from, 'AGENT');
   const result = chunks.find((c) => c.type === 'object-result');
-  assert.deepEqual(result, { type: 'object-result', runId: out.runId, from: 'AGENT', object: { title: 'Dune', tags: ['a', 'b'] } });
+  assert.deepEqual(result, { type: 'object-result', seq: chunks.indexOf(result) + 1, runId: out.runId, from: 'AGENT', object: { title: 'Dune', tags: ['a', 'b'] } });
   assert.deepEqual(await out.object, { title: 'Dune', tags: ['a', 'b'] });
   assert.equal(await out.text, DUNE, 'text is the raw JSON');
   const full = await out.getFullOutput();

@@ -6,7 +6,8 @@ import fs from 'node:fs';
 /**
  * A user storage object with every §7 and §19.4 method, kept in a JSON file: each call reads the
  * file and each write rewrites it, so another process on the same file sees what this one wrote.
- * `updateRun` is a compare-and-set on `expectedStatus`.
+ * `updateRun` is a compare-and-set on `expectedStatus`. The chunk log (SPEC §19.8) is kept by
+ * run id and `seq`.
  */
 export function fileStorage(file) {
   const load = () => (fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : { threads: {}, messages: {}, resources: {}, runs: {} });
@@ -53,5 +54,15 @@ export function fileStorage(file) {
           (status === undefined || [status].flat().includes(r.status)),
       ),
     deleteRun: ({ runId }) => write((db) => void delete db.runs[runId]),
+    appendRunChunks: ({ runId, chunks }) =>
+      write((db) => {
+        const log = ((db.runChunks ??= {})[runId] ??= {});
+        for (const c of chunks) log[c.seq] = c;
+      }),
+    listRunChunks: ({ runId, after = 0, limit }) => {
+      const list = Object.values(load().runChunks?.[runId] ?? {}).filter((c) => c.seq > after).sort((a, b) => a.seq - b.seq);
+      return limit === undefined ? list : list.slice(0, limit);
+    },
+    deleteRunChunks: ({ runId }) => write((db) => void delete db.runChunks?.[runId]),
   };
 }

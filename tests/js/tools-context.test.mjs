@@ -111,15 +111,19 @@ test('writer.write → a tool-output chunk from USER; writer.custom → the data
   assert.deepEqual(between, ['tool-output', 'data-progress', 'data-status', 'tool-output'], 'in the order written, before the result');
 
   const outputs = ofType(chunks, 'tool-output');
+  const seqOf = (c) => chunks.indexOf(c) + 1;
   assert.deepEqual(outputs[0], {
     type: 'tool-output',
+    seq: seqOf(outputs[0]),
     runId,
     from: 'USER',
     payload: { toolCallId, toolName: 'reporter', output: { stage: 'fetching', city: 'Paris' } },
   });
   assert.equal(outputs[1].payload.output, 'done');
-  assert.deepEqual(only(chunks, 'data-progress'), { type: 'data-progress', data: { percent: 50 }, id: 'progress-1' });
-  assert.deepEqual(only(chunks, 'data-status'), { type: 'data-status', data: 'almost there', transient: true });
+  const progress = only(chunks, 'data-progress');
+  const status = only(chunks, 'data-status');
+  assert.deepEqual(progress, { type: 'data-progress', seq: seqOf(progress), data: { percent: 50 }, id: 'progress-1' });
+  assert.deepEqual(status, { type: 'data-status', seq: seqOf(status), data: 'almost there', transient: true });
   assert.deepEqual(returned, [undefined, undefined, undefined], 'the promises resolve');
   // Progress is for the user, not the model.
   assert.deepEqual(toolMessages(requests[1].body).map((m) => JSON.parse(m.content)), [forecast('Paris')]);

@@ -34,7 +34,6 @@ const toldAbout = (name) => told.filter((l) => l.includes(`'${name}'`));
 const SENTIMENT = { type: 'object', properties: { sentiment: { type: 'string' } } };
 const UNSUPPORTED = {
   versions: { agents: { helper: { status: 'published' } } },
-  reconnectable: { retainMs: 1000 },
 };
 
 /** A fresh agent on the echo script, with memory (for `memory.options`). */
@@ -80,12 +79,10 @@ test('each unsupported option warns into warnings, getFullOutput() and the first
   assert.equal(told.length, cases.length, JSON.stringify(told));
 });
 
-test('several unsupported options in one call: one warning each, in one list, listed once', T, async () => {
-  const { warnings, stepStart, chunks } = await warningsOf(agentOn(), {
-    reconnectable: UNSUPPORTED.reconnectable,
-    versions: UNSUPPORTED.versions,
-  });
-  assert.deepEqual(settingsOf(warnings), ['versions', 'reconnectable']);
+test('an unsupported option in the call and in defaultOptions: one warning, listed once', T, async () => {
+  const agent = agentOn({ defaultOptions: { versions: UNSUPPORTED.versions } });
+  const { warnings, stepStart, chunks } = await warningsOf(agent, { versions: UNSUPPORTED.versions, reconnectable: { retainMs: 1000 } });
+  assert.deepEqual(settingsOf(warnings), ['versions'], 'reconnectable is honoured (SPEC §19.8): no warning');
   assert.deepEqual(stepStart, warnings);
   assert.equal(chunks.filter((c) => c.type === 'step-start').length, 1);
 });
@@ -98,12 +95,12 @@ test('versions is always reported: the reference resolves it with its editor pac
 });
 
 test('an unsupported option given only in the agent\'s defaultOptions warns too; the call\'s own value wins', T, async () => {
-  const agent = agentOn({ defaultOptions: { reconnectable: true, maxSteps: 2 } });
+  const agent = agentOn({ defaultOptions: { versions: UNSUPPORTED.versions, maxSteps: 2 } });
   const { warnings, stepStart } = await warningsOf(agent, {});
-  assert.deepEqual(settingsOf(warnings), ['reconnectable']);
+  assert.deepEqual(settingsOf(warnings), ['versions']);
   assert.deepEqual(stepStart, warnings);
   // The call turns it off: nothing to warn about.
-  const off = await warningsOf(agent, { reconnectable: false });
+  const off = await warningsOf(agent, { versions: null });
   assert.deepEqual(off.warnings, []);
 });
 

@@ -597,6 +597,13 @@ async function reading(out: AgentStreamOutput) {
   for await (const chunk of out) describe(chunk);
   // The streams, read as async iterables or with a reader.
   for await (const chunk of out.fullStream) describe(chunk);
+  // Every chunk's number in its stream (SPEC §19.8), data-* chunks included.
+  let lastSeen = 0;
+  for await (const chunk of out.fullStream) lastSeen = chunk.seq ?? lastSeen;
+  // @ts-expect-error seq is a number
+  const notText: string | undefined = (undefined as unknown as ChunkType).seq;
+  void notText;
+  void lastSeen;
   for await (const piece of out.textStream) render(piece);
   const reader = out.textStream.getReader();
   for (let r = await reader.read(); !r.done; r = await reader.read()) {
@@ -614,6 +621,28 @@ async function reading(out: AgentStreamOutput) {
   );
   return new Response(sse, { headers: { 'content-type': 'text/event-stream' } });
 }
+
+// ---------------------------------------------------------------------------------------------
+// Reconnect (SPEC §19.8)
+
+async function reconnecting() {
+  const out = await agentWithTools.stream('Write a long story', { reconnectable: { retainMs: 60_000 } });
+  await agentWithTools.stream('Again', { reconnectable: true });
+  let lastSeen = 0;
+  for await (const chunk of out.fullStream) {
+    lastSeen = chunk.seq ?? lastSeen;
+    break;
+  }
+  const again: AgentStreamOutput = await agentWithTools.reconnectStream({ runId: out.runId, after: lastSeen });
+  const rest: string = await again.text;
+  void rest;
+  await agentWithTools.reconnectStream({ runId: out.runId });
+  // @ts-expect-error retainMs is a number
+  await agentWithTools.stream('x', { reconnectable: { retainMs: '1h' } });
+  // @ts-expect-error a reconnect names its run
+  await agentWithTools.reconnectStream({ after: 3 });
+}
+void reconnecting;
 
 // ---------------------------------------------------------------------------------------------
 // Approval

@@ -109,6 +109,11 @@ pub trait Sink {
     /// Called after each complete step, after its `step-finish` chunk; the loop waits for it
     /// (this is `onStepFinish`).
     fn step_finished<'a>(&'a self, step: &'a StepResult) -> LocalFuture<'a, ()>;
+    /// The `seq` of the last chunk emitted (SPEC §19.8), for a suspended run's record; 0 for a
+    /// sink that does not number its chunks.
+    fn seq(&self) -> u64 {
+        0
+    }
 }
 
 /// Runs the loop to its end. Every chunk, including the final `finish`, `error` or `abort`,
@@ -431,7 +436,8 @@ async fn save_completion_notes(mem: &MemoryRun, s: &mut Session, outcome: &mut R
 /// A run that wrote a record and ended (not suspended) removes it: with no chunk log, a finished
 /// run keeps nothing (SPEC §19.4).
 async fn end_record(cfg: &RunConfig, outcome: &mut RunOutcome) {
-    if !outcome.recorded || outcome.suspended {
+    // A reconnectable run's record stays with its log; the bindings write how it ended.
+    if !outcome.recorded || outcome.suspended || cfg.runs.as_ref().is_some_and(|r| r.retain_ms.is_some()) {
         return;
     }
     let Some(store) = cfg.runs.as_ref().and_then(|r| r.store.as_ref()) else { return };
@@ -808,7 +814,10 @@ async fn run_steps(
                             suspend::snapshot_memory(&mut snap, s, &with_finished_tasks(&outcome.steps, cfg.background.as_ref()), env.now_ms());
                         }
                         let thread = cfg.memory.as_ref().map(|m| (m.thread_id.as_str(), m.resource_id.as_str()));
-                        let rec = suspend::record(&cfg.run_id, rc, thread, &waits, snap, created_at, env.now_ms());
+                        let mut rec = suspend::record(&cfg.run_id, rc, thread, &waits, snap, created_at, env.now_ms());
+                        // A resume numbers on after the chunks that announce the waits (and the
+                        // `finish` that ends a closed stream).
+                        rec.last_seq = sink.seq() + waits.len() as u64 + u64::from(rc.close_on_suspend);
                         let saved = abort.race(runs.save_run(&rec)).await.ok_or(Stop::Aborted)?;
                         if let Err(e) = saved {
                             outcome.partial = Some(result);

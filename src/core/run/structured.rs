@@ -407,4 +407,7 @@ impl Sink for ObjectSink<'_> {
     fn step_finished<'b>(&'b self, step: &'b StepResult) -> LocalFuture<'b, ()> {
         self.inner.step_finished(step)
     }
+    fn seq(&self) -> u64 {
+        self.inner.seq()
+    }
 }

@@ -31,6 +31,9 @@ pub struct RunsCfg {
     pub auto_resume: bool,
     /// The suspended calls on the thread the model may resume (filled in at run start).
     pub auto_waits: Vec<super::auto_resume::AutoWait>,
+    /// `reconnectable`'s `retainMs` (SPEC §19.8): the run keeps a chunk log, and its record
+    /// outlives it (the bindings write its end).
+    pub retain_ms: Option<f64>,
 }
 
 /// A run resumed from its snapshot: the step it stopped in, and the decision that resumes it.
@@ -51,6 +54,8 @@ pub struct Resume {
     /// (SPEC §19.5; absent when the run had no memory).
     pub stored_parts: Vec<Value>,
     pub stored_at: Option<String>,
+    /// The `seq` the suspended run's chunks reached: the resumed run numbers on from it.
+    pub last_seq: u64,
 }
 
 /// What memory needs to resume the run's stored message (SPEC §19.5), into the snapshot: the
@@ -227,6 +232,7 @@ pub fn restore(rec: &RunRecord, decision: (String, Decision)) -> Result<Resume, 
         created_at: snap.get("createdAt").and_then(Value::as_f64).unwrap_or(rec.created_at),
         stored_parts: snap.get("storedParts").and_then(Value::as_array).cloned().unwrap_or_default(),
         stored_at: snap.get("storedAt").and_then(Value::as_str).map(str::to_owned),
+        last_seq: rec.last_seq,
     })
 }
 
@@ -244,5 +250,7 @@ pub fn record(run_id: &str, runs: &RunsCfg, thread: Option<(&str, &str)>, waitin
         waiting: waiting.to_vec(),
         snapshot: Some(snapshot),
         last_seq: 0,
+        retain_until: None,
+        retain_ms: runs.retain_ms,
     }
 }

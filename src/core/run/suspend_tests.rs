@@ -80,7 +80,7 @@ fn watch(store: &Rc<InMemoryStore>) -> Watch {
 
 fn runs_cfg(store: &Rc<InMemoryStore>, close: bool) -> Option<RunsCfg> {
     let store: Rc<dyn Store> = store.clone();
-    Some(RunsCfg { store: Some(store), agent_id: "shop".into(), close_on_suspend: close, restore: json!({}), auto_resume: false, auto_waits: Vec::new() })
+    Some(RunsCfg { store: Some(store), agent_id: "shop".into(), close_on_suspend: close, restore: json!({}), auto_resume: false, auto_waits: Vec::new(), retain_ms: None })
 }
 
 fn script(replies: Vec<Reply>) -> Rc<Script> {
@@ -263,6 +263,15 @@ impl crate::core::runs::RunStore for BrokenRuns {
     fn delete_run<'a>(&'a self, run_id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
         self.0.runs().unwrap().delete_run(run_id)
     }
+    fn append_run_chunks<'a>(&'a self, run_id: &'a str, chunks: &'a [Value]) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.0.runs().unwrap().append_run_chunks(run_id, chunks)
+    }
+    fn list_run_chunks<'a>(&'a self, run_id: &'a str, after: u64, limit: Option<usize>) -> LocalFuture<'a, Result<Vec<Value>, AgentError>> {
+        self.0.runs().unwrap().list_run_chunks(run_id, after, limit)
+    }
+    fn delete_run_chunks<'a>(&'a self, run_id: &'a str) -> LocalFuture<'a, Result<(), AgentError>> {
+        self.0.runs().unwrap().delete_run_chunks(run_id)
+    }
 }
 
 macro_rules! delegate_store {
@@ -296,7 +305,7 @@ delegate_store! {
 fn a_suspension_that_cannot_be_stored_ends_the_run_with_an_error_and_announces_nothing() {
     let store: Rc<dyn Store> = Rc::new(BrokenRuns(InMemoryStore::new()));
     let mut cfg = with_tools(vec![tool("pay")]);
-    cfg.runs = Some(RunsCfg { store: Some(store), agent_id: "shop".into(), close_on_suspend: false, restore: json!({}), auto_resume: false, auto_waits: Vec::new() });
+    cfg.runs = Some(RunsCfg { store: Some(store), agent_id: "shop".into(), close_on_suspend: false, restore: json!({}), auto_resume: false, auto_waits: Vec::new(), retain_ms: None });
     let s = script(vec![calls_reply(&[("p", "pay", r#"{"city":"A"}"#)])]);
     let (host, approvals, sink) = (SuspendHost::default(), Approvals::default(), Collect::default());
     let abort = s.abort.clone();

@@ -9,7 +9,7 @@ use crate::core::unsupported::setting_warnings;
 #[test]
 fn setting_warnings_go_on_the_first_step_start_only_and_once_into_the_run_warnings() {
     let mut cfg = with_tools(vec![tool("weather")]);
-    cfg.setting_warnings = setting_warnings(&mut |name| name == "versions" || name == "reconnectable");
+    cfg.setting_warnings = setting_warnings(&mut |name| name == "versions");
     // The provider's own warning (Chat Completions has no topK) comes after them.
     cfg.request.settings.top_k = Some(3.0);
     let host = TestHost::default();
@@ -22,7 +22,7 @@ fn setting_warnings_go_on_the_first_step_start_only_and_once_into_the_run_warnin
     };
     assert_eq!(
         names(&starts[0]["warnings"]),
-        ["unsupported-setting:versions", "unsupported-setting:reconnectable", "unsupported-setting:topK"]
+        ["unsupported-setting:versions", "unsupported-setting:topK"]
     );
     assert!(starts[0]["warnings"][0]["details"].as_str().unwrap().contains("editor package"));
     assert_eq!(names(&starts[1]["warnings"]), ["unsupported-setting:topK"], "the second step repeats only the provider's");
@@ -31,7 +31,6 @@ fn setting_warnings_go_on_the_first_step_start_only_and_once_into_the_run_warnin
         names(&out["warnings"]),
         [
             "unsupported-setting:versions",
-            "unsupported-setting:reconnectable",
             "unsupported-setting:topK",
             "unsupported-setting:topK"
         ]

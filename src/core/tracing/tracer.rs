@@ -509,4 +509,7 @@ impl Sink for TracingSink<'_> {
     fn step_finished<'a>(&'a self, step: &'a StepResult) -> LocalFuture<'a, ()> {
         self.inner.step_finished(step)
     }
+    fn seq(&self) -> u64 {
+        self.inner.seq()
+    }
 }
