@@ -20,7 +20,7 @@ export type {
   WorkflowRunStatus, WorkflowStepRecord, WorkflowResult, WorkflowStreamEvent, WorkflowResumeOptions, WorkflowRunQuery, WorkflowRunListEntry, WorkflowRunRecord, StoredWorkflowRun, WorkflowRunsQuery,
   WorkflowToolSuspendPayload,
   Embedder, VectorRecord,
-  SpanOptions, ExportedSpan, TracingEvent, TracingExporter, ObservabilityConfig,
+  SpanOptions, ExportedSpan, TracingEvent, ScoreEvent, TracingExporter, ObservabilityConfig,
 } from './wasm_agent.js';
 export { SpanHandle } from './wasm_agent.js';
 import type { ObservabilityConfig, TracingEvent, TracingExporter } from './wasm_agent.js';
