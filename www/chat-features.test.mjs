@@ -85,12 +85,13 @@ describe('chat page: message actions', () => {
     };
     assert.match(shown.thought, /^Thought for (under a second|\d+\.\d s)$/);
     assert.match(shown.usage, /^\d+ in · \d+ out · (\d+ reasoning · )?\d+ total tokens$/);
+    await reply.locator('.trace-reply').waitFor({ timeout: WAIT }); // once its spans arrived
     const before = await bars(page);
     assert.deepEqual(
       before.map((b) => [b.role, b.buttons]),
       [
         ['user', ['Copy', 'Edit']],
-        ['assistant', ['Copy', 'Regenerate']],
+        ['assistant', ['Copy', 'Regenerate', 'Trace']],
       ],
     );
     for (const b of before) assert.ok(Math.abs(Date.parse(b.time) - Date.now()) < 60_000, `time ${b.time}`);
@@ -125,10 +126,11 @@ describe('chat page: message actions', () => {
     const said = 'second message to regenerate';
     const reply = await sendAndWait(page, said);
     const firstId = await reply.getAttribute('data-message-id');
-    // Only the last reply can be regenerated.
+    await reply.locator('.trace-reply').waitFor({ timeout: WAIT });
+    // Only the last reply can be regenerated (and has the Trace view of its run).
     assert.deepEqual(
       (await bars(page)).map((b) => b.buttons),
-      [['Copy', 'Edit'], ['Copy'], ['Copy', 'Edit'], ['Copy', 'Regenerate']],
+      [['Copy', 'Edit'], ['Copy'], ['Copy', 'Edit'], ['Copy', 'Regenerate', 'Trace']],
     );
     await reply.locator('.regenerate').click();
     await page.waitForFunction(
