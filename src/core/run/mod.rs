@@ -547,15 +547,11 @@ async fn run_steps(
             None => return Err(Stop::Aborted),
         };
         let mut step_messages = None;
-        let mut step_warnings = Vec::new();
         if pipe.has(Phase::InputStep) {
             let request = step_request(cfg, &messages, &overrides);
-            let args = steps_io::input_step_args(step_number, &outcome.steps, &request, &overrides, cfg);
+            let args = steps_io::input_step_args(step_number, &outcome.steps, &request, cfg, pipe.procs());
             let changed = match pipe.input_step(args.clone(), sink).await {
-                Ok(done) => {
-                    step_warnings = steps_io::not_applied(&args, &done);
-                    steps_io::step_changes(&args, &done, &mut overrides)
-                }
+                Ok((done, swaps)) => steps_io::step_changes(&args, &done, swaps, &mut overrides, pipe.procs()),
                 Err(e) => Err(e),
             };
             match changed {
@@ -564,18 +560,22 @@ async fn run_steps(
             }
         }
         let request = step_request(cfg, step_messages.as_deref().unwrap_or(&messages), &overrides);
-        let mut call = cfg.model.prepare(&request).map_err(Stop::Failed)?;
+        let model = overrides.model.as_ref().map_or(&*cfg.model, |m| &*m.api.0);
+        let mut call = model.prepare(&request).map_err(Stop::Failed)?;
         if step_number == 0 {
             call.warnings.splice(0..0, cfg.setting_warnings.iter().cloned());
         }
-        call.warnings.extend(step_warnings);
         let warnings = std::mem::take(&mut call.warnings);
         let mut step = StepBuilder::new(ids, message_id.clone(), call.body.clone(), warnings.clone(), env.now_ms());
         let start = Chunk::StepStart { message_id: message_id.clone(), request_body: call.body.clone(), warnings };
         if let Err(e) = pipe.emit(start, 0, sink, None).await {
             return tripped(e, outcome, sink);
         }
-        let mut streamed = stream_step(&*cfg.model, &call, &cx, sink, &mut step, pipe).await;
+        // Another model of one step goes over HTTP (the run's socket is its own model's).
+        let fetch = RefCell::new(Transport::Fetch);
+        let own_cx = CallCx { transport: &fetch, ..cx };
+        let step_cx = if overrides.model.is_some() { &own_cx } else { &cx };
+        let mut streamed = stream_step(model, &call, step_cx, sink, &mut step, pipe).await;
         if !matches!(streamed, Err(Ended::Tripwire(_))) {
             let mut out = Vec::new();
             step.close(&mut out, streamed.is_ok());
@@ -654,9 +654,11 @@ async fn run_steps(
                 }
                 _ => None,
             };
-            let host: &dyn ToolHost = match &memory_tools {
-                Some(m) => m,
-                None => hooks,
+            let step_host = overrides.tools.as_ref().map(|t| steps_io::StepHost { tools: &*t.host.0, hooks });
+            let host: &dyn ToolHost = match (&step_host, &memory_tools) {
+                (Some(s), _) => s,
+                (None, Some(m)) => m,
+                (None, None) => hooks,
             };
             #[cfg(feature = "subagents")]
             let delegating = cfg.delegation.as_ref().map(|d| delegation::DelegatingHost {
@@ -685,7 +687,7 @@ async fn run_steps(
                 .tool_calls
                 .iter()
                 .map(|call| {
-                    let tool = cfg.tools.iter().find(|t| t.name == call.tool_name && is_active(cfg, &overrides, &t.name));
+                    let tool = steps_io::step_tool(cfg, &overrides, &call.tool_name);
                     if let Some(rc) = cfg.runs.as_ref().filter(|r| !r.auto_waits.is_empty() && auto_resume::has_extra(call)) {
                         let (prompt, emit, resolved) = (&prompt_json, &emit, &resolved);
                         let (c, of, decided) = match auto_resume::classify(call, &rc.auto_waits) {
@@ -832,7 +834,7 @@ async fn run_steps(
                     .iter()
                     .zip(registered)
                     .map(|(w, reg)| {
-                        let tool = cfg.tools.iter().find(|t| t.name == w.call.tool_name && is_active(cfg, &overrides, &t.name));
+                        let tool = steps_io::step_tool(cfg, &overrides, &w.call.tool_name);
                         let (prompt, emit) = (&prompt_json, &emit);
                         Box::pin(async move {
                             let d = abort.race(reg.decision()).await?;
@@ -1037,7 +1039,7 @@ fn original_task(input: &[ModelMessage]) -> Option<String> {
     })
 }
 
-fn is_active(cfg: &RunConfig, overrides: &StepOverrides, name: &str) -> bool {
+pub(super) fn is_active(cfg: &RunConfig, overrides: &StepOverrides, name: &str) -> bool {
     match overrides.active_tools.as_ref().or(cfg.active_tools.as_ref()) {
         Some(active) => active.iter().any(|a| a == name),
         None => true,
@@ -1059,9 +1061,16 @@ fn step_request(cfg: &RunConfig, messages: &[ModelMessage], overrides: &StepOver
     if let Some(settings) = &overrides.settings {
         request.settings = settings.clone();
     }
-    request.tools = cfg.tools.iter().filter(|t| is_active(cfg, overrides, &t.name)).map(ToolDef::spec).collect();
+    if let Some(m) = &overrides.model {
+        request.model_id = m.name.clone();
+    }
+    if let Some(po) = &overrides.provider_options {
+        request.provider_options = Some(po.clone());
+    }
+    let tools = overrides.tools.as_ref().map_or(&cfg.tools, |t| &t.defs);
+    request.tools = tools.iter().filter(|t| is_active(cfg, overrides, &t.name)).map(ToolDef::spec).collect();
     request.tool_choice = overrides.tool_choice.clone().or_else(|| cfg.tool_choice.clone());
-    if let Some(so) = &cfg.structured {
+    if let Some(so) = overrides.structured.as_ref().map(|s| &s.0).or(cfg.structured.as_ref()) {
         so.apply(&mut request);
     }
     request

@@ -22,6 +22,7 @@ use crate::core::abort::AbortFlag;
 use crate::core::chunk::Chunk;
 use crate::core::env::LocalFuture;
 use crate::core::error::{AgentError, Stop};
+use crate::core::hooks::StepOverrides;
 use crate::core::step::StepBuilder;
 
 /// The five methods of a processor.
@@ -94,6 +95,9 @@ pub enum Halt {
 pub struct Reply {
     pub value: Option<Value>,
     pub custom: Vec<Chunk>,
+    /// What a `processInputStep` returned that JSON cannot carry (`model`, `tools`,
+    /// `structuredOutput`), made by the host; `value` names them for the next processor.
+    pub step: StepOverrides,
 }
 
 /// What every call is told besides its phase's own arguments.
@@ -125,6 +129,10 @@ pub struct Processors {
     pub output: Vec<Rc<dyn Processor>>,
     /// `maxProcessorRetries` (default 0).
     pub max_retries: u32,
+    /// The run model's provider, and the call's `providerOptions` by provider: what a
+    /// `processInputStep`'s `model` or `providerOptions` are merged under.
+    pub provider: String,
+    pub provider_options: Option<Map<String, Value>>,
 }
 
 /// Why a processed part of the run ended early: a tripwire, or the usual abort or failure.
@@ -161,6 +169,11 @@ impl<'a> Pipeline<'a> {
         // here lets the build leave out everything below.
         let streams = cfg!(feature = "processors") && procs.output.iter().any(|p| p.has(Phase::OutputStream));
         Pipeline { procs, run_id, abort, retries: Cell::new(0), streams }
+    }
+
+    /// The processors of the run.
+    pub fn procs(&self) -> &Processors {
+        self.procs
     }
 
     pub fn has(&self, phase: Phase) -> bool {
@@ -300,6 +313,7 @@ impl<'a> Pipeline<'a> {
         args: &mut Value,
         sink: &dyn Sink,
         apply: &dyn Fn(&mut Value, Value) -> Result<(), String>,
+        swaps: &mut StepOverrides,
     ) -> Result<(), Ended> {
         #[cfg(not(feature = "processors"))]
         return Ok(());
@@ -316,6 +330,10 @@ impl<'a> Pipeline<'a> {
             if let Some(v) = reply.value {
                 apply(args, v).map_err(|m| processor_error(p.id(), &format!("{} {m}", phase.method())))?;
             }
+            let s = reply.step;
+            swaps.model = s.model.or(swaps.model.take());
+            swaps.tools = s.tools.or(swaps.tools.take());
+            swaps.structured = s.structured.or(swaps.structured.take());
         }
         Ok(())
     }
@@ -349,7 +367,7 @@ impl<'a> Pipeline<'a> {
                 "returned {}: expected a messages array, {{ messages, systemMessages }} or undefined",
                 crate::core::input::kind(&other)
             )),
-        })
+        }, &mut StepOverrides::default())
         .await?;
         let messages = match args["messages"].take() {
             Value::Array(a) => a,
@@ -359,28 +377,28 @@ impl<'a> Pipeline<'a> {
         Ok((messages, system))
     }
 
-    /// `processInputStep` over the step's arguments: the arguments as the last one left them.
-    pub async fn input_step(&self, mut args: Value, sink: &dyn Sink) -> Result<Value, Ended> {
+    /// `processInputStep` over the step's arguments: the arguments as the last one left them,
+    /// and the host-made `model`, `tools` and `structuredOutput` the last one that gave each left.
+    pub async fn input_step(&self, mut args: Value, sink: &dyn Sink) -> Result<(Value, StepOverrides), Ended> {
+        let mut swaps = StepOverrides::default();
         self.chain(Phase::InputStep, &mut args, sink, &|args, v| match v {
             Value::Object(o) => {
                 for (k, val) in o {
-                    // The keys not applied yet are kept too, so the step can warn about them.
-                    let known = STEP_KEYS.contains(&k.as_str()) || super::steps_io::NOT_APPLIED.contains(&k.as_str());
-                    if known && !val.is_null() {
+                    if STEP_KEYS.contains(&k.as_str()) && !val.is_null() {
                         args[k.as_str()] = val;
                     }
                 }
                 Ok(())
             }
-            other => Err(format!("returned {}: expected {{ messages?, systemMessages?, toolChoice?, activeTools?, modelSettings? }} or undefined", crate::core::input::kind(&other))),
-        })
+            other => Err(format!("returned {}: expected {{ messages?, systemMessages?, model?, tools?, toolChoice?, activeTools?, modelSettings?, providerOptions?, structuredOutput? }} or undefined", crate::core::input::kind(&other))),
+        }, &mut swaps)
         .await?;
-        Ok(args)
+        Ok((args, swaps))
     }
 
     /// `processOutputStep`: its value is ignored (it acts through `abort`).
     pub async fn output_step(&self, mut args: Value, sink: &dyn Sink) -> Result<(), Ended> {
-        self.chain(Phase::OutputStep, &mut args, sink, &|_, _| Ok(())).await
+        self.chain(Phase::OutputStep, &mut args, sink, &|_, _| Ok(()), &mut StepOverrides::default()).await
     }
 
     /// `processOutputResult`: the messages to store instead, when one returned some.
@@ -390,7 +408,7 @@ impl<'a> Pipeline<'a> {
             check_array(&v, "messages")?;
             args["messages"] = v;
             Ok(())
-        })
+        }, &mut StepOverrides::default())
         .await?;
         Ok(match args["messages"].take() {
             Value::Array(a) if Value::Array(a.clone()) != before => Some(a),
@@ -418,7 +436,17 @@ impl ToolChunks {
 }
 
 /// The keys of `processInputStep`'s arguments a processor may replace for its step.
-pub const STEP_KEYS: &[&str] = &["messages", "systemMessages", "toolChoice", "activeTools", "modelSettings"];
+pub const STEP_KEYS: &[&str] = &[
+    "messages",
+    "systemMessages",
+    "model",
+    "tools",
+    "toolChoice",
+    "activeTools",
+    "modelSettings",
+    "providerOptions",
+    "structuredOutput",
+];
 
 /// Chunks of a model step that output processors see (not the run's own, nor background ones).
 fn passes(c: &Chunk) -> bool {
