@@ -192,10 +192,12 @@ async fn run_untraced(
     }
     let mut stopped = None;
     let given = input.len();
+    // The `content.metadata` processInput set on the input messages, by position.
+    let mut input_meta = Vec::new();
     if pipe.has(Phase::Input) {
         // What processInput leaves is what the model is sent and memory stores; a tripwire or a
         // failure still stores the input as given.
-        stopped = steps_io::process_input(&pipe, &mut messages, &mut input, &cfg.input_ids, session.as_mut(), env, sink).await.err();
+        stopped = steps_io::process_input(&pipe, &mut messages, &mut input, &mut input_meta, &cfg.input_ids, session.as_mut(), env, sink).await.err();
     }
     #[cfg(feature = "recall")]
     if let (Some(mem), Some(s), None) = (&cfg.memory, session.as_mut(), &stopped) {
@@ -210,7 +212,7 @@ async fn run_untraced(
     if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
         // The input's own ids (user UI messages) go by position: only while processInput kept the count.
         let ids = if input.len() == given { &cfg.input_ids[..] } else { &[] };
-        match remember_input(mem, s, &mut input, ids, env, abort, &mut outcome).await {
+        match remember_input(mem, s, &mut input, (ids, &input_meta), env, abort, &mut outcome).await {
             Ok(history) => messages.extend(history),
             Err(stop) => {
                 stop.record(&mut outcome, abort);
@@ -332,7 +334,7 @@ async fn run_untraced(
         let kept = outcome.steps.len() - usize::from(outcome.tripwire_step);
         let steps = with_finished_tasks(&outcome.steps[..kept], cfg.background.as_ref());
         let saved = match outcome.stored_instead.take() {
-            Some(instead) => mem.save_input(s, &instead, &[], env.now_ms(), &mut || env.new_id()).await.map(|_| ()),
+            Some(instead) => mem.save_input(s, &instead, &[], &[], env.now_ms(), &mut || env.new_id()).await.map(|_| ()),
             None => mem.save_assistant(s, &steps, partial, env.now_ms()).await,
         };
         if let Err(e) = saved {

@@ -153,7 +153,7 @@ fn process_input_rewrites_what_the_model_is_sent_and_sees_stored_message_shapes(
 }
 
 #[test]
-fn what_process_input_rewrites_is_what_memory_stores() {
+fn what_process_input_rewrites_is_what_memory_stores_metadata_too() {
     let store = Rc::new(InMemoryStore::new());
     let memory = MemoryRun {
         store: store.clone(),
@@ -170,6 +170,7 @@ fn what_process_input_rewrites_is_what_memory_stores() {
         for m in messages.as_array_mut().unwrap() {
             let t = m["content"]["parts"][0]["text"].as_str().unwrap().replace("secret", "[redacted]");
             m["content"]["parts"][0]["text"] = t.into();
+            m["content"]["metadata"] = json!({ "redacted": 1 });
         }
         Ok(Some(messages))
     });
@@ -184,6 +185,9 @@ fn what_process_input_rewrites_is_what_memory_stores() {
         block_on(store.list_messages(&MessageQuery { thread_id: "t1".into(), last: None, before: None })).unwrap();
     let texts: Vec<&str> = stored.iter().map(text_of).collect();
     assert_eq!(texts, ["the [redacted] word", "noted"]);
+    // What it set on the message's metadata is stored with it.
+    assert_eq!(stored[0].metadata, Some(json!({ "redacted": 1 })));
+    assert_eq!(stored[1].metadata, None);
 }
 
 #[test]

@@ -25,11 +25,14 @@ use crate::core::tools::{Suspension, ToolCtx, ToolDef, ToolHost, ToolResult};
 
 /// `processInput`: the history and the input as stored messages, the system messages apart.
 /// What comes back replaces them: messages whose id is one of the history's stay history (for
-/// this request only), every other one is new input (sent, and stored by the caller).
+/// this request only), every other one is new input (sent, and stored by the caller, with the
+/// `content.metadata` a processor gave it: `meta`, by position in the new input).
+#[allow(clippy::too_many_arguments)]
 pub async fn process_input(
     pipe: &Pipeline<'_>,
     head: &mut Vec<ModelMessage>,
     input: &mut Vec<ModelMessage>,
+    meta: &mut Vec<Option<Value>>,
     ids: &[Option<String>],
     session: Option<&mut Session>,
     env: &dyn Env,
@@ -78,12 +81,16 @@ pub async fn process_input(
             new_history.push(stored);
         } else {
             let parsed = parse_messages(m, &format!("messages.{i}")).map_err(|e| bad_input(&e, ""))?;
+            let metadata = m.pointer("/content/metadata").filter(|v| v.as_object().is_some_and(|o| !o.is_empty()));
+            meta.resize(new_input.len(), None);
+            meta.push(metadata.cloned());
             new_input.extend(parsed);
         }
     }
     if let Some(s) = session {
         s.history = new_history;
     }
+    meta.resize(new_input.len(), None);
     *input = new_input;
     head.splice(..n_system, new_system.into_iter().map(ModelMessage::System));
     Ok(())
