@@ -144,6 +144,6 @@ fn step_provider_options_that_are_not_objects_fail_the_run_naming_the_key() {
     let cfg = on_first_step(with_tools(vec![]), json!({}), |_| (Some(json!({ "providerOptions": { "openai": 3 } })), StepOverrides::default()));
     let r = simple(vec![text_reply("Hi.")], cfg, &TestHost::default());
     let e = r.out.error.as_ref().expect("the run failed");
-    assert!(e.to_string().contains("processInputStep.providerOptions.openai: expected an object of that provider's options, got a number"), "{e}");
+    assert!(e.to_string().contains("step: processInputStep.providerOptions.openai: expected an object of that provider's options, got a number"), "{e}");
     assert_eq!(r.requests(), 0, "the model was never called");
 }

@@ -328,7 +328,9 @@ impl<'a> Pipeline<'a> {
                 self.emit(c, if phase.is_input() { 0 } else { i + 1 }, sink, None).await?;
             }
             if let Some(v) = reply.value {
-                apply(args, v).map_err(|m| processor_error(p.id(), &format!("{} {m}", phase.method())))?;
+                // A message that names a key goes right after the method: `processInputStep.model: …`.
+                let sep = if phase == Phase::InputStep { "" } else { " " };
+                apply(args, v).map_err(|m| processor_error(p.id(), &format!("{}{sep}{m}", phase.method())))?;
             }
             let s = reply.step;
             swaps.model = s.model.or(swaps.model.take());
@@ -384,13 +386,16 @@ impl<'a> Pipeline<'a> {
         self.chain(Phase::InputStep, &mut args, sink, &|args, v| match v {
             Value::Object(o) => {
                 for (k, val) in o {
+                    if k == "providerOptions" && !val.is_null() {
+                        super::steps_io::check_provider_options(&val)?;
+                    }
                     if STEP_KEYS.contains(&k.as_str()) && !val.is_null() {
                         args[k.as_str()] = val;
                     }
                 }
                 Ok(())
             }
-            other => Err(format!("returned {}: expected {{ messages?, systemMessages?, model?, tools?, toolChoice?, activeTools?, modelSettings?, providerOptions?, structuredOutput? }} or undefined", crate::core::input::kind(&other))),
+            other => Err(format!(" returned {}: expected {{ messages?, systemMessages?, model?, tools?, toolChoice?, activeTools?, modelSettings?, providerOptions?, structuredOutput? }} or undefined", crate::core::input::kind(&other))),
         }, &mut swaps)
         .await?;
         Ok((args, swaps))

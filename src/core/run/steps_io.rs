@@ -189,7 +189,8 @@ pub fn step_changes(
                     processor_error("processInputStep", "returned activeTools that is not an array of tool names")
                 })?);
             }
-            "providerOptions" => provider_options = Some(by_provider(new)?),
+            // Checked as each processor returned it (`check_provider_options`).
+            "providerOptions" => provider_options = new.as_object().cloned(),
             // Made by the host: `swaps` carries them.
             "model" | "tools" | "structuredOutput" => {}
             _ => {
@@ -213,18 +214,17 @@ pub fn step_changes(
     Ok(messages)
 }
 
-/// A returned `providerOptions`: an object of each provider's options.
-#[allow(clippy::result_large_err)]
-fn by_provider(v: &Value) -> Result<Map<String, Value>, Ended> {
-    const KEY: &str = "processInputStep.providerOptions";
+/// Checks a returned `providerOptions`, an object of each provider's options; the message
+/// starts with the key's path (`.providerOptions.openai: …`), after the method's name.
+pub fn check_provider_options(v: &Value) -> Result<(), String> {
+    let kind = crate::core::input::kind;
     let Value::Object(o) = v else {
-        return Err(processor_error(KEY, &format!("expected an object of options by provider, got {}", crate::core::input::kind(v))));
+        return Err(format!(".providerOptions: expected an object of options by provider, got {}", kind(v)));
     };
-    if let Some((k, val)) = o.iter().find(|(_, val)| !val.is_object()) {
-        let message = format!("expected an object of that provider's options, got {}", crate::core::input::kind(val));
-        return Err(processor_error(&format!("{KEY}.{k}"), &message));
+    match o.iter().find(|(_, val)| !val.is_object()) {
+        Some((k, val)) => Err(format!(".providerOptions.{k}: expected an object of that provider's options, got {}", kind(val))),
+        None => Ok(()),
     }
-    Ok(o.clone())
 }
 
 /// The options of `provider` a step's request gets: the call's, with the step's over them key by
