@@ -562,7 +562,8 @@ async fn run_steps(
             }
         }
         let request = step_request(cfg, step_messages.as_deref().unwrap_or(&messages), &overrides);
-        let model = overrides.model.as_ref().map_or(&*cfg.model, |m| &*m.api.0);
+        let step_model = overrides.model.as_ref().filter(|_| cfg!(feature = "processors"));
+        let model = step_model.map_or(&*cfg.model, |m| &*m.api.0);
         let mut call = model.prepare(&request).map_err(Stop::Failed)?;
         if step_number == 0 {
             call.warnings.splice(0..0, cfg.setting_warnings.iter().cloned());
@@ -576,7 +577,7 @@ async fn run_steps(
         // Another model of one step goes over HTTP (the run's socket is its own model's).
         let fetch = RefCell::new(Transport::Fetch);
         let own_cx = CallCx { transport: &fetch, ..cx };
-        let step_cx = if overrides.model.is_some() { &own_cx } else { &cx };
+        let step_cx = if step_model.is_some() { &own_cx } else { &cx };
         let mut streamed = stream_step(model, &call, step_cx, sink, &mut step, pipe).await;
         if !matches!(streamed, Err(Ended::Tripwire(_))) {
             let mut out = Vec::new();
@@ -656,7 +657,7 @@ async fn run_steps(
                 }
                 _ => None,
             };
-            let step_host = overrides.tools.as_ref().map(|t| steps_io::StepHost { tools: &*t.host.0, hooks });
+            let step_host = overrides.tools.as_ref().filter(|_| cfg!(feature = "processors")).map(|t| steps_io::StepHost { tools: &*t.host.0, hooks });
             let host: &dyn ToolHost = match (&step_host, &memory_tools) {
                 (Some(s), _) => s,
                 (None, Some(m)) => m,
@@ -1063,16 +1064,19 @@ fn step_request(cfg: &RunConfig, messages: &[ModelMessage], overrides: &StepOver
     if let Some(settings) = &overrides.settings {
         request.settings = settings.clone();
     }
-    if let Some(m) = &overrides.model {
+    // Only processInputStep sets a step's own model, tools, providerOptions and structured output.
+    let own = cfg!(feature = "processors");
+    if let Some(m) = overrides.model.as_ref().filter(|_| own) {
         request.model_id = m.name.clone();
     }
-    if let Some(po) = &overrides.provider_options {
+    if let Some(po) = overrides.provider_options.as_ref().filter(|_| own) {
         request.provider_options = Some(po.clone());
     }
-    let tools = overrides.tools.as_ref().map_or(&cfg.tools, |t| &t.defs);
+    let tools = overrides.tools.as_ref().filter(|_| own).map_or(&cfg.tools, |t| &t.defs);
     request.tools = tools.iter().filter(|t| is_active(cfg, overrides, &t.name)).map(ToolDef::spec).collect();
     request.tool_choice = overrides.tool_choice.clone().or_else(|| cfg.tool_choice.clone());
-    if let Some(so) = overrides.structured.as_ref().map(|s| &s.0).or(cfg.structured.as_ref()) {
+    let structured = overrides.structured.as_ref().filter(|_| own).map(|s| &s.0);
+    if let Some(so) = structured.or(cfg.structured.as_ref()) {
         so.apply(&mut request);
     }
     request

@@ -329,7 +329,7 @@ pub(super) async fn stopped_step(
 /// The tool a call of this step names, among the step's tools (a `processInputStep`'s, else
 /// the run's) that are active.
 pub(super) fn step_tool<'c>(cfg: &'c RunConfig, overrides: &'c StepOverrides, name: &str) -> Option<&'c ToolDef> {
-    let tools = overrides.tools.as_ref().map_or(&cfg.tools, |t| &t.defs);
+    let tools = overrides.tools.as_ref().filter(|_| cfg!(feature = "processors")).map_or(&cfg.tools, |t| &t.defs);
     tools.iter().find(|t| t.name == name && super::is_active(cfg, overrides, &t.name))
 }
 
