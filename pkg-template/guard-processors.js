@@ -174,6 +174,8 @@ function withMetadata(message, extra) {
  * `reason`; 'warn' logs `warn` (a line, or a function that logs) and keeps `keep`; 'filter' logs
  * `filtered` (when given) and drops it (null); any other strategy (redact, rewrite, translate,
  * detect) gives `other()`.
+ * @param {string} strategy
+ * @param {{ abort: (reason: string) => void, reason: string, warn: string | (() => void), filtered?: string, keep: any, other: () => any }} how
  */
 function onStrategy(strategy, { abort, reason, warn, filtered, keep, other }) {
   switch (strategy) {
