@@ -208,6 +208,24 @@ const withDelta = (part, text) => ({ ...part, payload: { ...part.payload, text }
 const nullable = (schema) => ({ anyOf: [schema, { type: 'null' }] });
 const strictObject = (properties) => ({ type: 'object', properties, required: Object.keys(properties), additionalProperties: false });
 const score = (description) => ({ type: 'number', minimum: 0, maximum: 1, description });
+
+/**
+ * The schema of one detection and its span in the content; with `redacted` (its description),
+ * also the detection's replacement.
+ * @param {{ type: string, value: string, confidence: string }} describe
+ * @param {string | false} redacted
+ */
+function spanDetection(describe, redacted) {
+  const detection = {
+    type: { type: 'string', description: describe.type },
+    value: { type: 'string', description: describe.value },
+    confidence: score(describe.confidence),
+    start: { type: 'number', description: 'Start offset in the content' },
+    end: { type: 'number', description: 'End offset in the content (exclusive)' },
+  };
+  if (redacted) detection.redacted_value = { ...nullable({ type: 'string' }), description: redacted };
+  return detection;
+}
 const quoted = (content) => `Content: "${content}"`;
 const bullets = (items) => items.map((i) => `- ${i}`).join('\n');
 
@@ -449,14 +467,10 @@ export class PIIDetector {
 
   #schema() {
     const redact = this.#strategy === 'redact';
-    const detection = {
-      type: { type: 'string', description: 'The type of personal data' },
-      value: { type: 'string', description: 'The exact text found' },
-      confidence: score('How sure the detection is, from 0 to 1'),
-      start: { type: 'number', description: 'Start offset in the content' },
-      end: { type: 'number', description: 'End offset in the content (exclusive)' },
-    };
-    if (redact) detection.redacted_value = { ...nullable({ type: 'string' }), description: 'The value redacted' };
+    const detection = spanDetection(
+      { type: 'The type of personal data', value: 'The exact text found', confidence: 'How sure the detection is, from 0 to 1' },
+      redact && 'The value redacted',
+    );
     const props = {
       categories: {
         ...nullable({ type: 'array', items: strictObject({ type: { type: 'string', enum: this.#types, description: 'A type from the list' }, score: score('Confidence from 0 to 1') }) }),
@@ -684,14 +698,10 @@ export class SystemPromptScrubber {
 
   #schema() {
     const redact = this.#strategy === 'redact';
-    const detection = {
-      type: { type: 'string', description: 'What kind of leak' },
-      value: { type: 'string', description: 'The exact text' },
-      confidence: score('Confidence from 0 to 1'),
-      start: { type: 'number', description: 'Start offset in the content' },
-      end: { type: 'number', description: 'End offset in the content (exclusive)' },
-    };
-    if (redact) detection.redacted_value = { ...nullable({ type: 'string' }), description: 'A replacement, if any' };
+    const detection = spanDetection(
+      { type: 'What kind of leak', value: 'The exact text', confidence: 'Confidence from 0 to 1' },
+      redact && 'A replacement, if any',
+    );
     const props = {
       detections: { ...nullable({ type: 'array', items: strictObject(detection) }), description: 'The leaks found' },
       reason: { ...nullable({ type: 'string' }), description: 'Why they were flagged' },
