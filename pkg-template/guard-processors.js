@@ -169,6 +169,36 @@ function withMetadata(message, extra) {
   return { ...message, content: { ...message.content, metadata: { ...(message.content?.metadata ?? {}), ...extra } } };
 }
 
+/**
+ * What a guard's `strategy` does with one flagged message or stream part: 'block' aborts with
+ * `reason`; 'warn' logs `warn` (a line, or a function that logs) and keeps `keep`; 'filter' logs
+ * `filtered` (when given) and drops it (null); any other strategy (redact, rewrite, translate,
+ * detect) gives `other()`.
+ * @param {string} strategy
+ * @param {{ abort: (reason: string) => void, reason: string, warn: string | (() => void), filtered?: string, keep: any, other: () => any }} how
+ */
+function onStrategy(strategy, { abort, reason, warn, filtered, keep, other }) {
+  switch (strategy) {
+    case 'block':
+      abort(reason);
+      return null;
+    case 'warn':
+      if (typeof warn === 'function') warn();
+      else console.warn(warn);
+      return keep;
+    case 'filter':
+      if (filtered) console.info(filtered);
+      return null;
+    default:
+      return other();
+  }
+}
+
+/** Keeps `m` in `kept` unless a strategy dropped it (null). */
+const keepUnlessDropped = (kept, m) => {
+  if (m != null) kept.push(m);
+};
+
 /** The messages a check looks at: all, or only the last one. */
 const toCheck = (messages, lastOnly) => (lastOnly && messages.length > 1 ? new Set([messages.at(-1)]) : new Set(messages));
 
@@ -178,6 +208,24 @@ const withDelta = (part, text) => ({ ...part, payload: { ...part.payload, text }
 const nullable = (schema) => ({ anyOf: [schema, { type: 'null' }] });
 const strictObject = (properties) => ({ type: 'object', properties, required: Object.keys(properties), additionalProperties: false });
 const score = (description) => ({ type: 'number', minimum: 0, maximum: 1, description });
+
+/**
+ * The schema of one detection and its span in the content; with `redacted` (its description),
+ * also the detection's replacement.
+ * @param {{ type: string, value: string, confidence: string }} describe
+ * @param {string | false} redacted
+ */
+function spanDetection(describe, redacted) {
+  const detection = {
+    type: { type: 'string', description: describe.type },
+    value: { type: 'string', description: describe.value },
+    confidence: score(describe.confidence),
+    start: { type: 'number', description: 'Start offset in the content' },
+    end: { type: 'number', description: 'End offset in the content (exclusive)' },
+  };
+  if (redacted) detection.redacted_value = { ...nullable({ type: 'string' }), description: redacted };
+  return detection;
+}
 const quoted = (content) => `Content: "${content}"`;
 const bullets = (items) => items.map((i) => `- ${i}`).join('\n');
 
@@ -419,14 +467,10 @@ export class PIIDetector {
 
   #schema() {
     const redact = this.#strategy === 'redact';
-    const detection = {
-      type: { type: 'string', description: 'The type of personal data' },
-      value: { type: 'string', description: 'The exact text found' },
-      confidence: score('How sure the detection is, from 0 to 1'),
-      start: { type: 'number', description: 'Start offset in the content' },
-      end: { type: 'number', description: 'End offset in the content (exclusive)' },
-    };
-    if (redact) detection.redacted_value = { ...nullable({ type: 'string' }), description: 'The value redacted' };
+    const detection = spanDetection(
+      { type: 'The type of personal data', value: 'The exact text found', confidence: 'How sure the detection is, from 0 to 1' },
+      redact && 'The value redacted',
+    );
     const props = {
       categories: {
         ...nullable({ type: 'array', items: strictObject({ type: { type: 'string', enum: this.#types, description: 'A type from the list' }, score: score('Confidence from 0 to 1') }) }),
@@ -481,24 +525,18 @@ export class PIIDetector {
         continue;
       }
       const message = `PII detected. Types: ${found.types.join(', ')}${this.#includeDetections ? `. Detections: ${found.detections.length} items` : ''}`;
-      switch (this.#strategy) {
-        case 'block':
-          abort(message);
-          break;
-        case 'warn':
-          console.warn(`[PIIDetector] ${message}`);
-          kept.push(m);
-          break;
-        case 'filter':
-          console.info(`[PIIDetector] Filtered message: ${message}`);
-          break;
-        default:
-          if (found.redacted?.trim()) {
-            kept.push(withText(m, found.redacted));
-          } else {
-            console.warn(`[PIIDetector] No redaction available, filtering: ${message}`);
-          }
-      }
+      keepUnlessDropped(kept, onStrategy(this.#strategy, {
+        abort,
+        reason: message,
+        warn: `[PIIDetector] ${message}`,
+        filtered: `[PIIDetector] Filtered message: ${message}`,
+        keep: m,
+        other: () => {
+          if (found.redacted?.trim()) return withText(m, found.redacted);
+          console.warn(`[PIIDetector] No redaction available, filtering: ${message}`);
+          return null;
+        },
+      }));
     }
     return kept;
   }
@@ -517,21 +555,18 @@ export class PIIDetector {
     const found = await this.#detect(part.payload.text, args);
     if (!found) return part;
     const types = found.types.join(', ');
-    switch (this.#strategy) {
-      case 'block':
-        abort(`PII detected in streaming content. Types: ${types}`);
-        return null;
-      case 'warn':
-        console.warn(`[PIIDetector] PII detected in streaming content: ${types}`);
-        return part;
-      case 'filter':
-        console.info(`[PIIDetector] Filtered streaming part with PII: ${types}`);
-        return null;
-      default:
+    return onStrategy(this.#strategy, {
+      abort,
+      reason: `PII detected in streaming content. Types: ${types}`,
+      warn: `[PIIDetector] PII detected in streaming content: ${types}`,
+      filtered: `[PIIDetector] Filtered streaming part with PII: ${types}`,
+      keep: part,
+      other: () => {
         if (found.redacted !== undefined) return withDelta(part, found.redacted);
         console.warn('[PIIDetector] No redaction available for streaming part, filtering');
         return null;
-    }
+      },
+    });
   }
 }
 
@@ -606,25 +641,21 @@ export class PromptInjectionDetector {
         `Prompt injection detected. Types: ${hits.map((c) => c.type).join(', ')}` +
         (result.reason ? `. Reason: ${result.reason}` : '') +
         (this.#includeScores ? `. Scores: ${scores.map((c) => `${c.type}: ${c.score}`).join(', ')}` : '');
-      switch (this.#strategy) {
-        case 'block':
-          abort(message);
-          break;
-        case 'warn':
-          console.warn(`[PromptInjectionDetector] ${message}`);
-          kept.push(m);
-          break;
-        case 'filter':
-          console.info(`[PromptInjectionDetector] Filtered message: ${message}`);
-          break;
-        default:
+      keepUnlessDropped(kept, onStrategy(this.#strategy, {
+        abort,
+        reason: message,
+        warn: `[PromptInjectionDetector] ${message}`,
+        filtered: `[PromptInjectionDetector] Filtered message: ${message}`,
+        keep: m,
+        other: () => {
           if (typeof result.rewritten_content === 'string' && result.rewritten_content.trim()) {
             console.info(`[PromptInjectionDetector] Rewrote message: ${message}`);
-            kept.push(withText(m, result.rewritten_content));
-          } else {
-            console.warn(`[PromptInjectionDetector] No rewrite available, filtering: ${message}`);
+            return withText(m, result.rewritten_content);
           }
-      }
+          console.warn(`[PromptInjectionDetector] No rewrite available, filtering: ${message}`);
+          return null;
+        },
+      }));
     }
     return kept;
   }
@@ -667,14 +698,10 @@ export class SystemPromptScrubber {
 
   #schema() {
     const redact = this.#strategy === 'redact';
-    const detection = {
-      type: { type: 'string', description: 'What kind of leak' },
-      value: { type: 'string', description: 'The exact text' },
-      confidence: score('Confidence from 0 to 1'),
-      start: { type: 'number', description: 'Start offset in the content' },
-      end: { type: 'number', description: 'End offset in the content (exclusive)' },
-    };
-    if (redact) detection.redacted_value = { ...nullable({ type: 'string' }), description: 'A replacement, if any' };
+    const detection = spanDetection(
+      { type: 'What kind of leak', value: 'The exact text', confidence: 'Confidence from 0 to 1' },
+      redact && 'A replacement, if any',
+    );
     const props = {
       detections: { ...nullable({ type: 'array', items: strictObject(detection) }), description: 'The leaks found' },
       reason: { ...nullable({ type: 'string' }), description: 'Why they were flagged' },
@@ -711,18 +738,13 @@ export class SystemPromptScrubber {
     if (part?.type !== 'text-delta' || !part.payload.text.trim()) return part;
     const found = await this.#scrub(part.payload.text, args);
     if (!found) return part;
-    switch (this.#strategy) {
-      case 'block':
-        abort(`System prompt detected: ${found.types.join(', ')}`);
-        return null;
-      case 'filter':
-        return null;
-      case 'warn':
-        this.#warn(found, ' in streaming content');
-        return part;
-      default:
-        return withDelta(part, found.text);
-    }
+    return onStrategy(this.#strategy, {
+      abort,
+      reason: `System prompt detected: ${found.types.join(', ')}`,
+      warn: () => this.#warn(found, ' in streaming content'),
+      keep: part,
+      other: () => withDelta(part, found.text),
+    });
   }
 
   async processOutputResult(args) {
@@ -735,19 +757,13 @@ export class SystemPromptScrubber {
         kept.push(m);
         continue;
       }
-      switch (this.#strategy) {
-        case 'block':
-          abort(`System prompt detected: ${found.types.join(', ')}`);
-          break;
-        case 'filter':
-          break;
-        case 'warn':
-          this.#warn(found, '');
-          kept.push(m);
-          break;
-        default:
-          kept.push(withText(m, found.text));
-      }
+      keepUnlessDropped(kept, onStrategy(this.#strategy, {
+        abort,
+        reason: `System prompt detected: ${found.types.join(', ')}`,
+        warn: () => this.#warn(found, ''),
+        keep: m,
+        other: () => withText(m, found.text),
+      }));
     }
     return kept;
   }
@@ -859,27 +875,23 @@ export class LanguageDetector {
         continue;
       }
       const alert = `Language detected: ${languageName(code)} (${code}) with confidence ${confidence.toFixed(2)}`;
-      switch (this.#strategy) {
-        case 'block':
-          abort(`Non-target language detected: ${alert}`);
-          break;
-        case 'warn':
-          console.warn(`[LanguageDetector] Non-target language: ${alert}`);
-          kept.push(this.#metadata(m, result));
-          break;
-        case 'translate':
-          if (typeof result.translated_text === 'string' && result.translated_text.trim()) {
+      keepUnlessDropped(kept, onStrategy(this.#strategy, {
+        abort,
+        reason: `Non-target language detected: ${alert}`,
+        warn: `[LanguageDetector] Non-target language: ${alert}`,
+        keep: this.#metadata(m, result),
+        other: () => {
+          if (this.#strategy !== 'translate') {
+            console.info(`[LanguageDetector] ${alert}`);
+          } else if (typeof result.translated_text === 'string' && result.translated_text.trim()) {
             console.info(`[LanguageDetector] Translated from ${languageName(code)}: ${alert}`);
-            kept.push(this.#metadata(withText(m, result.translated_text), result, text));
+            return this.#metadata(withText(m, result.translated_text), result, text);
           } else {
             console.warn(`[LanguageDetector] No translation available, keeping original: ${alert}`);
-            kept.push(this.#metadata(m, result));
           }
-          break;
-        default:
-          console.info(`[LanguageDetector] ${alert}`);
-          kept.push(this.#metadata(m, result));
-      }
+          return this.#metadata(m, result);
+        },
+      }));
     }
     return kept;
   }

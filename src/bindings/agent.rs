@@ -12,7 +12,7 @@ use super::background::JsRuntime;
 use super::convert::{error_to_js, js_kind, read, to_json, type_error, Data};
 use super::host::{JsHost, JsModel};
 use super::memory::{lookup_memory, MemoryInner};
-use super::options::{self, browser_headers, AgentDefaults, CallSetup};
+use super::options::{self, AgentDefaults, CallSetup};
 use super::output::{AgentStreamOutput, Shared};
 use super::run::{spawn_run, IdleSetup, Turn};
 use super::tools::{parse_tools, JsTool, ToolEnv};
@@ -31,7 +31,7 @@ use crate::core::transport::Transport;
 use crate::core::until_idle::IdleWatch;
 use crate::core::error::AgentError;
 use crate::core::wire::{Api, Endpoint};
-use crate::providers::{http_model, registry};
+use crate::providers::http_model;
 
 /// The data keys of `new Agent(config)` besides `model` and `defaultOptions`; functions and objects
 /// such as tools are read apart.
@@ -104,6 +104,50 @@ enum AgentModel {
     Object(JsValue),
 }
 
+/// An AI SDK model object's `provider` and `modelId` (both needed besides `doStream`).
+pub(crate) fn model_object_names(m: &JsValue, path: &str) -> Result<(String, String), JsValue> {
+    let s = |k: &str| Reflect::get(m, &k.into()).ok().and_then(|v| v.as_string()).unwrap_or_default();
+    if s("modelId").is_empty() || s("provider").is_empty() {
+        return Err(type_error(
+            path,
+            "a model object needs provider and modelId strings besides doStream() (an AI SDK LanguageModelV2, e.g. openai('gpt-4o-mini'))",
+        ));
+    }
+    Ok((s("provider"), s("modelId")))
+}
+
+/// A `model` that is not an AI SDK object, as data: of `{ id, url, apiKey, headers, api }` only
+/// those keys (others are ignored, as in the reference).
+pub(crate) fn model_data(m: &JsValue, path: &str) -> Result<Data, AgentError> {
+    if m.is_object() && !js_sys::Array::is_array(m) {
+        Data::pick(m, MODEL_KEYS, path)
+    } else {
+        Data::of(m, path)
+    }
+}
+
+/// Whether `m` is an AI SDK model object (a `doStream` function); refused in a build without them.
+pub(crate) fn is_model_object(m: &JsValue, path: &str) -> Result<bool, JsValue> {
+    let is = m.is_object() && read(m, "doStream", path)?.is_function();
+    if is && !cfg!(feature = "ai-sdk-model") {
+        return Err(error_to_js(&crate::core::features::not_built(path, "an AI SDK model object", "ai-sdk-model")));
+    }
+    Ok(is)
+}
+
+/// A `model` as `new Agent({ model })` takes it (`'provider/model'`, `{ id, url, apiKey, headers,
+/// api }` or an AI SDK model object, which streams with `abort_signal`): the model, its name and
+/// its provider.
+pub(crate) fn any_model(m: &JsValue, path: &str, abort_signal: &JsValue) -> Result<(Rc<dyn ModelApi>, String, String), JsValue> {
+    if is_model_object(m, path)? {
+        let (provider, name) = model_object_names(m, path)?;
+        let api = Rc::new(JsModel { object: m.clone(), abort_signal: abort_signal.clone() });
+        return Ok((api, name, provider));
+    }
+    let config = model_data(m, path).and_then(Data::strict).map_err(|e| error_to_js(&e))?;
+    options::resolve_model(&config, path)
+}
+
 /// An agent: instructions, a model, and options for its runs.
 #[wasm_bindgen]
 #[derive(Clone)]
@@ -122,27 +166,14 @@ impl Agent {
         let stream_keys = options::stream_keys();
         super::unsupported::warn_unknown_keys(&config, KNOWN_CONFIG_KEYS, "new Agent(config)", Some(&stream_keys));
         let model_js = read(&config, "model", "config")?;
-        let is_model_object = model_js.is_object() && read(&model_js, "doStream", "config.model")?.is_function();
-        if is_model_object && !cfg!(feature = "ai-sdk-model") {
-            return Err(js(crate::core::features::not_built("config.model", "an AI SDK model object", "ai-sdk-model")));
-        }
-        let model_object = is_model_object.then(|| model_js.clone());
+        let model_object = is_model_object(&model_js, "config.model")?.then(|| model_js.clone());
         let mut data = Data::pick(&config, CONFIG_KEYS, "config").map_err(js)?;
         if let Some(m) = &model_object {
             // An AI SDK model: the agent streams through its doStream.
-            let s = |k: &str| Reflect::get(m, &k.into()).ok().and_then(|v| v.as_string()).unwrap_or_default();
-            if s("modelId").is_empty() || s("provider").is_empty() {
-                return Err(type_error(
-                    "config.model",
-                    "a model object needs provider and modelId strings besides doStream() (an AI SDK LanguageModelV2, e.g. openai('gpt-4o-mini'))",
-                ));
-            }
-            data.tree["model"] = Value::String(format!("{}/{}", s("provider"), s("modelId")));
-        } else if model_js.is_object() && !js_sys::Array::is_array(&model_js) {
-            // Only the keys of `{ id, url, apiKey, headers, api }`: others are ignored, as in the reference.
-            data.insert("model", Data::pick(&model_js, MODEL_KEYS, "config.model").map_err(js)?);
+            let (provider, name) = model_object_names(m, "config.model")?;
+            data.tree["model"] = Value::String(format!("{provider}/{name}"));
         } else if !model_js.is_undefined() {
-            data.insert("model", Data::of(&model_js, "config.model").map_err(js)?);
+            data.insert("model", model_data(&model_js, "config.model").map_err(js)?);
         }
         let default_options = read(&config, "defaultOptions", "config")?;
         super::unsupported::warn_unknown_keys(&default_options, &stream_keys, "new Agent(config).defaultOptions", None);
@@ -158,16 +189,11 @@ impl Agent {
         let m = &parsed.model;
         let (model, provider, model_name) = match model_object {
             Some(obj) => {
-                let s = |k: &str| Reflect::get(&obj, &k.into()).ok().and_then(|v| v.as_string()).unwrap_or_default();
-                let (provider, name) = (s("provider"), s("modelId"));
+                let (provider, name) = model_object_names(&obj, "config.model")?;
                 (AgentModel::Object(obj), provider, name)
             }
             None => {
-                let (mut endpoint, name) = registry::resolve_in(&m.id, m.url.clone(), m.api_key.clone(), m.headers.clone(), &crate::platform::env_var, "config.model", crate::platform::in_workerd())
-                    .map_err(|e| error_to_js(&e))?;
-                endpoint.api = choose_api(endpoint.api, m.api.as_deref(), "config.model.api")?;
-                crate::providers::check_available(endpoint.api, "config.model").map_err(|e| error_to_js(&e))?;
-                browser_headers(&mut endpoint);
+                let (endpoint, name) = options::resolve_endpoint(m, "config.model")?;
                 let provider = endpoint.provider.clone();
                 (AgentModel::Http(endpoint), provider, name)
             }
@@ -599,6 +625,7 @@ impl Agent {
         let tracing_context = super::tracing::root_context(tracer.as_ref());
         #[cfg(not(feature = "tracing"))]
         let tracing_context = js_sys::Object::new().into();
+        let step = super::input_step::StepEnv { tools: env.clone(), provider: inner.provider.clone(), max_steps: call.max_steps as usize };
         let penv = ProcessorEnv {
             run_id: run_id.clone(),
             request_context: call.request_context.clone(),
@@ -606,12 +633,15 @@ impl Agent {
             tracing_context,
             #[cfg(all(feature = "tracing", feature = "processors"))]
             tracer: tracer.clone(),
+            step,
         };
         let (own, agent) = (&call.processors, &inner.processors);
         let run_processors = crate::core::run::processors::Processors {
             input: own.input.as_ref().or(agent.input.as_ref()).map(|l| processors::instantiate(l, &penv)).unwrap_or_default(),
             output: own.output.as_ref().or(agent.output.as_ref()).map(|l| processors::instantiate(l, &penv)).unwrap_or_default(),
             max_retries: own.max_retries.or(agent.max_retries).unwrap_or(0),
+            provider: inner.provider.clone(),
+            provider_options: opts.provider_options.clone(),
         };
         let host = JsHost::new(call.tools.clone(), env, &call.js, call.max_steps as usize, call.base_settings.clone());
         let background = inner.manager.borrow().clone().map(|manager| BackgroundRun { manager, agent_id: inner.config.id.clone() });

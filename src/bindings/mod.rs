@@ -11,6 +11,7 @@ pub mod delegation;
 #[cfg(feature = "recall")]
 pub mod embedders;
 pub mod host;
+pub mod input_step;
 pub mod mastra;
 pub mod options;
 pub mod memory;

@@ -403,13 +403,20 @@ fn title_setting(memory_opt: &JsValue, mem: &MemoryInner) -> Result<Option<Title
 /// the model, its name, and its provider prefix.
 pub(crate) fn resolve_model(m: &Value, path: &str) -> Result<(Rc<dyn ModelApi>, String, String), JsValue> {
     let mc = crate::core::options::parse_model_config(m, path).map_err(|e| error_to_js(&e))?;
-    let (mut endpoint, model) =
-        registry::resolve_in(&mc.id, mc.url, mc.api_key, mc.headers, &crate::platform::env_var, path, crate::platform::in_workerd()).map_err(|e| error_to_js(&e))?;
+    let (endpoint, model) = resolve_endpoint(&mc, path)?;
+    let provider = endpoint.provider.clone();
+    Ok((http_model(endpoint), model, provider))
+}
+
+/// Where a model config (at `path`) is reached, and the model's name: the registry's provider,
+/// the chosen API (available in this build), and a page's headers.
+pub(crate) fn resolve_endpoint(mc: &crate::core::options::ModelConfig, path: &str) -> Result<(Endpoint, String), JsValue> {
+    let (mut endpoint, model) = registry::resolve_in(&mc.id, mc.url.clone(), mc.api_key.clone(), mc.headers.clone(), &crate::platform::env_var, path, crate::platform::in_workerd())
+        .map_err(|e| error_to_js(&e))?;
     endpoint.api = super::agent::choose_api(endpoint.api, mc.api.as_deref(), &format!("{path}.api"))?;
     crate::providers::check_available(endpoint.api, path).map_err(|e| error_to_js(&e))?;
     browser_headers(&mut endpoint);
-    let provider = endpoint.provider.clone();
-    Ok((http_model(endpoint), model, provider))
+    Ok((endpoint, model))
 }
 
 /// `untilIdle: true | { maxIdleMs }`: the idle timeout, or `None` when not asked for.

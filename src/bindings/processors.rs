@@ -58,7 +58,19 @@ export interface Processor {
   processInputStep?(args: ProcessorArgs & {
     stepNumber: number; steps: StepResult[]; messages: ModelMessage[]; systemMessages: SystemMessage[]; model: string;
     tools: string[]; toolChoice: ToolChoice; activeTools: string[]; modelSettings: ModelSettings;
-  }): MaybePromise<{ messages?: ModelMessage[]; systemMessages?: SystemMessage[]; toolChoice?: ToolChoice; activeTools?: string[]; modelSettings?: ModelSettings } | undefined | void>;
+    providerOptions: Record<string, Record<string, unknown>>; structuredOutput?: { schema: Record<string, unknown> };
+  }): MaybePromise<{
+    messages?: ModelMessage[]; systemMessages?: SystemMessage[];
+    /** Another model for this step (as `new Agent({ model })` takes it); the next step has the run's again. */
+    model?: ModelConfig;
+    /** Replaces the run's tools for this step: the model is offered these, and its calls to them run. */
+    tools?: Record<string, Tool> | string[];
+    toolChoice?: ToolChoice; activeTools?: string[]; modelSettings?: ModelSettings;
+    /** Merged over the call's `providerOptions` for this request. */
+    providerOptions?: Record<string, Record<string, unknown>>;
+    /** The response format of this request (§12), in place of the run's. */
+    structuredOutput?: Omit<NonNullable<StreamOptions['structuredOutput']>, 'model' | 'useAgent'> | { schema: Record<string, unknown> };
+  } | undefined | void>;
   /** Each chunk of each step: the chunk to emit (its text may change), or null/undefined to drop it. */
   processOutputStream?(args: ProcessorOutputArgs & { part: ChunkType; streamParts: ChunkType[] }): MaybePromise<ChunkType | null | undefined | void>;
   /** After each model step, before its tools run; acts through `abort` (`{ retry: true }` runs the step again). */
@@ -245,6 +257,8 @@ pub(crate) struct ProcessorEnv {
     /// The run's tracer: each call's `currentSpan` is its `processor_run` span.
     #[cfg(all(feature = "tracing", feature = "processors"))]
     pub tracer: Option<Rc<crate::core::tracing::Tracer>>,
+    /// What a `processInputStep`'s own model and tools need.
+    pub step: super::input_step::StepEnv,
 }
 
 /// The processors of one run, fresh.
@@ -284,6 +298,7 @@ struct JsProcessor {
     /// The last call's `tracingContext` and its span (a stream's chunks share one span).
     #[cfg(all(feature = "tracing", feature = "processors"))]
     context: RefCell<Option<(String, JsValue)>>,
+    step: super::input_step::StepEnv,
 }
 
 impl JsProcessor {
@@ -340,6 +355,7 @@ impl JsProcessor {
             tracer: env.tracer.clone(),
             #[cfg(all(feature = "tracing", feature = "processors"))]
             context: RefCell::new(None),
+            step: env.step.clone(),
         }
     }
 
@@ -412,7 +428,11 @@ impl Processor for JsProcessor {
 
     fn call<'a>(&'a self, phase: Phase, args: Value, cx: ProcessorCx<'a>) -> LocalFuture<'a, Result<Reply, Halt>> {
         Box::pin(async move {
-            let (ret, custom) = self.invoke(phase, from_json(&args), cx).await?;
+            let (mut ret, custom) = self.invoke(phase, from_json(&args), cx).await?;
+            let mut step = Default::default();
+            if phase == Phase::InputStep && ret.is_object() && !Array::is_array(&ret) {
+                (ret, step) = super::input_step::read_step_return(&ret, &args, &self.step).map_err(Halt::Threw)?;
+            }
             let value = if ret.is_undefined() || ret.is_null() {
                 None
             } else {
@@ -420,7 +440,7 @@ impl Processor for JsProcessor {
                     Halt::Threw(format!("{} returned a value that is not plain data: {e}", phase.method()))
                 })?)
             };
-            Ok(Reply { value, custom })
+            Ok(Reply { value, custom, step })
         })
     }
 

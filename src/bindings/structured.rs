@@ -52,17 +52,23 @@ pub(crate) fn parse(
         let opts = parse_options(&Value::Object(Default::default()), &output_field).map_err(|e| error_to_js(&e))?;
         return Ok(Some(build(schema, standard, strict_target, opts)));
     }
-    if !so.is_object() || so.is_function() || Array::is_array(&so) {
-        let got = js_kind(&so);
+    parse_value(&so, &field, strict_target).map(Some)
+}
+
+/// A given `structuredOutput` object at `field`; `strict_target` as in [`parse`].
+pub(crate) fn parse_value(so: &JsValue, field: &str, strict_target: bool) -> Result<StructuredOutput, JsValue> {
+    let given = |v: &JsValue| !(v.is_undefined() || v.is_null());
+    if !so.is_object() || so.is_function() || Array::is_array(so) {
+        let got = js_kind(so);
         return Err(type_error(
-            &field,
+            field,
             &format!(
                 "expected {{ schema, errorStrategy?, fallbackValue?, instructions?, jsonPromptInjection? }}, got {got}"
             ),
         ));
     }
     let schema_field = format!("{field}.schema");
-    let schema_js = read(&so, "schema", &field)?;
+    let schema_js = read(so, "schema", field)?;
     if !given(&schema_js) {
         return Err(type_error(
             &schema_field,
@@ -70,7 +76,7 @@ pub(crate) fn parse(
         ));
     }
     let (schema, standard) = input_schema(&schema_js, &schema_field, "draft-07")?;
-    let model = read(&so, "model", &field)?;
+    let model = read(so, "model", field)?;
     let model_field = format!("{field}.model");
     let model = if given(&model) {
         if !(model.is_string() || model.is_object()) || model.is_function() {
@@ -85,17 +91,17 @@ pub(crate) fn parse(
     } else {
         None
     };
-    let use_agent = read(&so, "useAgent", &field)?;
+    let use_agent = read(so, "useAgent", field)?;
     if given(&use_agent) && use_agent.as_bool().is_none() {
         return Err(type_error(
             &format!("{field}.useAgent"),
             &format!("expected a boolean, got {}", js_kind(&use_agent)),
         ));
     }
-    let data = Data::pick(&so, KEYS, &field).map_err(|e| error_to_js(&e))?;
-    let opts = data.parse(|t| parse_options(t, &field)).map_err(|e| error_to_js(&e))?;
+    let data = Data::pick(so, KEYS, field).map_err(|e| error_to_js(&e))?;
+    let opts = data.parse(|t| parse_options(t, field)).map_err(|e| error_to_js(&e))?;
     let built = build(schema, standard, strict_target, opts);
-    Ok(Some(match model {
+    Ok(match model {
         None => built,
         Some((model, model_id, provider)) => {
             let provider_options = built
@@ -108,7 +114,7 @@ pub(crate) fn parse(
             let use_agent = use_agent.as_bool() == Some(true);
             built.with_model(StructuringModel { model, model_id, provider_options, use_agent }, provider == "openai")
         }
-    }))
+    })
 }
 
 fn build(schema: Value, standard: Option<JsValue>, strict_target: bool, opts: StructuredOptions) -> StructuredOutput {

@@ -153,7 +153,7 @@ mod tests {
             assert!(details.ends_with('.') && details.matches(". ").count() == 0, "{name}: {details}");
         }
         let names: Vec<&str> = UNSUPPORTED.iter().map(|(n, _)| *n).collect();
-        for name in [
+        let expected: &[&str] = &[
             "versions",
             #[cfg(not(feature = "tracing"))]
             "tracingOptions",
@@ -163,8 +163,9 @@ mod tests {
             "telemetry",
             #[cfg(not(feature = "recall"))]
             "memory.options.semanticRecall",
-        ] {
-            assert!(names.contains(&name), "{name} is missing");
+        ];
+        for name in expected {
+            assert!(names.contains(name), "{name} is missing");
         }
         let mut sorted = names.clone();
         sorted.sort_unstable();

@@ -49,6 +49,18 @@ fn invocation(state: &str, id: &str, name: &str, args: &Value, result: Option<&V
 /// the assistant message before them (as the reference stores them); `next` gives each message
 /// its id and creation time, in order; a user message with an id in `ids` (by position) keeps it.
 pub fn input_messages(input: &[ModelMessage], ids: &[Option<String>], thread: &Thread, next: &mut dyn FnMut() -> (String, String)) -> Vec<StoredMessage> {
+    input_messages_with(input, ids, &[], thread, next)
+}
+
+/// [`input_messages`], where a user or assistant message gets `content.metadata` from `meta`
+/// (by position, as `ids`): what an input processor set on it.
+pub fn input_messages_with(
+    input: &[ModelMessage],
+    ids: &[Option<String>],
+    meta: &[Option<Value>],
+    thread: &Thread,
+    next: &mut dyn FnMut() -> (String, String),
+) -> Vec<StoredMessage> {
     let mut out: Vec<StoredMessage> = Vec::new();
     for (i, m) in input.iter().enumerate() {
         match m {
@@ -64,6 +76,7 @@ pub fn input_messages(input: &[ModelMessage], ids: &[Option<String>], thread: &T
                 let (new_id, at) = next();
                 let id = ids.get(i).cloned().flatten().unwrap_or(new_id);
                 out.push(stored(id, thread, "user", at, parts));
+                out.last_mut().expect("just pushed").metadata = meta.get(i).cloned().flatten();
             }
             ModelMessage::Assistant(parts) => {
                 let parts = parts
@@ -77,6 +90,7 @@ pub fn input_messages(input: &[ModelMessage], ids: &[Option<String>], thread: &T
                     .collect();
                 let (id, at) = next();
                 out.push(stored(id, thread, "assistant", at, parts));
+                out.last_mut().expect("just pushed").metadata = meta.get(i).cloned().flatten();
             }
             ModelMessage::Tool(results) => {
                 for r in results {

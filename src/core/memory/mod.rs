@@ -16,7 +16,7 @@ pub mod vectors;
 pub mod quantized;
 pub mod recall;
 
-pub use convert::{assistant_message, assistant_parts, input_messages, stored_to_model, stored_to_ui, waiting_message};
+pub use convert::{assistant_message, assistant_parts, input_messages, input_messages_with, stored_to_model, stored_to_ui, waiting_message};
 pub use session::{parse_memory_options, MemoryConfig, MemoryRun, Session, WorkingMemory};
 pub use store::InMemoryStore;
 pub use time::iso_time;

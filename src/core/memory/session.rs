@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
-use super::{assistant_message, assistant_parts, input_messages, waiting_message, iso_time, stored_to_model, MessageQuery, Store, StoredMessage, Thread};
+use super::{assistant_message, assistant_parts, waiting_message, iso_time, stored_to_model, MessageQuery, Store, StoredMessage, Thread};
 use crate::core::error::AgentError;
 use crate::core::model::{ModelMessage, ToolResultPart};
 use crate::core::runs::WaitingCall;
@@ -140,16 +140,20 @@ impl MemoryRun {
     /// answers a call of the loaded history (a client tool's call from the previous turn)
     /// completes that call in place; returns the ids of those calls, whose results the prompt
     /// then takes from the history. `ids[i]` is the id `input[i]` keeps, when it has one.
-    pub async fn save_input(&self, session: &mut Session, input: &[ModelMessage], ids: &[Option<String>], now_ms: f64, new_id: &mut dyn FnMut() -> String) -> Result<Vec<String>, AgentError> {
+    /// `meta`: each input message's `content.metadata` (by position, as `ids`), when a processor set one.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn save_input(&self, session: &mut Session, input: &[ModelMessage], ids: &[Option<String>], meta: &[Option<Value>], now_ms: f64, new_id: &mut dyn FnMut() -> String) -> Result<Vec<String>, AgentError> {
         let thread = session.thread.clone();
         let mut folded = Vec::new();
         let mut changed: Vec<usize> = Vec::new();
         let mut rest: Vec<ModelMessage> = Vec::new();
         let mut rest_ids: Vec<Option<String>> = Vec::new();
+        let mut rest_meta: Vec<Option<Value>> = Vec::new();
         for (i, m) in input.iter().enumerate() {
             let ModelMessage::Tool(results) = m else {
                 rest.push(m.clone());
                 rest_ids.push(ids.get(i).cloned().flatten());
+                rest_meta.push(meta.get(i).cloned().flatten());
                 continue;
             };
             let mut unanswered = Vec::new();
@@ -167,13 +171,14 @@ impl MemoryRun {
             if !unanswered.is_empty() {
                 rest.push(ModelMessage::Tool(unanswered));
                 rest_ids.push(None);
+                rest_meta.push(None);
             }
         }
         if !self.writes() {
             return Ok(folded);
         }
         let mut next = || (new_id(), session.next_time(now_ms));
-        let mut msgs = input_messages(&rest, &rest_ids, &thread, &mut next);
+        let mut msgs = super::input_messages_with(&rest, &rest_ids, &rest_meta, &thread, &mut next);
         msgs.extend(changed.iter().filter_map(|&i| session.history.get(i).cloned()));
         if msgs.is_empty() {
             return Ok(folded);

@@ -209,7 +209,7 @@ impl Processor for TokenLimiter {
             (Phase::Input, Some(Value::Array(messages))) => Some(Value::Array(self.trim(messages))),
             _ => None,
         };
-        Box::pin(async move { Ok(Reply { value, custom: Vec::new() }) })
+        Box::pin(async move { Ok(Reply { value, custom: Vec::new(), step: Default::default() }) })
     }
     fn stream<'a>(&'a self, chunk: Chunk, _cx: ProcessorCx<'a>) -> LocalFuture<'a, Result<Vec<Chunk>, Halt>> {
         let out = self.limit(chunk);

@@ -207,7 +207,7 @@ pub(super) async fn remember_input(
     mem: &MemoryRun,
     session: &mut Session,
     input: &mut Vec<ModelMessage>,
-    ids: &[Option<String>],
+    (ids, meta): (&[Option<String>], &[Option<Value>]),
     env: &dyn Env,
     abort: &AbortFlag,
     outcome: &mut RunOutcome,
@@ -215,7 +215,7 @@ pub(super) async fn remember_input(
     let now = env.now_ms();
     let mut new_id = || env.new_id();
     let saved = {
-        let mut save = pin!(mem.save_input(session, input, ids, now, &mut new_id));
+        let mut save = pin!(mem.save_input(session, input, ids, meta, now, &mut new_id));
         match abort.race(save.as_mut()).await {
             Some(saved) => saved,
             None => {

@@ -200,10 +200,12 @@ async fn run_untraced(
     }
     let mut stopped = None;
     let given = input.len();
+    // The `content.metadata` processInput set on the input messages, by position.
+    let mut input_meta = Vec::new();
     if pipe.has(Phase::Input) {
         // What processInput leaves is what the model is sent and memory stores; a tripwire or a
         // failure still stores the input as given.
-        stopped = steps_io::process_input(&pipe, &mut messages, &mut input, &cfg.input_ids, session.as_mut(), env, sink).await.err();
+        stopped = steps_io::process_input(&pipe, &mut messages, &mut input, &mut input_meta, &cfg.input_ids, session.as_mut(), env, sink).await.err();
     }
     #[cfg(feature = "recall")]
     if let (Some(mem), Some(s), None) = (&cfg.memory, session.as_mut(), &stopped) {
@@ -218,7 +220,7 @@ async fn run_untraced(
     if let (Some(mem), Some(s)) = (&cfg.memory, session.as_mut()) {
         // The input's own ids (user UI messages) go by position: only while processInput kept the count.
         let ids = if input.len() == given { &cfg.input_ids[..] } else { &[] };
-        match remember_input(mem, s, &mut input, ids, env, abort, &mut outcome).await {
+        match remember_input(mem, s, &mut input, (ids, &input_meta), env, abort, &mut outcome).await {
             Ok(history) => messages.extend(history),
             Err(stop) => {
                 stop.record(&mut outcome, abort);
@@ -340,7 +342,7 @@ async fn run_untraced(
         let kept = outcome.steps.len() - usize::from(outcome.tripwire_step);
         let steps = with_finished_tasks(&outcome.steps[..kept], cfg.background.as_ref());
         let saved = match outcome.stored_instead.take() {
-            Some(instead) => mem.save_input(s, &instead, &[], env.now_ms(), &mut || env.new_id()).await.map(|_| ()),
+            Some(instead) => mem.save_input(s, &instead, &[], &[], env.now_ms(), &mut || env.new_id()).await.map(|_| ()),
             None => mem.save_assistant(s, &steps, partial, env.now_ms()).await,
         };
         if let Err(e) = saved {
@@ -566,15 +568,11 @@ async fn run_steps(
             None => return Err(Stop::Aborted),
         };
         let mut step_messages = None;
-        let mut step_warnings = Vec::new();
         if pipe.has(Phase::InputStep) {
             let request = step_request(cfg, &messages, &overrides);
-            let args = steps_io::input_step_args(step_number, &outcome.steps, &request, &overrides, cfg);
+            let args = steps_io::input_step_args(step_number, &outcome.steps, &request, cfg, pipe.procs());
             let changed = match pipe.input_step(args.clone(), sink).await {
-                Ok(done) => {
-                    step_warnings = steps_io::not_applied(&args, &done);
-                    steps_io::step_changes(&args, &done, &mut overrides)
-                }
+                Ok((done, swaps)) => steps_io::step_changes(&args, &done, swaps, &mut overrides, pipe.procs()),
                 Err(e) => Err(e),
             };
             match changed {
@@ -583,18 +581,23 @@ async fn run_steps(
             }
         }
         let request = step_request(cfg, step_messages.as_deref().unwrap_or(&messages), &overrides);
-        let mut call = cfg.model.prepare(&request).map_err(Stop::Failed)?;
+        let step_model = overrides.model.as_ref().filter(|_| cfg!(feature = "processors"));
+        let model = step_model.map_or(&*cfg.model, |m| &*m.api.0);
+        let mut call = model.prepare(&request).map_err(Stop::Failed)?;
         if step_number == 0 {
             call.warnings.splice(0..0, cfg.setting_warnings.iter().cloned());
         }
-        call.warnings.extend(step_warnings);
         let warnings = std::mem::take(&mut call.warnings);
         let mut step = StepBuilder::new(ids, message_id.clone(), call.body.clone(), warnings.clone(), env.now_ms());
         let start = Chunk::StepStart { message_id: message_id.clone(), request_body: call.body.clone(), warnings };
         if let Err(e) = pipe.emit(start, 0, sink, None).await {
             return tripped(e, outcome, sink);
         }
-        let mut streamed = stream_step(&*cfg.model, &call, &cx, sink, &mut step, pipe).await;
+        // Another model of one step goes over HTTP (the run's socket is its own model's).
+        let fetch = RefCell::new(Transport::Fetch);
+        let own_cx = CallCx { transport: &fetch, ..cx };
+        let step_cx = if step_model.is_some() { &own_cx } else { &cx };
+        let mut streamed = stream_step(model, &call, step_cx, sink, &mut step, pipe).await;
         if !matches!(streamed, Err(Ended::Tripwire(_))) {
             let mut out = Vec::new();
             step.close(&mut out, streamed.is_ok());
@@ -673,9 +676,11 @@ async fn run_steps(
                 }
                 _ => None,
             };
-            let host: &dyn ToolHost = match &memory_tools {
-                Some(m) => m,
-                None => hooks,
+            let step_host = overrides.tools.as_ref().filter(|_| cfg!(feature = "processors")).map(|t| steps_io::StepHost { tools: &*t.host.0, hooks });
+            let host: &dyn ToolHost = match (&step_host, &memory_tools) {
+                (Some(s), _) => s,
+                (None, Some(m)) => m,
+                (None, None) => hooks,
             };
             #[cfg(feature = "subagents")]
             let delegating = cfg.delegation.as_ref().map(|d| delegation::DelegatingHost {
@@ -704,7 +709,7 @@ async fn run_steps(
                 .tool_calls
                 .iter()
                 .map(|call| {
-                    let tool = cfg.tools.iter().find(|t| t.name == call.tool_name && is_active(cfg, &overrides, &t.name));
+                    let tool = steps_io::step_tool(cfg, &overrides, &call.tool_name);
                     if let Some(rc) = cfg.runs.as_ref().filter(|r| !r.auto_waits.is_empty() && auto_resume::has_extra(call)) {
                         let (prompt, emit, resolved) = (&prompt_json, &emit, &resolved);
                         let (c, of, decided) = match auto_resume::classify(call, &rc.auto_waits) {
@@ -854,7 +859,7 @@ async fn run_steps(
                     .iter()
                     .zip(registered)
                     .map(|(w, reg)| {
-                        let tool = cfg.tools.iter().find(|t| t.name == w.call.tool_name && is_active(cfg, &overrides, &t.name));
+                        let tool = steps_io::step_tool(cfg, &overrides, &w.call.tool_name);
                         let (prompt, emit) = (&prompt_json, &emit);
                         Box::pin(async move {
                             let d = abort.race(reg.decision()).await?;
@@ -1059,7 +1064,7 @@ fn original_task(input: &[ModelMessage]) -> Option<String> {
     })
 }
 
-fn is_active(cfg: &RunConfig, overrides: &StepOverrides, name: &str) -> bool {
+pub(super) fn is_active(cfg: &RunConfig, overrides: &StepOverrides, name: &str) -> bool {
     match overrides.active_tools.as_ref().or(cfg.active_tools.as_ref()) {
         Some(active) => active.iter().any(|a| a == name),
         None => true,
@@ -1081,9 +1086,19 @@ fn step_request(cfg: &RunConfig, messages: &[ModelMessage], overrides: &StepOver
     if let Some(settings) = &overrides.settings {
         request.settings = settings.clone();
     }
-    request.tools = cfg.tools.iter().filter(|t| is_active(cfg, overrides, &t.name)).map(ToolDef::spec).collect();
+    // Only processInputStep sets a step's own model, tools, providerOptions and structured output.
+    let own = cfg!(feature = "processors");
+    if let Some(m) = overrides.model.as_ref().filter(|_| own) {
+        request.model_id = m.name.clone();
+    }
+    if let Some(po) = overrides.provider_options.as_ref().filter(|_| own) {
+        request.provider_options = Some(po.clone());
+    }
+    let tools = overrides.tools.as_ref().filter(|_| own).map_or(&cfg.tools, |t| &t.defs);
+    request.tools = tools.iter().filter(|t| is_active(cfg, overrides, &t.name)).map(ToolDef::spec).collect();
     request.tool_choice = overrides.tool_choice.clone().or_else(|| cfg.tool_choice.clone());
-    if let Some(so) = &cfg.structured {
+    let structured = overrides.structured.as_ref().filter(|_| own).map(|s| &s.0);
+    if let Some(so) = structured.or(cfg.structured.as_ref()) {
         so.apply(&mut request);
     }
     request

@@ -23,6 +23,7 @@ use crate::core::abort::AbortFlag;
 use crate::core::chunk::Chunk;
 use crate::core::env::LocalFuture;
 use crate::core::error::{AgentError, Stop};
+use crate::core::hooks::StepOverrides;
 use crate::core::step::StepBuilder;
 
 /// The five methods of a processor.
@@ -95,6 +96,9 @@ pub enum Halt {
 pub struct Reply {
     pub value: Option<Value>,
     pub custom: Vec<Chunk>,
+    /// What a `processInputStep` returned that JSON cannot carry (`model`, `tools`,
+    /// `structuredOutput`), made by the host; `value` names them for the next processor.
+    pub step: StepOverrides,
 }
 
 /// What every call is told besides its phase's own arguments.
@@ -128,6 +132,10 @@ pub struct Processors {
     pub output: Vec<Rc<dyn Processor>>,
     /// `maxProcessorRetries` (default 0).
     pub max_retries: u32,
+    /// The run model's provider, and the call's `providerOptions` by provider: what a
+    /// `processInputStep`'s `model` or `providerOptions` are merged under.
+    pub provider: String,
+    pub provider_options: Option<Map<String, Value>>,
 }
 
 /// Why a processed part of the run ended early: a tripwire, or the usual abort or failure.
@@ -171,6 +179,11 @@ impl<'a> Pipeline<'a> {
     pub fn traced(mut self, trace: ProcessorTrace<'a>) -> Self {
         self.trace = trace;
         self
+    }
+
+    /// The processors of the run.
+    pub fn procs(&self) -> &Processors {
+        self.procs
     }
 
     pub fn has(&self, phase: Phase) -> bool {
@@ -321,6 +334,7 @@ impl<'a> Pipeline<'a> {
         args: &mut Value,
         sink: &dyn Sink,
         apply: &dyn Fn(&mut Value, Value) -> Result<(), String>,
+        swaps: &mut StepOverrides,
     ) -> Result<(), Ended> {
         #[cfg(not(feature = "processors"))]
         return Ok(());
@@ -344,13 +358,19 @@ impl<'a> Pipeline<'a> {
             }
             let shown = span.and_then(|_| reply.value.clone());
             if let Some(v) = reply.value {
+                // A message that names a key goes right after the method: `processInputStep.model: …`.
+                let sep = if phase == Phase::InputStep { "" } else { " " };
                 if let Err(m) = apply(args, v) {
-                    let message = format!("{} {m}", phase.method());
+                    let message = format!("{}{sep}{m}", phase.method());
                     self.trace.end(span, End::Halted(&Halt::Threw(message.clone())));
                     return Err(processor_error(p.id(), &message));
                 }
             }
             self.trace.end(span, End::Returned(shown));
+            let s = reply.step;
+            swaps.model = s.model.or(swaps.model.take());
+            swaps.tools = s.tools.or(swaps.tools.take());
+            swaps.structured = s.structured.or(swaps.structured.take());
         }
         Ok(())
     }
@@ -384,7 +404,7 @@ impl<'a> Pipeline<'a> {
                 "returned {}: expected a messages array, {{ messages, systemMessages }} or undefined",
                 crate::core::input::kind(&other)
             )),
-        })
+        }, &mut StepOverrides::default())
         .await?;
         let messages = match args["messages"].take() {
             Value::Array(a) => a,
@@ -394,28 +414,31 @@ impl<'a> Pipeline<'a> {
         Ok((messages, system))
     }
 
-    /// `processInputStep` over the step's arguments: the arguments as the last one left them.
-    pub async fn input_step(&self, mut args: Value, sink: &dyn Sink) -> Result<Value, Ended> {
+    /// `processInputStep` over the step's arguments: the arguments as the last one left them,
+    /// and the host-made `model`, `tools` and `structuredOutput` the last one that gave each left.
+    pub async fn input_step(&self, mut args: Value, sink: &dyn Sink) -> Result<(Value, StepOverrides), Ended> {
+        let mut swaps = StepOverrides::default();
         self.chain(Phase::InputStep, &mut args, sink, &|args, v| match v {
             Value::Object(o) => {
                 for (k, val) in o {
-                    // The keys not applied yet are kept too, so the step can warn about them.
-                    let known = STEP_KEYS.contains(&k.as_str()) || super::steps_io::NOT_APPLIED.contains(&k.as_str());
-                    if known && !val.is_null() {
+                    if k == "providerOptions" && !val.is_null() {
+                        super::steps_io::check_provider_options(&val)?;
+                    }
+                    if STEP_KEYS.contains(&k.as_str()) && !val.is_null() {
                         args[k.as_str()] = val;
                     }
                 }
                 Ok(())
             }
-            other => Err(format!("returned {}: expected {{ messages?, systemMessages?, toolChoice?, activeTools?, modelSettings? }} or undefined", crate::core::input::kind(&other))),
-        })
+            other => Err(format!(" returned {}: expected {{ messages?, systemMessages?, model?, tools?, toolChoice?, activeTools?, modelSettings?, providerOptions?, structuredOutput? }} or undefined", crate::core::input::kind(&other))),
+        }, &mut swaps)
         .await?;
-        Ok(args)
+        Ok((args, swaps))
     }
 
     /// `processOutputStep`: its value is ignored (it acts through `abort`).
     pub async fn output_step(&self, mut args: Value, sink: &dyn Sink) -> Result<(), Ended> {
-        self.chain(Phase::OutputStep, &mut args, sink, &|_, _| Ok(())).await
+        self.chain(Phase::OutputStep, &mut args, sink, &|_, _| Ok(()), &mut StepOverrides::default()).await
     }
 
     /// `processOutputResult`: the messages to store instead, when one returned some.
@@ -425,7 +448,7 @@ impl<'a> Pipeline<'a> {
             check_array(&v, "messages")?;
             args["messages"] = v;
             Ok(())
-        })
+        }, &mut StepOverrides::default())
         .await?;
         Ok(match args["messages"].take() {
             Value::Array(a) if Value::Array(a.clone()) != before => Some(a),
@@ -453,7 +476,17 @@ impl ToolChunks {
 }
 
 /// The keys of `processInputStep`'s arguments a processor may replace for its step.
-pub const STEP_KEYS: &[&str] = &["messages", "systemMessages", "toolChoice", "activeTools", "modelSettings"];
+pub const STEP_KEYS: &[&str] = &[
+    "messages",
+    "systemMessages",
+    "model",
+    "tools",
+    "toolChoice",
+    "activeTools",
+    "modelSettings",
+    "providerOptions",
+    "structuredOutput",
+];
 
 /// Chunks of a model step that output processors see (not the run's own, nor background ones).
 fn passes(c: &Chunk) -> bool {

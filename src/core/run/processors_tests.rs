@@ -62,7 +62,7 @@ impl Processor for Scripted {
         self.calls.borrow_mut().push((phase, args));
         self.spans.borrow_mut().push(cx.span.map(str::to_owned));
         let custom = self.custom.clone();
-        Box::pin(async move { r.map(|value| Reply { value, custom }) })
+        Box::pin(async move { r.map(|value| Reply { value, custom, step: Default::default() }) })
     }
     fn stream<'a>(&'a self, chunk: Chunk, cx: ProcessorCx<'a>) -> LocalFuture<'a, Result<Vec<Chunk>, Halt>> {
         let r = (self.on_chunk)(chunk);
@@ -76,7 +76,7 @@ fn abort_with(reason: &str, retry: bool) -> Halt {
 }
 
 fn with(cfg: RunConfig, input: Vec<Rc<dyn Processor>>, output: Vec<Rc<dyn Processor>>, max_retries: u32) -> RunConfig {
-    RunConfig { processors: Processors { input, output, max_retries }, ..cfg }
+    RunConfig { processors: Processors { input, output, max_retries, ..Default::default() }, ..cfg }
 }
 
 fn tripwire_of(sink: &Collect) -> Value {
@@ -158,7 +158,7 @@ fn process_input_rewrites_what_the_model_is_sent_and_sees_stored_message_shapes(
 }
 
 #[test]
-fn what_process_input_rewrites_is_what_memory_stores() {
+fn what_process_input_rewrites_is_what_memory_stores_metadata_too() {
     let store = Rc::new(InMemoryStore::new());
     let memory = MemoryRun {
         store: store.clone(),
@@ -175,6 +175,7 @@ fn what_process_input_rewrites_is_what_memory_stores() {
         for m in messages.as_array_mut().unwrap() {
             let t = m["content"]["parts"][0]["text"].as_str().unwrap().replace("secret", "[redacted]");
             m["content"]["parts"][0]["text"] = t.into();
+            m["content"]["metadata"] = json!({ "redacted": 1 });
         }
         Ok(Some(messages))
     });
@@ -189,6 +190,9 @@ fn what_process_input_rewrites_is_what_memory_stores() {
         block_on(store.list_messages(&MessageQuery { thread_id: "t1".into(), last: None, before: None })).unwrap();
     let texts: Vec<&str> = stored.iter().map(text_of).collect();
     assert_eq!(texts, ["the [redacted] word", "noted"]);
+    // What it set on the message's metadata is stored with it.
+    assert_eq!(stored[0].metadata, Some(json!({ "redacted": 1 })));
+    assert_eq!(stored[1].metadata, None);
 }
 
 #[test]
@@ -226,24 +230,6 @@ fn process_input_step_changes_apply_to_that_request_only() {
     assert_eq!(second["messages"][0]["content"], "Agent.");
     assert!(second.get("tool_choice").is_none_or(|c| c != "required"));
     assert!(second.get("temperature").is_none());
-}
-
-#[test]
-fn what_process_input_step_returns_that_is_not_applied_is_a_warning_on_that_step_start() {
-    let swap = Scripted::new("swap", &[Phase::InputStep]).calls(|_, args, _| {
-        Ok((args["stepNumber"] == 0).then(|| json!({ "model": "openai/gpt-5", "providerOptions": { "openai": {} }, "tools": args["tools"].clone(), "structuredOutput": null })))
-    });
-    let host = TestHost::default();
-    let cfg = with(with_tools(vec![tool("weather")]), vec![Rc::new(swap)], vec![], 0);
-    let r = simple(vec![calls_reply(&[("c1", "weather", r#"{"city":"Paris"}"#)]), text_reply("Sunny.")], cfg, &host);
-    assert!(r.out.error.is_none(), "{:?}", r.out.error);
-    let starts: Vec<Value> = r.sink.chunks.borrow().iter().filter(|c| c.type_name() == "step-start").map(|c| c.payload()).collect();
-    let settings = |w: &Value| w["warnings"].as_array().unwrap().iter().map(|w| w["setting"].as_str().unwrap_or("").to_string()).collect::<Vec<_>>();
-    // The tools came back as they were and structuredOutput as null: no warning for those.
-    assert_eq!(settings(&starts[0]), ["processInputStep.model", "processInputStep.providerOptions"]);
-    assert!(starts[0]["warnings"][0]["details"].as_str().unwrap().contains("not applied"));
-    assert_eq!(settings(&starts[1]), Vec::<String>::new(), "step 1 returned nothing");
-    assert_eq!(r.body(0)["model"], r.body(1)["model"], "the step kept the run's model");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! as JSON: `processInput` sees stored messages (§7's shape, with ids, so a processor's rewrite of
 //! the new ones is what memory stores), `processInputStep` the prompt's model messages.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::processors::Tripwire;
 use super::processors::{
@@ -19,15 +19,20 @@ use crate::core::input::{parse_messages, parse_model_settings, parse_tool_choice
 use crate::core::memory::{input_messages, iso_time, Session, StoredMessage};
 use crate::core::model::FinishReason;
 use crate::core::model::{ModelMessage, ModelRequest, ToolChoice};
+use crate::core::env::LocalFuture;
 use crate::core::step::{messages_json, StepResult, ToolCall};
+use crate::core::tools::{Suspension, ToolCtx, ToolDef, ToolHost, ToolResult};
 
 /// `processInput`: the history and the input as stored messages, the system messages apart.
 /// What comes back replaces them: messages whose id is one of the history's stay history (for
-/// this request only), every other one is new input (sent, and stored by the caller).
+/// this request only), every other one is new input (sent, and stored by the caller, with the
+/// `content.metadata` a processor gave it: `meta`, by position in the new input).
+#[allow(clippy::too_many_arguments)]
 pub async fn process_input(
     pipe: &Pipeline<'_>,
     head: &mut Vec<ModelMessage>,
     input: &mut Vec<ModelMessage>,
+    meta: &mut Vec<Option<Value>>,
     ids: &[Option<String>],
     session: Option<&mut Session>,
     env: &dyn Env,
@@ -76,12 +81,16 @@ pub async fn process_input(
             new_history.push(stored);
         } else {
             let parsed = parse_messages(m, &format!("messages.{i}")).map_err(|e| bad_input(&e, ""))?;
+            let metadata = m.pointer("/content/metadata").filter(|v| v.as_object().is_some_and(|o| !o.is_empty()));
+            meta.resize(new_input.len(), None);
+            meta.push(metadata.cloned());
             new_input.extend(parsed);
         }
     }
     if let Some(s) = session {
         s.history = new_history;
     }
+    meta.resize(new_input.len(), None);
     *input = new_input;
     head.splice(..n_system, new_system.into_iter().map(ModelMessage::System));
     Ok(())
@@ -122,14 +131,14 @@ pub fn input_step_args(
     step_number: usize,
     steps: &[StepResult],
     request: &ModelRequest,
-    overrides: &StepOverrides,
     cfg: &RunConfig,
+    procs: &super::processors::Processors,
 ) -> Value {
     let (system, rest) = split_system(&request.messages);
     let active: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
     let tools: Vec<&str> = cfg.tools.iter().map(|t| t.name.as_str()).collect();
-    let _ = overrides;
-    json!({
+    let provider_options = procs.provider_options.clone().unwrap_or_default();
+    let mut args = json!({
         "stepNumber": step_number,
         "steps": steps_json(steps),
         "messages": messages_json(rest),
@@ -139,36 +148,28 @@ pub fn input_step_args(
         "toolChoice": tool_choice_json(&request.tool_choice),
         "activeTools": active,
         "modelSettings": request.settings.sampling_json(),
-    })
+        "providerOptions": provider_options,
+    });
+    if let Some(so) = &cfg.structured {
+        args["structuredOutput"] = json!({ "schema": so.schema });
+    }
+    args
 }
 
-/// What `processInputStep` may return that this version does not apply to the step yet.
-pub const NOT_APPLIED: &[&str] = &["model", "tools", "providerOptions", "structuredOutput"];
-
-/// An `unsupported-setting` warning (for that step's `step-start`) for each key of
-/// [`NOT_APPLIED`] the processors returned changed: the step goes out without it, and says so.
-pub fn not_applied(before: &Value, after: &Value) -> Vec<crate::core::model::Warning> {
-    NOT_APPLIED
-        .iter()
-        .filter(|k| after.get(**k).is_some_and(|v| !v.is_null() && before.get(**k) != Some(v)))
-        .map(|k| crate::core::model::Warning {
-            kind: "unsupported-setting",
-            setting: Some(format!("processInputStep.{k}")),
-            message: Some(format!("a processInputStep that returns {k} is not applied yet: the step used the run's own")),
-        })
-        .collect()
-}
-
-/// What the processors changed of `before`, into the step's overrides; the step's messages when
-/// they replaced them.
+/// What the processors changed of `before`, into the step's overrides (with `swaps`, what the
+/// host made of their `model`, `tools` and `structuredOutput`); the step's messages when they
+/// replaced them.
 #[allow(clippy::result_large_err)] // the same `Ended` as the loop's async steps, once per step
 pub fn step_changes(
     before: &Value,
     after: &Value,
+    swaps: StepOverrides,
     overrides: &mut StepOverrides,
+    procs: &super::processors::Processors,
 ) -> Result<Option<Vec<ModelMessage>>, Ended> {
     let bad = |e: AgentError| processor_error("processInputStep", &format!("returned {e}"));
     let mut messages = None;
+    let mut provider_options = None;
     for key in STEP_KEYS {
         let (Some(new), old) = (after.get(*key), before.get(*key)) else { continue };
         if Some(new) == old {
@@ -188,6 +189,10 @@ pub fn step_changes(
                     processor_error("processInputStep", "returned activeTools that is not an array of tool names")
                 })?);
             }
+            // Checked as each processor returned it (`check_provider_options`).
+            "providerOptions" => provider_options = new.as_object().cloned(),
+            // Made by the host: `swaps` carries them.
+            "model" | "tools" | "structuredOutput" => {}
             _ => {
                 let mut settings = parse_model_settings(new, "modelSettings").map_err(bad)?;
                 let base = overrides.settings.clone().unwrap_or_default();
@@ -199,7 +204,43 @@ pub fn step_changes(
             }
         }
     }
+    if swaps.model.is_some() || provider_options.is_some() {
+        let provider = swaps.model.as_ref().map_or(procs.provider.as_str(), |m| m.provider.as_str());
+        overrides.provider_options = Some(step_provider_options(procs.provider_options.as_ref(), provider_options.as_ref(), provider));
+    }
+    overrides.model = swaps.model.or(overrides.model.take());
+    overrides.tools = swaps.tools.or(overrides.tools.take());
+    overrides.structured = swaps.structured.or(overrides.structured.take());
     Ok(messages)
+}
+
+/// Checks a returned `providerOptions`, an object of each provider's options; the message
+/// starts with the key's path (`.providerOptions.openai: …`), after the method's name.
+pub fn check_provider_options(v: &Value) -> Result<(), String> {
+    let kind = crate::core::input::kind;
+    let Value::Object(o) = v else {
+        return Err(format!(".providerOptions: expected an object of options by provider, got {}", kind(v)));
+    };
+    match o.iter().find(|(_, val)| !val.is_object()) {
+        Some((k, val)) => Err(format!(".providerOptions.{k}: expected an object of that provider's options, got {}", kind(val))),
+        None => Ok(()),
+    }
+}
+
+/// The options of `provider` a step's request gets: the call's, with the step's over them key by
+/// key (as a call's go over `defaultOptions`'), without the transport's own keys.
+pub fn step_provider_options(
+    call: Option<&Map<String, Value>>,
+    step: Option<&Map<String, Value>>,
+    provider: &str,
+) -> Map<String, Value> {
+    let of = |m: Option<&Map<String, Value>>| m.and_then(|m| m.get(provider)).and_then(Value::as_object).cloned();
+    let mut out = of(call).unwrap_or_default();
+    out.extend(of(step).unwrap_or_default());
+    for key in crate::core::transport::TRANSPORT_KEYS {
+        out.remove(key);
+    }
+    out
 }
 
 /// `processOutputStep`'s arguments: the step that just streamed, before its tools run;
@@ -283,4 +324,42 @@ pub(super) async fn stopped_step(
         total_usage: outcome.total_usage,
     });
     abort.race(sink.step_finished(last)).await.ok_or(Stop::Aborted)
+}
+
+/// The tool a call of this step names, among the step's tools (a `processInputStep`'s, else
+/// the run's) that are active.
+pub(super) fn step_tool<'c>(cfg: &'c RunConfig, overrides: &'c StepOverrides, name: &str) -> Option<&'c ToolDef> {
+    let tools = overrides.tools.as_ref().filter(|_| cfg!(feature = "processors")).map_or(&cfg.tools, |t| &t.defs);
+    tools.iter().find(|t| t.name == name && super::is_active(cfg, overrides, &t.name))
+}
+
+/// The host of a step with its own tools: they run there, and the run's `hooks` still see
+/// each call (`beforeToolCall`, `afterToolCall`).
+pub(super) struct StepHost<'a> {
+    pub tools: &'a dyn ToolHost,
+    pub hooks: &'a dyn ToolHost,
+}
+
+impl ToolHost for StepHost<'_> {
+    fn execute<'a>(&'a self, ctx: ToolCtx<'a>) -> LocalFuture<'a, Result<Value, String>> {
+        self.tools.execute(ctx)
+    }
+    fn validate<'a>(&'a self, call: &'a ToolCall) -> LocalFuture<'a, Result<Value, String>> {
+        self.tools.validate(call)
+    }
+    fn needs_approval<'a>(&'a self, call: &'a ToolCall) -> LocalFuture<'a, bool> {
+        self.tools.needs_approval(call)
+    }
+    fn before_tool_call<'a>(&'a self, call: &'a ToolCall) -> LocalFuture<'a, Result<Option<Value>, String>> {
+        self.hooks.before_tool_call(call)
+    }
+    fn after_tool_call<'a>(&'a self, result: &'a ToolResult) -> LocalFuture<'a, ()> {
+        self.hooks.after_tool_call(result)
+    }
+    fn take_suspension(&self, tool_call_id: &str) -> Option<Suspension> {
+        self.tools.take_suspension(tool_call_id)
+    }
+    fn suspension_stored(&self, tool_call_id: &str) {
+        self.tools.suspension_stored(tool_call_id)
+    }
 }

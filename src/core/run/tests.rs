@@ -598,6 +598,10 @@ mod tools;
 #[path = "processors_tests.rs"]
 mod processors_loop;
 
+#[cfg(all(test, feature = "processors", feature = "structured"))]
+#[path = "input_step_tests.rs"]
+mod input_step_loop;
+
 #[cfg(test)]
 #[path = "memory_tests.rs"]
 mod memory;

@@ -56,6 +56,13 @@ pub(super) struct TestHost {
     runner: Option<Rc<dyn crate::core::background::TaskRunner>>,
 }
 
+impl TestHost {
+    /// The ids of the calls it ran, in order.
+    pub(super) fn started_calls(&self) -> std::cell::Ref<'_, Vec<String>> {
+        self.started.borrow()
+    }
+}
+
 impl ToolHost for TestHost {
     fn execute<'a>(&'a self, ctx: ToolCtx<'a>) -> LocalFuture<'a, Result<Value, String>> {
         Box::pin(async move {
@@ -454,6 +461,7 @@ fn prepare_step_changes_show_in_that_steps_request() {
                 active_tools: Some(vec![]),
                 tool_choice: Some(crate::core::model::ToolChoice::None),
                 system: Some(vec!["Answer in French.".into()]),
+                ..Default::default()
             })
         })),
         ..Default::default()
