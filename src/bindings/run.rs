@@ -61,12 +61,12 @@ impl Sink for JsSink {
             let js = js.get_or_insert_with(|| self.shared.chunk_js(&chunk, seq));
             tap.chunk(js);
         }
-        // Decisions' second views (SPEC §19.3), usually none: cloned out of the borrow, since
-        // delivering may run a reader's code.
         #[cfg(feature = "reconnect")]
         if let Some(log) = &self.log {
             log.chunk(&chunk, self.shared.chunk_value(&chunk, seq));
         }
+        // Decisions' second views (SPEC §19.3), usually none: cloned out of the borrow, since
+        // delivering may run a reader's code.
         if !self.views.borrow().is_empty() {
             let views = self.views.borrow().clone();
             for v in &views {
