@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { MessageChannel } from 'node:worker_threads';
 import { Agent, T, collect, modelFor, noUnhandledRejections, rejectionOf, types, uid, useModelServer, waitForRequestsOf } from './helpers.mjs';
 import { Memory, InMemoryStore } from './memory-helpers.mjs';
+import { readRest, readUntil } from './tools-helpers.mjs';
 import { createTool, serveAgents } from '../../pkg/index.node.js';
 import { connectAgent } from '../../pkg/client.js';
 
@@ -324,18 +325,9 @@ test('declineToolCall through the client while the stream waits: the call is dec
   try {
     const out = await remote.stream('Pay 5');
     const reader = out.fullStream.getReader();
-    const seen = [];
-    for (;;) {
-      const { value } = await reader.read();
-      seen.push(value);
-      if (value.type === 'tool-call-approval') break;
-    }
+    const seen = await readUntil(reader, (c) => c.type === 'tool-call-approval');
     const view = await remote.declineToolCall({ runId: out.runId, toolCallId: seen.at(-1).payload.toolCallId });
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      seen.push(value);
-    }
+    await readRest(reader, seen);
     const viewTypes = types(await collect(view.fullStream));
     assert.equal(viewTypes.at(-1), 'finish');
     assert.deepEqual(calls, [], 'a declined call never runs');
